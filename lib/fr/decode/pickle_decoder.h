@@ -1,0 +1,34 @@
+// A safe decoder for the pickles PyTorch's flight recorder writes (torch::jit::Pickler, protocol
+// 2) and for the same data re-pickled by CPython (protocols 2 to 5). It is a small stack machine
+// over an allow-list of opcodes: it builds plain values (None, bool, int, float, str, list, tuple,
+// dict) and refuses every opcode that could import or call anything (GLOBAL, REDUCE, BUILD, ...).
+//
+//   FR_ASSIGN_OR_RETURN(Document doc, DecodePickle(buffer));
+//
+// Errors name the byte offset and what was expected, e.g.
+//   "byte 1234: opcode GLOBAL (0x63) is not allowed: flight-recorder dumps hold only plain data".
+#ifndef FR_DECODE_PICKLE_DECODER_H_
+#define FR_DECODE_PICKLE_DECODER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "fr/base/buffer.h"
+#include "fr/decode/document.h"
+
+namespace fr {
+
+struct PickleLimits {
+  // Deepest container nesting accepted (real dumps nest 5 deep).
+  uint32_t max_depth = 256;
+};
+
+// Decodes one pickle stream (PROTO ... STOP) from `input`. Trailing bytes after STOP are an error.
+// Errors: InvalidArgument for a refused opcode or malformed structure, DataLoss for a truncated
+// stream; messages start with "byte <offset>: ".
+absl::StatusOr<Document> DecodePickle(std::shared_ptr<const Buffer> input,
+                                      const PickleLimits& limits = {});
+
+}  // namespace fr
+
+#endif  // FR_DECODE_PICKLE_DECODER_H_
