@@ -1,0 +1,47 @@
+// Interned strings: each distinct string of a dump stored once and named by a small id, so that
+// entries are compact and comparing ops, dtypes or frame names is an integer compare.
+//
+//   StringTable strings;
+//   StringId op = strings.Intern("all_reduce");
+//   std::string_view text = strings.view(op);
+#ifndef FR_MODEL_STRING_TABLE_H_
+#define FR_MODEL_STRING_TABLE_H_
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace fr {
+
+using StringId = uint32_t;
+inline constexpr StringId kNoString = std::numeric_limits<StringId>::max();
+
+class StringTable {
+ public:
+  StringTable();
+  StringTable(StringTable&&) = default;
+  StringTable& operator=(StringTable&&) = default;
+
+  // The id of `text`, adding it on first sight. Id 0 is always the empty string.
+  StringId Intern(std::string_view text);
+  // The id of `text` if it is present, else kNoString.
+  StringId Find(std::string_view text) const;
+
+  std::string_view view(StringId id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+
+ private:
+  // Stable storage: views_ and index_ point into these blocks, which never move.
+  std::deque<std::string> blocks_;
+  std::vector<std::string_view> views_;
+  absl::flat_hash_map<std::string_view, StringId> index_;
+};
+
+}  // namespace fr
+
+#endif  // FR_MODEL_STRING_TABLE_H_

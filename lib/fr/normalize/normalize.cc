@@ -1,0 +1,794 @@
+#include "fr/normalize/normalize.h"
+
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "fmt/format.h"
+#include "fr/base/status_macros.h"
+
+namespace fr {
+namespace {
+
+enum class EntryField : uint8_t {
+  kUnknown,
+  kFrames,
+  kRecordId,
+  kPgId,
+  kProcessGroup,
+  kThreadName,
+  kThreadId,
+  kCollectiveSeqId,
+  kSeqId,  // 1.x name of collective_seq_id
+  kP2pSeqId,
+  kOpId,
+  kProfilingName,
+  kTimeCreatedNs,
+  kTimeCreatedUs,  // before 1.1
+  kDurationMs,
+  kInputSizes,
+  kInputDtypes,
+  kOutputSizes,
+  kOutputDtypes,
+  kState,
+  kTimeDiscoveredStartedNs,
+  kTimeDiscoveredCompletedNs,
+  kRetired,
+  kTimeoutMs,
+  kIsP2p,
+};
+
+// Every entry repeats the same ~22 keys, so this runs tens of thousands of times per file: a
+// switch on length keeps it to one or two comparisons.
+EntryField ClassifyEntryKey(std::string_view key) {
+  switch (key.size()) {
+    case 5:
+      if (key == "op_id") return EntryField::kOpId;
+      if (key == "pg_id") return EntryField::kPgId;
+      if (key == "state") return EntryField::kState;
+      break;
+    case 6:
+      if (key == "frames") return EntryField::kFrames;
+      if (key == "is_p2p") return EntryField::kIsP2p;
+      if (key == "seq_id") return EntryField::kSeqId;
+      break;
+    case 7:
+      if (key == "retired") return EntryField::kRetired;
+      break;
+    case 9:
+      if (key == "record_id") return EntryField::kRecordId;
+      if (key == "thread_id") return EntryField::kThreadId;
+      break;
+    case 10:
+      if (key == "p2p_seq_id") return EntryField::kP2pSeqId;
+      if (key == "timeout_ms") return EntryField::kTimeoutMs;
+      break;
+    case 11:
+      if (key == "thread_name") return EntryField::kThreadName;
+      if (key == "input_sizes") return EntryField::kInputSizes;
+      if (key == "duration_ms") return EntryField::kDurationMs;
+      break;
+    case 12:
+      if (key == "input_dtypes") return EntryField::kInputDtypes;
+      if (key == "output_sizes") return EntryField::kOutputSizes;
+      break;
+    case 13:
+      if (key == "process_group") return EntryField::kProcessGroup;
+      if (key == "output_dtypes") return EntryField::kOutputDtypes;
+      break;
+    case 14:
+      if (key == "profiling_name") return EntryField::kProfilingName;
+      break;
+    case 15:
+      if (key == "time_created_ns") return EntryField::kTimeCreatedNs;
+      if (key == "time_created_us") return EntryField::kTimeCreatedUs;
+      break;
+    case 17:
+      if (key == "collective_seq_id") return EntryField::kCollectiveSeqId;
+      break;
+    case 26:
+      if (key == "time_discovered_started_ns") return EntryField::kTimeDiscoveredStartedNs;
+      break;
+    case 28:
+      if (key == "time_discovered_completed_ns") return EntryField::kTimeDiscoveredCompletedNs;
+      break;
+  }
+  return EntryField::kUnknown;
+}
+
+bool ParseInt(std::string_view text, int64_t* value) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *value);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+// Builds one RankDump from one Document. Holds the interning caches for the duration.
+class Normalizer {
+ public:
+  Normalizer(const Document& doc, RankDump* dump) : doc_(doc), dump_(*dump) {}
+
+  absl::Status Run() {
+    ValueId root = doc_.root();
+    if (root == kNoValue) return absl::InvalidArgumentError("empty document");
+    dump_.shape_list_offsets.push_back(0);
+    dump_.dtype_list_offsets.push_back(0);
+    dump_.stack_offsets.push_back(0);
+    ValueKind kind = doc_.kind(root);
+    if (kind == ValueKind::kList) {
+      // The 2023 format: a bare list of entries, no version.
+      return NormalizeEntries(root);
+    }
+    if (kind != ValueKind::kDict) {
+      return Error(root, "top level",
+                   "expected a dict (dump version >= 1.0) or a list of entries (2023 format)");
+    }
+    ValueId entries = kNoValue;
+    ValueId pg_config = kNoValue;
+    ValueId pg_status = kNoValue;
+    bool has_version = false;
+    std::span<const ValueId> pairs = doc_.items(root);
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      ValueId key = pairs[i];
+      ValueId value = pairs[i + 1];
+      if (doc_.kind(key) != ValueKind::kString) {
+        Oddity("non_string_top_level_key");
+        continue;
+      }
+      std::string_view name = doc_.string_value(key);
+      if (name == "version") {
+        FR_RETURN_IF_ERROR(NormalizeVersion(value));
+        has_version = true;
+      } else if (name == "entries") {
+        entries = value;
+      } else if (name == "pg_config") {
+        pg_config = value;
+      } else if (name == "pg_status") {
+        pg_status = value;
+      } else if (name == "nccl_version" || name == "comm_lib_version") {
+        FR_ASSIGN_OR_RETURN(dump_.comm_lib_version, StringOrError(value, name));
+      } else if (name.size() > 11 && name.substr(name.size() - 11) == "_comm_state") {
+        // nccl_comm_state, and the renamed copies in vendor forks (hccl_, bccl_, mccl_...).
+        NormalizeCommState(value);
+      } else {
+        Oddity(fmt::format("unknown_top_level_key:{}", name));
+      }
+    }
+    if (!has_version) Oddity("missing_version");
+    if (pg_config != kNoValue) FR_RETURN_IF_ERROR(NormalizePgConfig(pg_config));
+    if (entries == kNoValue) {
+      dump_.has_entries_key = false;
+    } else {
+      FR_RETURN_IF_ERROR(NormalizeEntries(entries));
+    }
+    if (pg_status != kNoValue) FR_RETURN_IF_ERROR(NormalizePgStatus(pg_status));
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Error(ValueId value, std::string_view where, std::string_view what) const {
+    return absl::InvalidArgumentError(
+        fmt::format("{} (byte {}): {}, got {}", where, doc_.source_offset(value), what,
+                    ValueKindName(doc_.kind(value))));
+  }
+
+  void Oddity(std::string_view name) {
+    for (auto& [key, count] : dump_.oddities) {
+      if (key == name) {
+        ++count;
+        return;
+      }
+    }
+    dump_.oddities.emplace_back(std::string(name), 1);
+  }
+
+  absl::StatusOr<std::string> StringOrError(ValueId value, std::string_view key) const {
+    if (doc_.kind(value) != ValueKind::kString) {
+      return Error(value, fmt::format("'{}'", key), "expected a string");
+    }
+    return std::string(doc_.string_value(value));
+  }
+
+  absl::Status NormalizeVersion(ValueId value) {
+    // Some tools write the version as a number; accept what reads unambiguously.
+    std::string text;
+    if (doc_.kind(value) == ValueKind::kString) {
+      text = std::string(doc_.string_value(value));
+    } else if (doc_.kind(value) == ValueKind::kFloat) {
+      text = fmt::format("{}", doc_.float_value(value));
+    } else {
+      return Error(value, "'version'", "expected a string such as \"2.10\"");
+    }
+    dump_.version = text;
+    size_t dot = text.find('.');
+    int64_t major = 0, minor = 0;
+    if (!ParseInt(std::string_view(text).substr(0, dot), &major) ||
+        (dot != std::string::npos && !ParseInt(std::string_view(text).substr(dot + 1), &minor))) {
+      Oddity("unparseable_version");
+      return absl::OkStatus();
+    }
+    dump_.version_major = static_cast<int>(major);
+    dump_.version_minor = static_cast<int>(minor);
+    return absl::OkStatus();
+  }
+
+  // Reads an int that may be written as a JSON string ("-1"), as pg_status values are.
+  absl::StatusOr<int64_t> IntLike(ValueId value, std::string_view where) const {
+    switch (doc_.kind(value)) {
+      case ValueKind::kInt:
+        return doc_.int_value(value);
+      case ValueKind::kBool:
+        return doc_.bool_value(value) ? 1 : 0;
+      case ValueKind::kString: {
+        int64_t parsed;
+        if (ParseInt(doc_.string_value(value), &parsed)) return parsed;
+        break;
+      }
+      default:
+        break;
+    }
+    return Error(value, where, "expected an integer");
+  }
+
+  uint32_t GroupByName(StringId name) {
+    if (auto it = group_by_name_.find(name); it != group_by_name_.end()) return it->second;
+    uint32_t index = static_cast<uint32_t>(dump_.groups.size());
+    ProcessGroup group;
+    group.name = name;
+    dump_.groups.push_back(std::move(group));
+    group_by_name_.emplace(name, index);
+    return index;
+  }
+
+  absl::Status NormalizePgConfig(ValueId config) {
+    if (doc_.kind(config) != ValueKind::kDict) {
+      return Error(config, "'pg_config'", "expected a dict of process groups");
+    }
+    std::span<const ValueId> pairs = doc_.items(config);
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      ValueId key = pairs[i];
+      ValueId value = pairs[i + 1];
+      std::string key_text;
+      int64_t pg_id = kUnknown;
+      if (doc_.kind(key) == ValueKind::kString) {
+        key_text = std::string(doc_.string_value(key));
+      } else if (doc_.kind(key) == ValueKind::kInt) {
+        pg_id = doc_.int_value(key);
+        key_text = std::to_string(pg_id);
+      } else {
+        return Error(key, "'pg_config' key", "expected a group name or id");
+      }
+      std::string where = fmt::format("pg_config['{}']", key_text);
+      if (doc_.kind(value) == ValueKind::kList) {
+        // 1.4: {pg_id: [global ranks]}; groups are then named by their id.
+        uint32_t index = GroupByName(dump_.strings.Intern(key_text));
+        ProcessGroup& group = dump_.groups[index];
+        group.pg_id = pg_id;
+        for (ValueId rank : doc_.items(value)) {
+          if (doc_.kind(rank) != ValueKind::kInt) return Error(rank, where, "expected a rank");
+          group.ranks.push_back(doc_.int_value(rank));
+        }
+        group.ranks_known = true;
+        continue;
+      }
+      if (doc_.kind(value) != ValueKind::kDict) {
+        return Error(value, where, "expected a dict with name, desc and ranks");
+      }
+      std::string_view name = key_text;
+      ValueId name_value = doc_.Find(value, "name");
+      if (name_value != kNoValue && doc_.kind(name_value) == ValueKind::kString) {
+        name = doc_.string_value(name_value);
+      }
+      uint32_t index = GroupByName(dump_.strings.Intern(name));
+      ProcessGroup& group = dump_.groups[index];
+      if (ValueId desc = doc_.Find(value, "desc"); desc != kNoValue) {
+        if (doc_.kind(desc) != ValueKind::kString) {
+          return Error(desc, where + "['desc']", "expected a string");
+        }
+        group.desc = dump_.strings.Intern(doc_.string_value(desc));
+      }
+      ValueId ranks = doc_.Find(value, "ranks");
+      if (ranks == kNoValue) {
+        Oddity("pg_config_without_ranks");
+      } else if (doc_.kind(ranks) == ValueKind::kString) {
+        group.ranks_known = ParseRanksString(doc_.string_value(ranks), &group.ranks);
+        if (!group.ranks_known) Oddity("unparseable_pg_ranks");
+      } else if (doc_.kind(ranks) == ValueKind::kList) {
+        for (ValueId rank : doc_.items(ranks)) {
+          if (doc_.kind(rank) != ValueKind::kInt) {
+            return Error(rank, where + "['ranks']", "expected a rank");
+          }
+          group.ranks.push_back(doc_.int_value(rank));
+        }
+        group.ranks_known = true;
+      } else {
+        return Error(ranks, where + "['ranks']", "expected a string such as \"[0, 1]\"");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status NormalizePgStatus(ValueId status) {
+    if (doc_.kind(status) != ValueKind::kDict) {
+      return Error(status, "'pg_status'", "expected a dict keyed by process group id");
+    }
+    absl::flat_hash_map<int64_t, uint32_t> group_by_pg_id;
+    for (uint32_t i = 0; i < dump_.groups.size(); ++i) {
+      if (dump_.groups[i].pg_id != kUnknown) group_by_pg_id.emplace(dump_.groups[i].pg_id, i);
+    }
+    std::span<const ValueId> pairs = doc_.items(status);
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      FR_ASSIGN_OR_RETURN(int64_t pg_id, IntLike(pairs[i], "'pg_status' key"));
+      ValueId value = pairs[i + 1];
+      std::string where = fmt::format("pg_status['{}']", pg_id);
+      if (doc_.kind(value) != ValueKind::kDict) {
+        return Error(value, where, "expected a dict of last collectives");
+      }
+      PgStatus parsed;
+      std::span<const ValueId> fields = doc_.items(value);
+      for (size_t f = 0; f + 1 < fields.size(); f += 2) {
+        if (doc_.kind(fields[f]) != ValueKind::kString) continue;
+        std::string_view name = doc_.string_value(fields[f]);
+        int64_t* target = name == "last_enqueued_collective"    ? &parsed.last_enqueued_collective
+                          : name == "last_started_collective"   ? &parsed.last_started_collective
+                          : name == "last_completed_collective" ? &parsed.last_completed_collective
+                                                                : nullptr;
+        if (target == nullptr) {
+          Oddity(fmt::format("unknown_pg_status_key:{}", name));
+          continue;
+        }
+        FR_ASSIGN_OR_RETURN(*target, IntLike(fields[f + 1], fmt::format("{}['{}']", where, name)));
+      }
+      if (auto it = group_by_pg_id.find(pg_id); it != group_by_pg_id.end()) {
+        dump_.groups[it->second].status = parsed;
+        dump_.groups[it->second].has_status = true;
+      } else {
+        dump_.unmatched_pg_status.emplace_back(pg_id, parsed);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void NormalizeCommState(ValueId state) {
+    if (doc_.kind(state) != ValueKind::kDict) {
+      Oddity("comm_state_not_a_dict");
+      return;
+    }
+    std::span<const ValueId> comms = doc_.items(state);
+    for (size_t i = 0; i + 1 < comms.size(); i += 2) {
+      std::string comm = RenderScalar(comms[i]);
+      ValueId values = comms[i + 1];
+      if (doc_.kind(values) != ValueKind::kDict) {
+        Oddity("comm_state_not_a_dict");
+        continue;
+      }
+      std::span<const ValueId> pairs = doc_.items(values);
+      for (size_t p = 0; p + 1 < pairs.size(); p += 2) {
+        dump_.comm_state.emplace_back(fmt::format("{}.{}", comm, RenderScalar(pairs[p])),
+                                      RenderScalar(pairs[p + 1]));
+      }
+    }
+  }
+
+  std::string RenderScalar(ValueId value) const {
+    switch (doc_.kind(value)) {
+      case ValueKind::kString:
+        return std::string(doc_.string_value(value));
+      case ValueKind::kInt:
+        return std::to_string(doc_.int_value(value));
+      case ValueKind::kFloat:
+        return fmt::format("{}", doc_.float_value(value));
+      case ValueKind::kBool:
+        return doc_.bool_value(value) ? "True" : "False";
+      case ValueKind::kNone:
+        return "None";
+      default:
+        return std::string(ValueKindName(doc_.kind(value)));
+    }
+  }
+
+  absl::Status NormalizeEntries(ValueId entries) {
+    if (doc_.kind(entries) != ValueKind::kList) {
+      return Error(entries, "'entries'", "expected a list of entries");
+    }
+    std::span<const ValueId> items = doc_.items(entries);
+    dump_.entries.reserve(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      FR_RETURN_IF_ERROR(NormalizeEntry(items[i], i));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status NormalizeEntry(ValueId value, size_t index) {
+    if (doc_.kind(value) != ValueKind::kDict) {
+      return Error(value, fmt::format("entries[{}]", index), "expected a dict");
+    }
+    Entry entry;
+    ValueId group_name = kNoValue;
+    ValueId group_desc = kNoValue;
+    std::string_view profiling_name;
+    std::span<const ValueId> pairs = doc_.items(value);
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      ValueId key = pairs[i];
+      ValueId field = pairs[i + 1];
+      if (doc_.kind(key) != ValueKind::kString) {
+        Oddity("non_string_entry_key");
+        continue;
+      }
+      std::string_view name = doc_.string_value(key);
+      auto where = [&] { return fmt::format("entries[{}]['{}']", index, name); };
+      auto as_int = [&](int64_t* target) -> absl::Status {
+        if (doc_.kind(field) != ValueKind::kInt) return Error(field, where(), "expected an int");
+        *target = doc_.int_value(field);
+        return absl::OkStatus();
+      };
+      auto as_time = [&](int64_t* target) -> absl::Status {
+        // None in pickles and 0 in JSON both mean "not yet".
+        if (doc_.kind(field) == ValueKind::kNone) return absl::OkStatus();
+        FR_RETURN_IF_ERROR(as_int(target));
+        if (*target == 0) *target = kUnknown;
+        return absl::OkStatus();
+      };
+      auto as_bool = [&](bool* target) -> absl::Status {
+        if (doc_.kind(field) == ValueKind::kBool) {
+          *target = doc_.bool_value(field);
+        } else if (doc_.kind(field) == ValueKind::kInt) {
+          *target = doc_.int_value(field) != 0;
+        } else {
+          return Error(field, where(), "expected a bool");
+        }
+        return absl::OkStatus();
+      };
+      auto as_string = [&](StringId* target) -> absl::Status {
+        if (doc_.kind(field) == ValueKind::kString) {
+          *target = dump_.strings.Intern(doc_.string_value(field));
+        } else if (doc_.kind(field) == ValueKind::kInt) {
+          *target = dump_.strings.Intern(std::to_string(doc_.int_value(field)));
+        } else {
+          return Error(field, where(), "expected a string");
+        }
+        return absl::OkStatus();
+      };
+      switch (ClassifyEntryKey(name)) {
+        case EntryField::kFrames: {
+          FR_ASSIGN_OR_RETURN(entry.stack, InternStack(field, index));
+          break;
+        }
+        case EntryField::kRecordId:
+          FR_RETURN_IF_ERROR(as_int(&entry.record_id));
+          break;
+        case EntryField::kPgId:
+          FR_RETURN_IF_ERROR(as_int(&entry.pg_id));
+          break;
+        case EntryField::kProcessGroup: {
+          ValueKind kind = doc_.kind(field);
+          if ((kind != ValueKind::kTuple && kind != ValueKind::kList) || doc_.size(field) != 2 ||
+              doc_.kind(doc_.items(field)[0]) != ValueKind::kString ||
+              doc_.kind(doc_.items(field)[1]) != ValueKind::kString) {
+            return Error(field, where(), "expected (name, desc)");
+          }
+          group_name = doc_.items(field)[0];
+          group_desc = doc_.items(field)[1];
+          break;
+        }
+        case EntryField::kThreadName:
+          FR_RETURN_IF_ERROR(as_string(&entry.thread_name));
+          break;
+        case EntryField::kThreadId:
+          FR_RETURN_IF_ERROR(as_string(&entry.thread_id));
+          break;
+        case EntryField::kCollectiveSeqId:
+        case EntryField::kSeqId:
+          FR_RETURN_IF_ERROR(as_int(&entry.collective_seq_id));
+          break;
+        case EntryField::kP2pSeqId:
+          FR_RETURN_IF_ERROR(as_int(&entry.p2p_seq_id));
+          break;
+        case EntryField::kOpId:
+          FR_RETURN_IF_ERROR(as_int(&entry.op_id));
+          break;
+        case EntryField::kProfilingName:
+          if (doc_.kind(field) != ValueKind::kString) {
+            return Error(field, where(), "expected a string");
+          }
+          profiling_name = doc_.string_value(field);
+          break;
+        case EntryField::kTimeCreatedNs:
+          FR_RETURN_IF_ERROR(as_int(&entry.time_created_ns));
+          break;
+        case EntryField::kTimeCreatedUs:
+          FR_RETURN_IF_ERROR(as_int(&entry.time_created_ns));
+          entry.time_created_ns *= 1000;
+          break;
+        case EntryField::kDurationMs:
+          if (doc_.kind(field) == ValueKind::kFloat) {
+            entry.duration_ms = doc_.float_value(field);
+          } else if (doc_.kind(field) == ValueKind::kInt) {
+            entry.duration_ms = static_cast<double>(doc_.int_value(field));
+          } else if (doc_.kind(field) != ValueKind::kNone) {
+            return Error(field, where(), "expected a float");
+          }
+          break;
+        case EntryField::kInputSizes: {
+          FR_ASSIGN_OR_RETURN(entry.input_sizes, InternShapes(field, where));
+          break;
+        }
+        case EntryField::kOutputSizes: {
+          FR_ASSIGN_OR_RETURN(entry.output_sizes, InternShapes(field, where));
+          break;
+        }
+        case EntryField::kInputDtypes: {
+          FR_ASSIGN_OR_RETURN(entry.input_dtypes, InternDtypes(field, where));
+          break;
+        }
+        case EntryField::kOutputDtypes: {
+          FR_ASSIGN_OR_RETURN(entry.output_dtypes, InternDtypes(field, where));
+          break;
+        }
+        case EntryField::kState:
+          if (doc_.kind(field) != ValueKind::kString) {
+            return Error(field, where(), "expected a string");
+          }
+          entry.state = ParseState(doc_.string_value(field));
+          break;
+        case EntryField::kTimeDiscoveredStartedNs:
+          FR_RETURN_IF_ERROR(as_time(&entry.time_discovered_started_ns));
+          break;
+        case EntryField::kTimeDiscoveredCompletedNs:
+          FR_RETURN_IF_ERROR(as_time(&entry.time_discovered_completed_ns));
+          break;
+        case EntryField::kRetired:
+          FR_RETURN_IF_ERROR(as_bool(&entry.retired));
+          break;
+        case EntryField::kTimeoutMs:
+          FR_RETURN_IF_ERROR(as_int(&entry.timeout_ms));
+          break;
+        case EntryField::kIsP2p:
+          FR_RETURN_IF_ERROR(as_bool(&entry.is_p2p));
+          break;
+        case EntryField::kUnknown:
+          Oddity(fmt::format("unknown_entry_key:{}", name));
+          break;
+      }
+    }
+    AssignGroup(&entry, group_name, group_desc);
+    ParseProfilingName(profiling_name, &entry);
+    dump_.entries.push_back(entry);
+    return absl::OkStatus();
+  }
+
+  static EntryState ParseState(std::string_view state) {
+    if (state == "completed") return EntryState::kCompleted;
+    if (state == "started") return EntryState::kStarted;
+    if (state == "scheduled") return EntryState::kScheduled;
+    return EntryState::kUnknown;
+  }
+
+  void AssignGroup(Entry* entry, ValueId name, ValueId desc) {
+    // Before 2.0 entries carry only pg_id; 1.4's pg_config names groups by that id.
+    StringId name_id = name != kNoValue
+                           ? dump_.strings.Intern(doc_.string_value(name))
+                           : dump_.strings.Intern(entry->pg_id == kUnknown
+                                                      ? std::string("default")
+                                                      : std::to_string(entry->pg_id));
+    uint32_t index = GroupByName(name_id);
+    ProcessGroup& group = dump_.groups[index];
+    if (desc != kNoValue && group.desc == 0) group.desc = dump_.strings.Intern(doc_.string_value(desc));
+    if (entry->pg_id != kUnknown) {
+      if (group.pg_id == kUnknown) {
+        group.pg_id = entry->pg_id;
+      } else if (group.pg_id != entry->pg_id) {
+        Oddity("group_with_several_pg_ids");
+      }
+    }
+    if (!group.ranks_known && name != kNoValue && dump_.version_major >= 2) {
+      Oddity("entry_group_not_in_pg_config");
+    }
+    entry->group = index;
+  }
+
+  // "nccl:send 0->1" -> backend "nccl", op "send", peer = the group's rank 1 as a global rank.
+  void ParseProfilingName(std::string_view text, Entry* entry) {
+    entry->profiling_name = dump_.strings.Intern(text);
+    std::string_view backend;
+    std::string_view rest = text;
+    if (size_t colon = text.find(':'); colon != std::string_view::npos) {
+      backend = text.substr(0, colon);
+      rest = text.substr(colon + 1);
+    }
+    std::string_view op = rest;
+    std::string_view args;
+    if (size_t space = rest.find(' '); space != std::string_view::npos) {
+      op = rest.substr(0, space);
+      args = rest.substr(space + 1);
+    }
+    entry->backend = dump_.strings.Intern(backend);
+    entry->op_name = dump_.strings.Intern(op);
+    entry->op = ParseOpKind(op);
+    if (entry->op == OpKind::kSend || entry->op == OpKind::kRecv) {
+      // send "src->dst", recv "dst<-src": the peer is the number after the arrow.
+      std::string_view arrow = entry->op == OpKind::kSend ? "->" : "<-";
+      size_t at = args.find(arrow);
+      int64_t peer_local;
+      if (at == std::string_view::npos || !ParseInt(args.substr(at + 2), &peer_local)) {
+        Oddity("p2p_without_peer");
+        return;
+      }
+      const ProcessGroup& group = dump_.groups[entry->group];
+      if (group.ranks_known && peer_local >= 0 &&
+          peer_local < static_cast<int64_t>(group.ranks.size())) {
+        entry->peer_rank = group.ranks[peer_local];
+      } else if (!group.ranks_known) {
+        Oddity("p2p_peer_in_group_of_unknown_ranks");
+      } else {
+        Oddity("p2p_peer_outside_group");
+      }
+    }
+  }
+
+  template <typename WhereFn>
+  absl::StatusOr<ShapeListId> InternShapes(ValueId shapes, WhereFn where) {
+    if (doc_.kind(shapes) != ValueKind::kList) {
+      return Error(shapes, where(), "expected a list of shapes");
+    }
+    std::span<const ValueId> items = doc_.items(shapes);
+    scratch_ints_.clear();
+    scratch_ints_.push_back(static_cast<int64_t>(items.size()));
+    for (ValueId shape : items) {
+      if (doc_.kind(shape) != ValueKind::kList) {
+        return Error(shape, where(), "expected a shape (list of ints)");
+      }
+      std::span<const ValueId> dims = doc_.items(shape);
+      scratch_ints_.push_back(static_cast<int64_t>(dims.size()));
+      for (ValueId dim : dims) {
+        if (doc_.kind(dim) != ValueKind::kInt) return Error(dim, where(), "expected an int size");
+        scratch_ints_.push_back(doc_.int_value(dim));
+      }
+    }
+    absl::string_view key(reinterpret_cast<const char*>(scratch_ints_.data()),
+                         scratch_ints_.size() * sizeof(int64_t));
+    if (auto it = shape_lists_.find(key); it != shape_lists_.end()) return it->second;
+    ShapeListId id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
+    dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(), scratch_ints_.end());
+    dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
+    shape_lists_.emplace(std::string(key), id);
+    return id;
+  }
+
+  template <typename WhereFn>
+  absl::StatusOr<DtypeListId> InternDtypes(ValueId dtypes, WhereFn where) {
+    if (doc_.kind(dtypes) != ValueKind::kList) {
+      return Error(dtypes, where(), "expected a list of dtype names");
+    }
+    scratch_ids_.clear();
+    for (ValueId dtype : doc_.items(dtypes)) {
+      if (doc_.kind(dtype) != ValueKind::kString) {
+        return Error(dtype, where(), "expected a dtype name");
+      }
+      scratch_ids_.push_back(dump_.strings.Intern(doc_.string_value(dtype)));
+    }
+    absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
+                         scratch_ids_.size() * sizeof(uint32_t));
+    if (auto it = dtype_lists_.find(key); it != dtype_lists_.end()) return it->second;
+    DtypeListId id = static_cast<DtypeListId>(dump_.dtype_list_offsets.size() - 1);
+    dump_.dtype_names.insert(dump_.dtype_names.end(), scratch_ids_.begin(), scratch_ids_.end());
+    dump_.dtype_list_offsets.push_back(static_cast<uint32_t>(dump_.dtype_names.size()));
+    dtype_lists_.emplace(std::string(key), id);
+    return id;
+  }
+
+  absl::StatusOr<StackId> InternStack(ValueId frames, size_t index) {
+    if (doc_.kind(frames) != ValueKind::kList) {
+      return Error(frames, fmt::format("entries[{}]['frames']", index), "expected a list");
+    }
+    scratch_ids_.clear();
+    for (ValueId frame : doc_.items(frames)) {
+      // PyTorch shares one dict per distinct frame between entries: resolve each once.
+      auto cached = frame_by_value_.find(frame);
+      if (cached != frame_by_value_.end()) {
+        scratch_ids_.push_back(cached->second);
+        continue;
+      }
+      FR_ASSIGN_OR_RETURN(uint32_t id, InternFrame(frame, index));
+      frame_by_value_.emplace(frame, id);
+      scratch_ids_.push_back(id);
+    }
+    dump_.has_stacks = true;
+    absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
+                         scratch_ids_.size() * sizeof(uint32_t));
+    if (auto it = stacks_.find(key); it != stacks_.end()) return it->second;
+    StackId id = static_cast<StackId>(dump_.stack_offsets.size() - 1);
+    dump_.stack_frames.insert(dump_.stack_frames.end(), scratch_ids_.begin(), scratch_ids_.end());
+    dump_.stack_offsets.push_back(static_cast<uint32_t>(dump_.stack_frames.size()));
+    stacks_.emplace(std::string(key), id);
+    return id;
+  }
+
+  absl::StatusOr<uint32_t> InternFrame(ValueId frame, size_t index) {
+    std::string where = fmt::format("entries[{}]['frames']", index);
+    if (doc_.kind(frame) != ValueKind::kDict) {
+      return Error(frame, where, "expected a frame dict");
+    }
+    Frame parsed;
+    std::span<const ValueId> pairs = doc_.items(frame);
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      if (doc_.kind(pairs[i]) != ValueKind::kString) continue;
+      std::string_view key = doc_.string_value(pairs[i]);
+      ValueId value = pairs[i + 1];
+      if (key == "line") {
+        if (doc_.kind(value) != ValueKind::kInt) return Error(value, where, "expected a line");
+        parsed.line = doc_.int_value(value);
+      } else if (key == "name" || key == "filename") {
+        if (doc_.kind(value) != ValueKind::kString) return Error(value, where, "expected a string");
+        (key == "name" ? parsed.name : parsed.filename) =
+            dump_.strings.Intern(doc_.string_value(value));
+      }
+    }
+    // Equal frames written as separate dicts (CPython re-pickles, JSON) still intern to one.
+    absl::string_view key(reinterpret_cast<const char*>(&parsed), sizeof(parsed));
+    if (auto it = frames_.find(key); it != frames_.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(dump_.frames.size());
+    dump_.frames.push_back(parsed);
+    frames_.emplace(std::string(key), id);
+    return id;
+  }
+
+  const Document& doc_;
+  RankDump& dump_;
+  absl::flat_hash_map<StringId, uint32_t> group_by_name_;
+  absl::flat_hash_map<std::string, ShapeListId> shape_lists_;
+  absl::flat_hash_map<std::string, DtypeListId> dtype_lists_;
+  absl::flat_hash_map<std::string, StackId> stacks_;
+  absl::flat_hash_map<std::string, uint32_t> frames_;
+  absl::flat_hash_map<ValueId, uint32_t> frame_by_value_;
+  std::vector<int64_t> scratch_ints_;
+  std::vector<uint32_t> scratch_ids_;
+};
+
+}  // namespace
+
+bool ParseRanksString(std::string_view text, std::vector<int64_t>* ranks) {
+  ranks->clear();
+  size_t at = 0;
+  auto skip_spaces = [&] {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n')) ++at;
+  };
+  skip_spaces();
+  if (at >= text.size() || text[at] != '[') return false;
+  ++at;
+  skip_spaces();
+  if (at < text.size() && text[at] == ']') {
+    ++at;
+    skip_spaces();
+    return at == text.size();
+  }
+  while (true) {
+    skip_spaces();
+    size_t start = at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+    int64_t rank;
+    if (!ParseInt(text.substr(start, at - start), &rank)) return false;
+    ranks->push_back(rank);
+    skip_spaces();
+    if (at >= text.size()) return false;
+    if (text[at] == ']') break;
+    if (text[at] != ',') return false;
+    ++at;
+  }
+  ++at;
+  skip_spaces();
+  return at == text.size();
+}
+
+absl::StatusOr<RankDump> NormalizeDump(const Document& document, int64_t rank) {
+  RankDump dump;
+  dump.rank = rank;
+  Normalizer normalizer(document, &dump);
+  FR_RETURN_IF_ERROR(normalizer.Run());
+  return dump;
+}
+
+}  // namespace fr
