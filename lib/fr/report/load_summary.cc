@@ -1,0 +1,237 @@
+#include "fr/report/load_summary.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "fmt/format.h"
+
+namespace fr {
+namespace {
+
+// A process group as the job knows it: identity is name plus rank set (split groups share names).
+struct GroupKey {
+  std::string name;
+  std::vector<int64_t> ranks;
+  bool operator<(const GroupKey& other) const {
+    return std::tie(name, ranks) < std::tie(other.name, other.ranks);
+  }
+};
+
+struct GroupView {
+  std::string desc;
+  bool ranks_known = false;
+  std::vector<int64_t> seen_by;  // ranks whose dump names the group
+  int64_t entries = 0;
+};
+
+std::map<GroupKey, GroupView> CollectGroups(const LoadedTrace& trace) {
+  std::map<GroupKey, GroupView> groups;
+  for (const RankDump& dump : trace.ranks) {
+    std::vector<int64_t> entries_per_group(dump.groups.size(), 0);
+    for (const Entry& entry : dump.entries) ++entries_per_group[entry.group];
+    for (size_t g = 0; g < dump.groups.size(); ++g) {
+      const ProcessGroup& group = dump.groups[g];
+      GroupView& view = groups[GroupKey{std::string(dump.strings.view(group.name)), group.ranks}];
+      if (view.desc.empty()) view.desc = std::string(dump.strings.view(group.desc));
+      view.ranks_known = group.ranks_known;
+      view.seen_by.push_back(dump.rank);
+      view.entries += entries_per_group[g];
+    }
+  }
+  return groups;
+}
+
+// Group names are usually numbers: order "2" before "10".
+bool NameLess(const std::string& a, const std::string& b) {
+  bool a_digits = !a.empty() && std::all_of(a.begin(), a.end(), ::isdigit);
+  bool b_digits = !b.empty() && std::all_of(b.begin(), b.end(), ::isdigit);
+  if (a_digits && b_digits && a.size() != b.size()) return a.size() < b.size();
+  return a < b;
+}
+
+std::vector<std::pair<GroupKey, GroupView>> SortedGroups(const LoadedTrace& trace) {
+  auto groups = CollectGroups(trace);
+  std::vector<std::pair<GroupKey, GroupView>> sorted(groups.begin(), groups.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    if (a.first.name != b.first.name) return NameLess(a.first.name, b.first.name);
+    return a.first.ranks < b.first.ranks;
+  });
+  return sorted;
+}
+
+std::string JsonIntList(const std::vector<int64_t>& values) {
+  return fmt::format("[{}]", fmt::join(values, ","));
+}
+
+}  // namespace
+
+std::string FormatRankSet(std::vector<int64_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string JsonEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& source) {
+  std::string out;
+  std::vector<int64_t> loaded;
+  int64_t total_entries = 0;
+  for (const RankDump& dump : trace.ranks) {
+    loaded.push_back(dump.rank);
+    total_entries += static_cast<int64_t>(dump.entries.size());
+  }
+  size_t expected = loaded.size() + trace.missing_ranks.size() + trace.rejected.size() +
+                    trace.conflicts.size();
+  out += fmt::format("fr-analyze: loaded {} of {} ranks from {}\n", loaded.size(), expected,
+                     source);
+  out += fmt::format("  ranks loaded:   {}\n", loaded.empty() ? "none" : FormatRankSet(loaded));
+  out += fmt::format("  ranks missing:  {}\n", trace.missing_ranks.empty()
+                                                   ? "none"
+                                                   : FormatRankSet(trace.missing_ranks));
+  out += fmt::format("  versions:       {}\n",
+                     trace.versions.empty() ? "none" : fmt::format("{}", fmt::join(trace.versions, ", ")));
+  out += fmt::format("  bytes:          {} on disk, {} decoded\n", trace.bytes_on_disk,
+                     trace.bytes_decoded);
+  if (!trace.rejected.empty()) {
+    out += fmt::format("\nrejected files ({}):\n", trace.rejected.size());
+    for (const RejectedFile& file : trace.rejected) out += fmt::format("  {}\n", file.error);
+  }
+  if (!trace.conflicts.empty()) {
+    out += fmt::format("\nranks with several files ({}), none of them used:\n",
+                       trace.conflicts.size());
+    for (const RankConflict& conflict : trace.conflicts) {
+      out += fmt::format("  rank {}: {}\n", conflict.rank, fmt::join(conflict.paths, ", "));
+    }
+  }
+  if (!trace.skipped.empty()) {
+    out += fmt::format("\nskipped files ({}), not dumps:\n", trace.skipped.size());
+    for (const SkippedFile& file : trace.skipped) {
+      out += fmt::format("  {}: {}\n", file.path, file.reason);
+    }
+  }
+  auto groups = SortedGroups(trace);
+  if (!groups.empty()) {
+    out += fmt::format("\nprocess groups ({}):\n", groups.size());
+    for (const auto& [key, view] : groups) {
+      std::string members =
+          view.ranks_known ? fmt::format("{} ranks [{}]", key.ranks.size(), FormatRankSet(key.ranks))
+                           : std::string("ranks unknown");
+      out += fmt::format("  {:<6} {:<12} {}; in {} dumps, {} entries\n", key.name,
+                         view.desc.empty() ? "-" : view.desc, members, view.seen_by.size(),
+                         view.entries);
+    }
+  }
+  if (!trace.ranks.empty()) {
+    auto [fewest, most] = std::minmax_element(
+        trace.ranks.begin(), trace.ranks.end(),
+        [](const RankDump& a, const RankDump& b) { return a.entries.size() < b.entries.size(); });
+    out += fmt::format("\nentries: {} in all; fewest {} (rank {}), most {} (rank {})\n",
+                       total_entries, fewest->entries.size(), fewest->rank, most->entries.size(),
+                       most->rank);
+    // Per-rank lines help on small jobs and drown large ones.
+    if (trace.ranks.size() <= 16) {
+      for (const RankDump& dump : trace.ranks) {
+        out += fmt::format("  rank {:<4} {:>6} entries  version {:<5} {} groups  stacks {}\n",
+                           dump.rank, dump.entries.size(),
+                           dump.version.empty() ? "-" : dump.version, dump.groups.size(),
+                           dump.has_stacks ? "yes" : "no");
+      }
+    }
+  }
+  return out;
+}
+
+std::string FormatLoadSummaryJson(const LoadedTrace& trace, const std::string& source) {
+  std::vector<int64_t> loaded;
+  for (const RankDump& dump : trace.ranks) loaded.push_back(dump.rank);
+  std::string out = "{";
+  out += fmt::format("\"source\":\"{}\",", JsonEscape(source));
+  out += fmt::format("\"ranks_loaded\":{},", JsonIntList(loaded));
+  out += fmt::format("\"ranks_missing\":{},", JsonIntList(trace.missing_ranks));
+  std::vector<std::string> versions;
+  for (const std::string& v : trace.versions) versions.push_back("\"" + JsonEscape(v) + "\"");
+  out += fmt::format("\"versions\":[{}],", fmt::join(versions, ","));
+  std::vector<std::string> items;
+  for (const RejectedFile& file : trace.rejected) {
+    items.push_back(fmt::format("{{\"path\":\"{}\",\"rank\":{},\"error\":\"{}\"}}",
+                                JsonEscape(file.path), file.rank, JsonEscape(file.error)));
+  }
+  out += fmt::format("\"files_rejected\":[{}],", fmt::join(items, ","));
+  items.clear();
+  for (const SkippedFile& file : trace.skipped) {
+    items.push_back(fmt::format("{{\"path\":\"{}\",\"reason\":\"{}\"}}", JsonEscape(file.path),
+                                JsonEscape(file.reason)));
+  }
+  out += fmt::format("\"files_skipped\":[{}],", fmt::join(items, ","));
+  items.clear();
+  for (const RankConflict& conflict : trace.conflicts) {
+    std::vector<std::string> paths;
+    for (const std::string& p : conflict.paths) paths.push_back("\"" + JsonEscape(p) + "\"");
+    items.push_back(fmt::format("{{\"rank\":{},\"paths\":[{}]}}", conflict.rank,
+                                fmt::join(paths, ",")));
+  }
+  out += fmt::format("\"rank_conflicts\":[{}],", fmt::join(items, ","));
+  items.clear();
+  for (const auto& [key, view] : SortedGroups(trace)) {
+    items.push_back(fmt::format(
+        "{{\"name\":\"{}\",\"desc\":\"{}\",\"ranks\":{},\"ranks_known\":{},\"seen_by\":{},"
+        "\"entries\":{}}}",
+        JsonEscape(key.name), JsonEscape(view.desc), JsonIntList(key.ranks),
+        view.ranks_known ? "true" : "false", JsonIntList(view.seen_by), view.entries));
+  }
+  out += fmt::format("\"process_groups\":[{}],", fmt::join(items, ","));
+  items.clear();
+  for (const RankDump& dump : trace.ranks) {
+    items.push_back(fmt::format(
+        "{{\"rank\":{},\"path\":\"{}\",\"version\":\"{}\",\"entries\":{},\"groups\":{},"
+        "\"has_stacks\":{}}}",
+        dump.rank, JsonEscape(dump.path), JsonEscape(dump.version), dump.entries.size(),
+        dump.groups.size(), dump.has_stacks ? "true" : "false"));
+  }
+  out += fmt::format("\"per_rank\":[{}],", fmt::join(items, ","));
+  out += fmt::format("\"bytes_on_disk\":{},\"bytes_decoded\":{}", trace.bytes_on_disk,
+                     trace.bytes_decoded);
+  out += "}\n";
+  return out;
+}
+
+}  // namespace fr
