@@ -1,7 +1,263 @@
-// fr-analyze: the command line. Placeholder until the load stage lands.
+// fr-analyze: the command line.
+//
+//   fr-analyze DIR                      what was loaded (= fr-analyze analyze DIR)
+//   fr-analyze analyze DIR [--format text|json] [-o FILE] [-p PREFIX | --rank-pattern RE]
+//                          [-j N]
+//   fr-analyze dump FILE [--format json]   one decoded dump, as Python's pickle.load sees it
+//   fr-analyze example DIR [--world-size N] [--entries N] [--stuck-rank R] [--dump-version V]
+//
+// Exit status: 0 success, 1 a failure verdict (once the analysis stage lands), 2 usage errors or
+// nothing readable. Output on stdout; errors on stderr.
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
-int main(int argc, char** argv) {
-  std::fprintf(stderr, "fr-analyze: not written yet\n");
-  return 2;
+#include "fmt/format.h"
+#include "fr/decode/json_decoder.h"
+#include "fr/decode/pickle_decoder.h"
+#include "fr/load/load.h"
+#include "fr/read/input_file.h"
+#include "fr/report/load_summary.h"
+#include "fr/simulate/example_job.h"
+#include "fr/write/dump_writer.h"
+
+namespace fr {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+
+constexpr std::string_view kUsage = R"(usage:
+  fr-analyze DIR                       summarize the flight-recorder dumps under DIR
+  fr-analyze analyze DIR [options]     the same, with options:
+      --format text|json               output format (default text)
+      -o, --output FILE                write the report to FILE instead of stdout
+      -p, --prefix PREFIX              dump files are named PREFIX<rank>
+      --rank-pattern REGEX             regex with one group capturing the rank, matched
+                                       against the path relative to DIR
+      -j, --jobs N                     threads for reading and decoding (default: all cores)
+  fr-analyze dump FILE [--format json] print one decoded dump as JSON (what pickle.load gives)
+  fr-analyze example DIR [options]     write the dumps of a small simulated job into DIR
+      --world-size N                   ranks (default 8)
+      --entries N                      ring-buffer entries per rank (default 64)
+      --stuck-rank R                   a rank that never reaches the last all_reduce (default 5;
+                                       -1 for a healthy job)
+      --dump-version V                 dump version to write (default 2.10)
+)";
+
+int UsageError(std::string_view message) {
+  std::fprintf(stderr, "fr-analyze: %.*s\n\n%.*s", static_cast<int>(message.size()),
+               message.data(), static_cast<int>(kUsage.size()), kUsage.data());
+  return kExitUsage;
 }
+
+// Flags of the form "--name value" or "--name=value".
+class Args {
+ public:
+  Args(int argc, char** argv) : args_(argv + 1, argv + argc) {}
+
+  bool empty() const { return at_ >= args_.size(); }
+  std::string_view Peek() const { return args_[at_]; }
+  std::string Next() { return args_[at_++]; }
+
+  // If the next argument is one of `names`, consumes it and its value.
+  std::optional<std::string> Flag(std::initializer_list<std::string_view> names, bool* missing) {
+    std::string_view arg = Peek();
+    for (std::string_view name : names) {
+      if (arg == name) {
+        ++at_;
+        if (empty()) {
+          *missing = true;
+          return std::nullopt;
+        }
+        return Next();
+      }
+      if (arg.size() > name.size() + 1 && arg.substr(0, name.size()) == name &&
+          arg[name.size()] == '=') {
+        ++at_;
+        return std::string(arg.substr(name.size() + 1));
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<std::string> args_;
+  size_t at_ = 0;
+};
+
+bool ParseInt(const std::string& text, int64_t* value) {
+  char* end = nullptr;
+  long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') return false;
+  *value = parsed;
+  return true;
+}
+
+int WriteOutput(const std::string& text, const std::string& output) {
+  if (output.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitOk;
+  }
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) {
+    std::fprintf(stderr, "fr-analyze: %s: cannot write\n", output.c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+int RunAnalyze(Args& args) {
+  std::string path;
+  std::string format = "text";
+  std::string output;
+  LoadOptions options;
+  while (!args.empty()) {
+    bool missing = false;
+    if (auto v = args.Flag({"--format"}, &missing)) {
+      format = *v;
+    } else if (auto v = args.Flag({"-o", "--output"}, &missing)) {
+      output = *v;
+    } else if (auto v = args.Flag({"-p", "--prefix"}, &missing)) {
+      options.discover.prefix = *v;
+    } else if (auto v = args.Flag({"--rank-pattern"}, &missing)) {
+      options.discover.rank_pattern = *v;
+    } else if (auto v = args.Flag({"-j", "--jobs"}, &missing)) {
+      int64_t jobs;
+      if (!ParseInt(*v, &jobs) || jobs < 0) return UsageError("--jobs needs a number");
+      options.jobs = static_cast<int>(jobs);
+    } else if (missing) {
+      return UsageError(fmt::format("{} needs a value", args.Peek()));
+    } else if (args.Peek().starts_with("-") && args.Peek() != "-") {
+      return UsageError(fmt::format("unknown option {}", args.Peek()));
+    } else if (path.empty()) {
+      path = args.Next();
+    } else {
+      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    }
+  }
+  if (path.empty()) return UsageError("analyze needs a directory of dumps");
+  if (format != "text" && format != "json") {
+    return UsageError(fmt::format("unknown format {} (text or json)", format));
+  }
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(path, options);
+  if (!trace.ok()) {
+    std::fprintf(stderr, "fr-analyze: %s\n", std::string(trace.status().message()).c_str());
+    return kExitUsage;
+  }
+  std::string text = format == "json" ? FormatLoadSummaryJson(*trace, path)
+                                      : FormatLoadSummaryText(*trace, path);
+  int status = WriteOutput(text, output);
+  if (status != kExitOk) return status;
+  if (trace->ranks.empty()) {
+    std::fprintf(stderr, "fr-analyze: no readable flight-recorder dump under %s\n", path.c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+int RunDump(Args& args) {
+  std::string path;
+  std::string format = "json";
+  std::string output;
+  while (!args.empty()) {
+    bool missing = false;
+    if (auto v = args.Flag({"--format"}, &missing)) {
+      format = *v;
+    } else if (auto v = args.Flag({"-o", "--output"}, &missing)) {
+      output = *v;
+    } else if (missing) {
+      return UsageError(fmt::format("{} needs a value", args.Peek()));
+    } else if (path.empty() && !(args.Peek().starts_with("-") && args.Peek() != "-")) {
+      path = args.Next();
+    } else {
+      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    }
+  }
+  if (path.empty()) return UsageError("dump needs a file");
+  if (format != "json") return UsageError(fmt::format("unknown format {} (json)", format));
+  absl::StatusOr<InputFile> input = ReadInputFile(path);
+  absl::StatusOr<Document> document = absl::UnknownError("");
+  if (input.ok()) {
+    document = input->encoding == Encoding::kJson ? DecodeJson(input->bytes)
+                                                  : DecodePickle(input->bytes);
+  }
+  const absl::Status& status = !input.ok() ? input.status() : document.status();
+  if (!status.ok()) {
+    std::fprintf(stderr, "fr-analyze: %s: %s\n", path.c_str(),
+                 std::string(status.message()).c_str());
+    return kExitUsage;
+  }
+  std::string text = WriteLogicalJson(*document);
+  text += '\n';
+  return WriteOutput(text, output);
+}
+
+int RunExample(Args& args) {
+  std::string directory;
+  ExampleJobOptions options;
+  options.stuck_rank = 5;
+  while (!args.empty()) {
+    bool missing = false;
+    int64_t number = 0;
+    if (auto v = args.Flag({"--world-size"}, &missing)) {
+      if (!ParseInt(*v, &number) || number < 1) return UsageError("--world-size needs a number");
+      options.world_size = number;
+    } else if (auto v = args.Flag({"--entries"}, &missing)) {
+      if (!ParseInt(*v, &number) || number < 1) return UsageError("--entries needs a number");
+      options.entries_per_rank = number;
+    } else if (auto v = args.Flag({"--stuck-rank"}, &missing)) {
+      if (!ParseInt(*v, &number)) return UsageError("--stuck-rank needs a number");
+      options.stuck_rank = number;
+    } else if (auto v = args.Flag({"--dump-version"}, &missing)) {
+      options.version = *v;
+    } else if (missing) {
+      return UsageError(fmt::format("{} needs a value", args.Peek()));
+    } else if (directory.empty() && !args.Peek().starts_with("-")) {
+      directory = args.Next();
+    } else {
+      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    }
+  }
+  if (directory.empty()) return UsageError("example needs an output directory");
+  if (options.world_size % options.tensor_parallel != 0) options.tensor_parallel = 1;
+  absl::StatusOr<uint64_t> written = WriteExampleJob(options, directory);
+  if (!written.ok()) {
+    std::fprintf(stderr, "fr-analyze: %s\n", std::string(written.status().message()).c_str());
+    return kExitUsage;
+  }
+  std::printf("wrote %lld ranks' dumps (%llu bytes) to %s\n",
+              static_cast<long long>(options.world_size),
+              static_cast<unsigned long long>(*written), directory.c_str());
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  Args args(argc, argv);
+  if (args.empty()) return UsageError("no directory given");
+  std::string_view first = args.Peek();
+  if (first == "-h" || first == "--help" || first == "help") {
+    std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
+    return kExitOk;
+  }
+  if (first == "dump") {
+    args.Next();
+    return RunDump(args);
+  }
+  if (first == "example") {
+    args.Next();
+    return RunExample(args);
+  }
+  if (first == "analyze" || first == "load") args.Next();
+  return RunAnalyze(args);
+}
+
+}  // namespace
+}  // namespace fr
+
+int main(int argc, char** argv) { return fr::Main(argc, argv); }
