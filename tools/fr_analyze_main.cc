@@ -50,8 +50,8 @@ constexpr std::string_view kUsage = R"(usage:
 )";
 
 int UsageError(std::string_view message) {
-  std::fprintf(stderr, "fr-analyze: %.*s\n\n%.*s", static_cast<int>(message.size()),
-               message.data(), static_cast<int>(kUsage.size()), kUsage.data());
+  std::fprintf(stderr, "fr-analyze: %.*s\n\n%.*s", static_cast<int>(message.size()), message.data(),
+               static_cast<int>(kUsage.size()), kUsage.data());
   return kExitUsage;
 }
 
@@ -150,8 +150,8 @@ int RunAnalyze(Args& args) {
     std::fprintf(stderr, "fr-analyze: %s\n", std::string(trace.status().message()).c_str());
     return kExitUsage;
   }
-  std::string text = format == "json" ? FormatLoadSummaryJson(*trace, path)
-                                      : FormatLoadSummaryText(*trace, path);
+  std::string text =
+      format == "json" ? FormatLoadSummaryJson(*trace, path) : FormatLoadSummaryText(*trace, path);
   int status = WriteOutput(text, output);
   if (status != kExitOk) return status;
   if (trace->ranks.empty()) {
@@ -184,8 +184,8 @@ int RunDump(Args& args) {
   absl::StatusOr<InputFile> input = ReadInputFile(path);
   absl::StatusOr<Document> document = absl::UnknownError("");
   if (input.ok()) {
-    document = input->encoding == Encoding::kJson ? DecodeJson(input->bytes)
-                                                  : DecodePickle(input->bytes);
+    document =
+        input->encoding == Encoding::kJson ? DecodeJson(input->bytes) : DecodePickle(input->bytes);
   }
   const absl::Status& status = !input.ok() ? input.status() : document.status();
   if (!status.ok()) {
@@ -232,8 +232,8 @@ int RunExample(Args& args) {
     return kExitUsage;
   }
   std::printf("wrote %lld ranks' dumps (%llu bytes) to %s\n",
-              static_cast<long long>(options.world_size),
-              static_cast<unsigned long long>(*written), directory.c_str());
+              static_cast<long long>(options.world_size), static_cast<unsigned long long>(*written),
+              directory.c_str());
   return kExitOk;
 }
 

@@ -15,11 +15,11 @@
 #define FR_STATUS_CONCAT_(a, b) FR_STATUS_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define FR_RETURN_IF_ERROR(expr)                   \
-  do {                                             \
+#define FR_RETURN_IF_ERROR(expr)                              \
+  do {                                                        \
     if (absl::Status fr_status_ = (expr); !fr_status_.ok()) { \
-      return fr_status_;                           \
-    }                                              \
+      return fr_status_;                                      \
+    }                                                         \
   } while (false)
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); on error returns its status, otherwise moves the value

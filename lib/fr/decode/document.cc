@@ -27,9 +27,7 @@ std::string_view ValueKindName(ValueKind kind) {
   return "unknown";
 }
 
-double Document::float_value(ValueId id) const {
-  return std::bit_cast<double>(nodes_[id].payload);
-}
+double Document::float_value(ValueId id) const { return std::bit_cast<double>(nodes_[id].payload); }
 
 std::string_view Document::string_value(ValueId id) const {
   const Node& node = nodes_[id];

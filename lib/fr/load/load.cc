@@ -47,9 +47,8 @@ FileResult DecodeAndNormalize(absl::StatusOr<InputFile> input, int64_t rank,
   }
   result.bytes_on_disk = input->size_on_disk;
   result.bytes_decoded = input->bytes->size();
-  absl::StatusOr<Document> document = input->encoding == Encoding::kJson
-                                          ? DecodeJson(input->bytes)
-                                          : DecodePickle(input->bytes);
+  absl::StatusOr<Document> document =
+      input->encoding == Encoding::kJson ? DecodeJson(input->bytes) : DecodePickle(input->bytes);
   int64_t normalize_started = NowNs();
   result.decode_ns = normalize_started - decode_started;
   if (!document.ok()) {

@@ -54,6 +54,13 @@ struct LoadTimings {
 };
 
 struct LoadedTrace {
+  LoadedTrace() = default;
+  LoadedTrace(LoadedTrace&&) = default;
+  LoadedTrace& operator=(LoadedTrace&&) = default;
+  // RankDumps are move-only; say so here so that generic code (pybind11) sees it too.
+  LoadedTrace(const LoadedTrace&) = delete;
+  LoadedTrace& operator=(const LoadedTrace&) = delete;
+
   std::vector<RankDump> ranks;          // ascending rank
   std::vector<RejectedFile> rejected;   // ascending rank
   std::vector<SkippedFile> skipped;     // files that are not dumps

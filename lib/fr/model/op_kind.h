@@ -18,10 +18,10 @@ enum class OpKind : uint8_t {
   kReduce,         // reduce, _reduce_oop
   kGather,
   kScatter,
-  kBarrier,        // barrier, all_reduce_barrier
+  kBarrier,  // barrier, all_reduce_barrier
   kSend,
   kRecv,
-  kCoalesced,      // "coalesced": the entry that closes a coalesced group or p2p batch
+  kCoalesced,  // "coalesced": the entry that closes a coalesced group or p2p batch
 };
 
 std::string_view OpKindName(OpKind kind);  // "all_reduce", "send", "coalesced", ...

@@ -59,7 +59,7 @@ struct Entry {
   // Global rank of the other side of a send/recv, mapped through the group's ranks; kUnknown for
   // collectives or when the group's ranks are unknown.
   int64_t peer_rank = kUnknown;
-  uint32_t group = 0;  // index into RankDump::groups
+  uint32_t group = 0;           // index into RankDump::groups
   StringId profiling_name = 0;  // verbatim, e.g. "nccl:send 0->1"
   StringId backend = 0;         // "nccl", "gloo", ...
   StringId op_name = 0;         // "all_reduce", "_all_gather_base", "send", ...
@@ -101,8 +101,8 @@ struct RankDump {
   int version_major = 0;
   int version_minor = 0;
   std::string comm_lib_version;  // nccl_version / comm_lib_version; "" when absent
-  bool has_entries_key = true;  // false: "entries" absent (collectives excluded from the dump)
-  bool has_stacks = false;      // at least one entry carried frames
+  bool has_entries_key = true;   // false: "entries" absent (collectives excluded from the dump)
+  bool has_stacks = false;       // at least one entry carried frames
 
   StringTable strings;
   std::vector<ProcessGroup> groups;

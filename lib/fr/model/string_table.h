@@ -24,8 +24,11 @@ inline constexpr StringId kNoString = std::numeric_limits<StringId>::max();
 class StringTable {
  public:
   StringTable();
+  // Moves keep every view valid (the blocks do not move); copies would not, so there are none.
   StringTable(StringTable&&) = default;
   StringTable& operator=(StringTable&&) = default;
+  StringTable(const StringTable&) = delete;
+  StringTable& operator=(const StringTable&) = delete;
 
   // The id of `text`, adding it on first sight. Id 0 is always the empty string.
   StringId Intern(std::string_view text);

@@ -170,9 +170,9 @@ class Normalizer {
 
  private:
   absl::Status Error(ValueId value, std::string_view where, std::string_view what) const {
-    return absl::InvalidArgumentError(
-        fmt::format("{} (byte {}): {}, got {}", where, doc_.source_offset(value), what,
-                    ValueKindName(doc_.kind(value))));
+    return absl::InvalidArgumentError(fmt::format("{} (byte {}): {}, got {}", where,
+                                                  doc_.source_offset(value), what,
+                                                  ValueKindName(doc_.kind(value))));
   }
 
   void Oddity(std::string_view name) {
@@ -569,14 +569,14 @@ class Normalizer {
 
   void AssignGroup(Entry* entry, ValueId name, ValueId desc) {
     // Before 2.0 entries carry only pg_id; 1.4's pg_config names groups by that id.
-    StringId name_id = name != kNoValue
-                           ? dump_.strings.Intern(doc_.string_value(name))
-                           : dump_.strings.Intern(entry->pg_id == kUnknown
-                                                      ? std::string("default")
-                                                      : std::to_string(entry->pg_id));
+    StringId name_id = name != kNoValue ? dump_.strings.Intern(doc_.string_value(name))
+                                        : dump_.strings.Intern(entry->pg_id == kUnknown
+                                                                   ? std::string("default")
+                                                                   : std::to_string(entry->pg_id));
     uint32_t index = GroupByName(name_id);
     ProcessGroup& group = dump_.groups[index];
-    if (desc != kNoValue && group.desc == 0) group.desc = dump_.strings.Intern(doc_.string_value(desc));
+    if (desc != kNoValue && group.desc == 0)
+      group.desc = dump_.strings.Intern(doc_.string_value(desc));
     if (entry->pg_id != kUnknown) {
       if (group.pg_id == kUnknown) {
         group.pg_id = entry->pg_id;
@@ -649,7 +649,7 @@ class Normalizer {
       }
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ints_.data()),
-                         scratch_ints_.size() * sizeof(int64_t));
+                          scratch_ints_.size() * sizeof(int64_t));
     if (auto it = shape_lists_.find(key); it != shape_lists_.end()) return it->second;
     ShapeListId id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
     dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(), scratch_ints_.end());
@@ -671,7 +671,7 @@ class Normalizer {
       scratch_ids_.push_back(dump_.strings.Intern(doc_.string_value(dtype)));
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
-                         scratch_ids_.size() * sizeof(uint32_t));
+                          scratch_ids_.size() * sizeof(uint32_t));
     if (auto it = dtype_lists_.find(key); it != dtype_lists_.end()) return it->second;
     DtypeListId id = static_cast<DtypeListId>(dump_.dtype_list_offsets.size() - 1);
     dump_.dtype_names.insert(dump_.dtype_names.end(), scratch_ids_.begin(), scratch_ids_.end());
@@ -698,7 +698,7 @@ class Normalizer {
     }
     dump_.has_stacks = true;
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
-                         scratch_ids_.size() * sizeof(uint32_t));
+                          scratch_ids_.size() * sizeof(uint32_t));
     if (auto it = stacks_.find(key); it != stacks_.end()) return it->second;
     StackId id = static_cast<StackId>(dump_.stack_offsets.size() - 1);
     dump_.stack_frames.insert(dump_.stack_frames.end(), scratch_ids_.begin(), scratch_ids_.end());

@@ -119,16 +119,16 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
     loaded.push_back(dump.rank);
     total_entries += static_cast<int64_t>(dump.entries.size());
   }
-  size_t expected = loaded.size() + trace.missing_ranks.size() + trace.rejected.size() +
-                    trace.conflicts.size();
-  out += fmt::format("fr-analyze: loaded {} of {} ranks from {}\n", loaded.size(), expected,
-                     source);
+  size_t expected =
+      loaded.size() + trace.missing_ranks.size() + trace.rejected.size() + trace.conflicts.size();
+  out +=
+      fmt::format("fr-analyze: loaded {} of {} ranks from {}\n", loaded.size(), expected, source);
   out += fmt::format("  ranks loaded:   {}\n", loaded.empty() ? "none" : FormatRankSet(loaded));
-  out += fmt::format("  ranks missing:  {}\n", trace.missing_ranks.empty()
-                                                   ? "none"
-                                                   : FormatRankSet(trace.missing_ranks));
-  out += fmt::format("  versions:       {}\n",
-                     trace.versions.empty() ? "none" : fmt::format("{}", fmt::join(trace.versions, ", ")));
+  out += fmt::format("  ranks missing:  {}\n",
+                     trace.missing_ranks.empty() ? "none" : FormatRankSet(trace.missing_ranks));
+  out += fmt::format(
+      "  versions:       {}\n",
+      trace.versions.empty() ? "none" : fmt::format("{}", fmt::join(trace.versions, ", ")));
   out += fmt::format("  bytes:          {} on disk, {} decoded\n", trace.bytes_on_disk,
                      trace.bytes_decoded);
   if (!trace.rejected.empty()) {
@@ -152,9 +152,9 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
   if (!groups.empty()) {
     out += fmt::format("\nprocess groups ({}):\n", groups.size());
     for (const auto& [key, view] : groups) {
-      std::string members =
-          view.ranks_known ? fmt::format("{} ranks [{}]", key.ranks.size(), FormatRankSet(key.ranks))
-                           : std::string("ranks unknown");
+      std::string members = view.ranks_known ? fmt::format("{} ranks [{}]", key.ranks.size(),
+                                                           FormatRankSet(key.ranks))
+                                             : std::string("ranks unknown");
       out += fmt::format("  {:<6} {:<12} {}; in {} dumps, {} entries\n", key.name,
                          view.desc.empty() ? "-" : view.desc, members, view.seen_by.size(),
                          view.entries);
@@ -164,16 +164,16 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
     auto [fewest, most] = std::minmax_element(
         trace.ranks.begin(), trace.ranks.end(),
         [](const RankDump& a, const RankDump& b) { return a.entries.size() < b.entries.size(); });
-    out += fmt::format("\nentries: {} in all; fewest {} (rank {}), most {} (rank {})\n",
-                       total_entries, fewest->entries.size(), fewest->rank, most->entries.size(),
-                       most->rank);
+    out +=
+        fmt::format("\nentries: {} in all; fewest {} (rank {}), most {} (rank {})\n", total_entries,
+                    fewest->entries.size(), fewest->rank, most->entries.size(), most->rank);
     // Per-rank lines help on small jobs and drown large ones.
     if (trace.ranks.size() <= 16) {
       for (const RankDump& dump : trace.ranks) {
-        out += fmt::format("  rank {:<4} {:>6} entries  version {:<5} {} groups  stacks {}\n",
-                           dump.rank, dump.entries.size(),
-                           dump.version.empty() ? "-" : dump.version, dump.groups.size(),
-                           dump.has_stacks ? "yes" : "no");
+        out +=
+            fmt::format("  rank {:<4} {:>6} entries  version {:<5} {} groups  stacks {}\n",
+                        dump.rank, dump.entries.size(), dump.version.empty() ? "-" : dump.version,
+                        dump.groups.size(), dump.has_stacks ? "yes" : "no");
       }
     }
   }
@@ -206,8 +206,8 @@ std::string FormatLoadSummaryJson(const LoadedTrace& trace, const std::string& s
   for (const RankConflict& conflict : trace.conflicts) {
     std::vector<std::string> paths;
     for (const std::string& p : conflict.paths) paths.push_back("\"" + JsonEscape(p) + "\"");
-    items.push_back(fmt::format("{{\"rank\":{},\"paths\":[{}]}}", conflict.rank,
-                                fmt::join(paths, ",")));
+    items.push_back(
+        fmt::format("{{\"rank\":{},\"paths\":[{}]}}", conflict.rank, fmt::join(paths, ",")));
   }
   out += fmt::format("\"rank_conflicts\":[{}],", fmt::join(items, ","));
   items.clear();
@@ -221,11 +221,11 @@ std::string FormatLoadSummaryJson(const LoadedTrace& trace, const std::string& s
   out += fmt::format("\"process_groups\":[{}],", fmt::join(items, ","));
   items.clear();
   for (const RankDump& dump : trace.ranks) {
-    items.push_back(fmt::format(
-        "{{\"rank\":{},\"path\":\"{}\",\"version\":\"{}\",\"entries\":{},\"groups\":{},"
-        "\"has_stacks\":{}}}",
-        dump.rank, JsonEscape(dump.path), JsonEscape(dump.version), dump.entries.size(),
-        dump.groups.size(), dump.has_stacks ? "true" : "false"));
+    items.push_back(
+        fmt::format("{{\"rank\":{},\"path\":\"{}\",\"version\":\"{}\",\"entries\":{},\"groups\":{},"
+                    "\"has_stacks\":{}}}",
+                    dump.rank, JsonEscape(dump.path), JsonEscape(dump.version), dump.entries.size(),
+                    dump.groups.size(), dump.has_stacks ? "true" : "false"));
   }
   out += fmt::format("\"per_rank\":[{}],", fmt::join(items, ","));
   out += fmt::format("\"bytes_on_disk\":{},\"bytes_decoded\":{}", trace.bytes_on_disk,

@@ -24,20 +24,18 @@ struct PlannedOp {
 // Frames shared by every stack; indices into DumpSpec::frames.
 std::vector<FrameSpec> ExampleFrames() {
   return {
-      {"main", "/workspace/train.py", 412},                                                // 0
-      {"train_step", "/workspace/train.py", 301},                                          // 1
-      {"forward", "/workspace/model/transformer.py", 188},                                 // 2
-      {"backward", "/usr/lib/python3/dist-packages/torch/_tensor.py", 521},                // 3
+      {"main", "/workspace/train.py", 412},                                  // 0
+      {"train_step", "/workspace/train.py", 301},                            // 1
+      {"forward", "/workspace/model/transformer.py", 188},                   // 2
+      {"backward", "/usr/lib/python3/dist-packages/torch/_tensor.py", 521},  // 3
       {"all_reduce", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
-       2501},                                                                              // 4
+       2501},  // 4
       {"all_gather_into_tensor",
-       "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 3714},      // 5
+       "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 3714},  // 5
       {"reduce_scatter_tensor",
-       "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 4239},      // 6
-      {"send", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
-       2187},                                                                              // 7
-      {"recv", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
-       2244},                                                                              // 8
+       "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 4239},          // 6
+      {"send", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 2187},  // 7
+      {"recv", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 2244},  // 8
       {"barrier", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
        4811},                                                                              // 9
       {"wrapper", "/usr/lib/python3/dist-packages/torch/distributed/c10d_logger.py", 81},  // 10
@@ -77,21 +75,35 @@ DumpSpec MakeExampleRankDump(const ExampleJobOptions& options, int64_t rank) {
   std::vector<PlannedOp> program;
   const int64_t steps = options.entries_per_rank / 4 + 2;
   for (int64_t step = 0; step < steps; ++step) {
-    program.push_back({kTp, "nccl:_all_gather_base", false, {{1024, 4096}}, {{1024 * tp, 4096}},
-                       "BFloat16", {5, 10, 2, 1, 0}});
-    program.push_back({kTp, "nccl:_reduce_scatter_base", false, {{1024 * tp, 4096}},
-                       {{1024, 4096}}, "BFloat16", {6, 10, 3, 1, 0}});
+    program.push_back({kTp,
+                       "nccl:_all_gather_base",
+                       false,
+                       {{1024, 4096}},
+                       {{1024 * tp, 4096}},
+                       "BFloat16",
+                       {5, 10, 2, 1, 0}});
+    program.push_back({kTp,
+                       "nccl:_reduce_scatter_base",
+                       false,
+                       {{1024 * tp, 4096}},
+                       {{1024, 4096}},
+                       "BFloat16",
+                       {6, 10, 3, 1, 0}});
     if (tp >= 2 && tp_local < 2) {
       bool sender = tp_local == 0;
-      program.push_back({kTp, sender ? "nccl:send 0->1" : "nccl:recv 1<-0", true,
-                         {{8, 1024, 4096}}, {{8, 1024, 4096}}, "BFloat16",
+      program.push_back({kTp,
+                         sender ? "nccl:send 0->1" : "nccl:recv 1<-0",
+                         true,
+                         {{8, 1024, 4096}},
+                         {{8, 1024, 4096}},
+                         "BFloat16",
                          {sender ? 7u : 8u, 12, 2, 1, 0}});
     }
-    program.push_back({kDp, "nccl:all_reduce", false, {{25165824}}, {{25165824}}, "Float",
-                       {4, 10, 11, 1, 0}});
+    program.push_back(
+        {kDp, "nccl:all_reduce", false, {{25165824}}, {{25165824}}, "Float", {4, 10, 11, 1, 0}});
     if (step % 10 == 9) {
-      program.push_back({kWorld, "nccl:all_reduce_barrier", false, {{1}}, {{1}}, "Float",
-                         {9, 10, 1, 0}});
+      program.push_back(
+          {kWorld, "nccl:all_reduce_barrier", false, {{1}}, {{1}}, "Float", {9, 10, 1, 0}});
     }
   }
   // The stuck rank never reaches the last data-parallel all_reduce; its peers wait in it.
@@ -133,8 +145,8 @@ DumpSpec MakeExampleRankDump(const ExampleJobOptions& options, int64_t rank) {
     entry.op_id = ++op_ids[op.group];
     entry.profiling_name = op.profiling_name;
     entry.is_p2p = op.is_p2p;
-    entry.time_created_ns = options.start_time_ns + static_cast<int64_t>(i) * 1'500'000 +
-                            host_skew_ns + rank * 11;
+    entry.time_created_ns =
+        options.start_time_ns + static_cast<int64_t>(i) * 1'500'000 + host_skew_ns + rank * 11;
     entry.input_sizes = op.input_sizes;
     entry.output_sizes = op.output_sizes;
     entry.input_dtypes.assign(op.input_sizes.size(), op.dtype);

@@ -1,0 +1,209 @@
+// fr_analyze._core: bindings only. Conveniences (dict views, pandas, HTML) live in the .py files
+// of the package; absl::Status becomes a Python exception in exactly one place (ThrowIfError).
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "fr/load/load.h"
+#include "fr/model/rank_dump.h"
+#include "fr/report/load_summary.h"
+
+namespace py = pybind11;
+
+namespace fr {
+namespace {
+
+// The one place where absl::Status turns into a Python exception: the exception classes are
+// defined in fr_analyze/errors.py and looked up by name, so Python code can catch them.
+[[noreturn]] void ThrowStatus(const absl::Status& status) {
+  py::module_ errors = py::module_::import("fr_analyze.errors");
+  const char* name = "Error";
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kResourceExhausted:
+      name = "DumpFormatError";
+      break;
+    case absl::StatusCode::kNotFound:
+      name = "DumpNotFoundError";
+      break;
+    case absl::StatusCode::kCancelled:
+      throw py::error_already_set();  // KeyboardInterrupt was already raised by the signal check
+    default:
+      break;
+  }
+  PyErr_SetString(errors.attr(name).ptr(), std::string(status.message()).c_str());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T ValueOrThrow(absl::StatusOr<T> result) {
+  if (!result.ok()) ThrowStatus(result.status());
+  return *std::move(result);
+}
+
+LoadedTrace Load(const std::string& path, const std::string& prefix,
+                 const std::string& rank_pattern, int jobs,
+                 std::function<void(size_t, size_t)> progress) {
+  LoadOptions options;
+  options.discover.prefix = prefix;
+  options.discover.rank_pattern = rank_pattern;
+  options.jobs = jobs;
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  if (progress) {
+    // Called from worker threads: take the GIL for the callback, and turn Ctrl-C (seen by
+    // PyErr_CheckSignals) into cancellation.
+    options.progress = [&](size_t done, size_t total) {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) {
+        cancel = true;
+        return;
+      }
+      progress(done, total);
+    };
+  }
+  absl::StatusOr<LoadedTrace> trace;
+  {
+    py::gil_scoped_release release;
+    trace = LoadTrace(path, options);
+  }
+  return ValueOrThrow(std::move(trace));
+}
+
+LoadedTrace LoadBytes(const std::map<int64_t, py::bytes>& dumps, int jobs) {
+  std::map<int64_t, std::shared_ptr<const Buffer>> buffers;
+  for (const auto& [rank, bytes] : dumps) {
+    buffers.emplace(rank, Buffer::FromString(std::string(bytes)));
+  }
+  LoadOptions options;
+  options.jobs = jobs;
+  absl::StatusOr<LoadedTrace> trace;
+  {
+    py::gil_scoped_release release;
+    trace = LoadTraceFromBytes(buffers, options);
+  }
+  return ValueOrThrow(std::move(trace));
+}
+
+}  // namespace
+}  // namespace fr
+
+PYBIND11_MODULE(_core, m) {
+  using namespace fr;
+  m.doc() = "fr-analyze C++ core (use the fr_analyze package, not this module)";
+
+  py::class_<Entry>(m, "Entry")
+      .def_readonly("record_id", &Entry::record_id)
+      .def_readonly("pg_id", &Entry::pg_id)
+      .def_readonly("collective_seq_id", &Entry::collective_seq_id)
+      .def_readonly("p2p_seq_id", &Entry::p2p_seq_id)
+      .def_readonly("op_id", &Entry::op_id)
+      .def_readonly("time_created_ns", &Entry::time_created_ns)
+      .def_readonly("time_discovered_started_ns", &Entry::time_discovered_started_ns)
+      .def_readonly("time_discovered_completed_ns", &Entry::time_discovered_completed_ns)
+      .def_readonly("timeout_ms", &Entry::timeout_ms)
+      .def_readonly("duration_ms", &Entry::duration_ms)
+      .def_readonly("peer_rank", &Entry::peer_rank)
+      .def_readonly("group", &Entry::group)
+      .def_readonly("profiling_name_id", &Entry::profiling_name)
+      .def_readonly("backend_id", &Entry::backend)
+      .def_readonly("op_name_id", &Entry::op_name)
+      .def_readonly("thread_name_id", &Entry::thread_name)
+      .def_readonly("thread_id_id", &Entry::thread_id)
+      .def_readonly("input_sizes_id", &Entry::input_sizes)
+      .def_readonly("output_sizes_id", &Entry::output_sizes)
+      .def_readonly("input_dtypes_id", &Entry::input_dtypes)
+      .def_readonly("output_dtypes_id", &Entry::output_dtypes)
+      .def_readonly("stack_id", &Entry::stack)
+      .def_property_readonly("op_kind",
+                             [](const Entry& e) { return std::string(OpKindName(e.op)); })
+      .def_property_readonly("state",
+                             [](const Entry& e) { return std::string(EntryStateName(e.state)); })
+      .def_readonly("retired", &Entry::retired)
+      .def_readonly("is_p2p", &Entry::is_p2p);
+
+  py::class_<PgStatus>(m, "PgStatus")
+      .def_readonly("last_enqueued_collective", &PgStatus::last_enqueued_collective)
+      .def_readonly("last_started_collective", &PgStatus::last_started_collective)
+      .def_readonly("last_completed_collective", &PgStatus::last_completed_collective);
+
+  py::class_<ProcessGroup>(m, "ProcessGroup")
+      .def_readonly("name_id", &ProcessGroup::name)
+      .def_readonly("desc_id", &ProcessGroup::desc)
+      .def_readonly("ranks", &ProcessGroup::ranks)
+      .def_readonly("ranks_known", &ProcessGroup::ranks_known)
+      .def_readonly("pg_id", &ProcessGroup::pg_id)
+      .def_property_readonly("status", [](const ProcessGroup& g) -> std::optional<PgStatus> {
+        if (!g.has_status) return std::nullopt;
+        return g.status;
+      });
+
+  py::class_<RankDump>(m, "RankDump")
+      .def_readonly("rank", &RankDump::rank)
+      .def_readonly("path", &RankDump::path)
+      .def_readonly("version", &RankDump::version)
+      .def_readonly("comm_lib_version", &RankDump::comm_lib_version)
+      .def_readonly("has_entries_key", &RankDump::has_entries_key)
+      .def_readonly("has_stacks", &RankDump::has_stacks)
+      .def_readonly("entries", &RankDump::entries)
+      .def_readonly("groups", &RankDump::groups)
+      .def_readonly("oddities", &RankDump::oddities)
+      .def_readonly("comm_state", &RankDump::comm_state)
+      .def("string", [](const RankDump& d, StringId id) { return std::string(d.strings.view(id)); })
+      .def("shapes", &RankDump::Shapes)
+      .def("dtypes",
+           [](const RankDump& d, DtypeListId id) {
+             std::vector<std::string> names;
+             for (StringId s : d.DtypeList(id)) names.emplace_back(d.strings.view(s));
+             return names;
+           })
+      .def("stack", [](const RankDump& d, StackId id) {
+        std::vector<std::tuple<std::string, std::string, int64_t>> frames;
+        if (id == kNoStack) return frames;
+        for (uint32_t f : d.Stack(id)) {
+          const Frame& frame = d.frames[f];
+          frames.emplace_back(d.strings.view(frame.name), d.strings.view(frame.filename),
+                              frame.line);
+        }
+        return frames;
+      });
+
+  py::class_<RejectedFile>(m, "RejectedFile")
+      .def_readonly("path", &RejectedFile::path)
+      .def_readonly("rank", &RejectedFile::rank)
+      .def_readonly("error", &RejectedFile::error);
+  py::class_<SkippedFile>(m, "SkippedFile")
+      .def_readonly("path", &SkippedFile::path)
+      .def_readonly("reason", &SkippedFile::reason);
+  py::class_<RankConflict>(m, "RankConflict")
+      .def_readonly("rank", &RankConflict::rank)
+      .def_readonly("paths", &RankConflict::paths);
+
+  py::class_<LoadedTrace>(m, "LoadedTrace")
+      // RankDumps are not copyable (interned strings point into their own storage): hand out
+      // references that keep the trace alive.
+      .def_property_readonly(
+          "ranks",
+          [](py::object self) {
+            auto& trace = self.cast<LoadedTrace&>();
+            py::list ranks;
+            for (RankDump& dump : trace.ranks) {
+              ranks.append(py::cast(&dump, py::return_value_policy::reference_internal, self));
+            }
+            return ranks;
+          })
+      .def_readonly("rejected", &LoadedTrace::rejected)
+      .def_readonly("skipped", &LoadedTrace::skipped)
+      .def_readonly("conflicts", &LoadedTrace::conflicts)
+      .def_readonly("missing_ranks", &LoadedTrace::missing_ranks)
+      .def_readonly("versions", &LoadedTrace::versions)
+      .def_readonly("bytes_on_disk", &LoadedTrace::bytes_on_disk)
+      .def_readonly("bytes_decoded", &LoadedTrace::bytes_decoded)
+      .def("summary_text", &FormatLoadSummaryText, py::arg("source"))
+      .def("summary_json", &FormatLoadSummaryJson, py::arg("source"));
+
+  m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",
+        py::arg("jobs") = 0, py::arg("progress") = nullptr);
+  m.def("load_bytes", &LoadBytes, py::arg("dumps"), py::arg("jobs") = 0);
+}
