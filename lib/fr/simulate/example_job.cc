@@ -41,6 +41,17 @@ std::vector<FrameSpec> ExampleFrames() {
       {"wrapper", "/usr/lib/python3/dist-packages/torch/distributed/c10d_logger.py", 81},  // 10
       {"sync_gradients", "/workspace/parallel/data_parallel.py", 97},                      // 11
       {"exchange_activations", "/workspace/parallel/tensor_parallel.py", 142},             // 12
+      // The frames every training stack passes through between main() and the model.
+      {"_call_impl", "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", 1747},  // 13
+      {"_wrapped_call_impl", "/usr/lib/python3/dist-packages/torch/nn/modules/module.py",
+       1736},                                       // 14
+      {"run_epoch", "/workspace/trainer.py", 221},  // 15
+      {"fit", "/workspace/trainer.py", 118},        // 16
+      {"wrapper",
+       "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/"
+       "errors/__init__.py",
+       355},                                     // 17
+      {"<module>", "/workspace/train.py", 530},  // 18
   };
 }
 
@@ -73,6 +84,11 @@ DumpSpec MakeExampleRankDump(const ExampleJobOptions& options, int64_t rank) {
   // The program: per step, tensor-parallel all_gather, reduce_scatter and an activation
   // send/recv, then the data-parallel gradient all_reduce; a world barrier every ten steps.
   std::vector<PlannedOp> program;
+  // Real stacks run 10-20 frames deep: the op's own frames, then the common way down from main.
+  auto stack = [](std::vector<uint32_t> frames) {
+    frames.insert(frames.end(), {14, 13, 15, 16, 17, 18});
+    return frames;
+  };
   const int64_t steps = options.entries_per_rank / 4 + 2;
   for (int64_t step = 0; step < steps; ++step) {
     program.push_back({kTp,
@@ -81,14 +97,14 @@ DumpSpec MakeExampleRankDump(const ExampleJobOptions& options, int64_t rank) {
                        {{1024, 4096}},
                        {{1024 * tp, 4096}},
                        "BFloat16",
-                       {5, 10, 2, 1, 0}});
+                       stack({5, 10, 2, 14, 13, 1, 0})});
     program.push_back({kTp,
                        "nccl:_reduce_scatter_base",
                        false,
                        {{1024 * tp, 4096}},
                        {{1024, 4096}},
                        "BFloat16",
-                       {6, 10, 3, 1, 0}});
+                       stack({6, 10, 3, 1, 0})});
     if (tp >= 2 && tp_local < 2) {
       bool sender = tp_local == 0;
       program.push_back({kTp,
@@ -97,13 +113,18 @@ DumpSpec MakeExampleRankDump(const ExampleJobOptions& options, int64_t rank) {
                          {{8, 1024, 4096}},
                          {{8, 1024, 4096}},
                          "BFloat16",
-                         {sender ? 7u : 8u, 12, 2, 1, 0}});
+                         stack({sender ? 7u : 8u, 12, 2, 14, 13, 1, 0})});
     }
-    program.push_back(
-        {kDp, "nccl:all_reduce", false, {{25165824}}, {{25165824}}, "Float", {4, 10, 11, 1, 0}});
+    program.push_back({kDp,
+                       "nccl:all_reduce",
+                       false,
+                       {{25165824}},
+                       {{25165824}},
+                       "Float",
+                       stack({4, 10, 11, 1, 0})});
     if (step % 10 == 9) {
       program.push_back(
-          {kWorld, "nccl:all_reduce_barrier", false, {{1}}, {{1}}, "Float", {9, 10, 1, 0}});
+          {kWorld, "nccl:all_reduce_barrier", false, {{1}}, {{1}}, "Float", stack({9, 10, 1, 0})});
     }
   }
   // The stuck rank never reaches the last data-parallel all_reduce; its peers wait in it.
