@@ -1,0 +1,101 @@
+// Decode and normalize throughput on realistic dumps (the example job's ring buffers with
+// 10-20 frame stacks), one thread. The CPython baseline for the same bytes is measured in the
+// same run by bench/run_benchmarks.py, which also drives this program.
+//
+//   decode_bench --benchmark_filter=BM_DecodePickle
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+
+#include "fr/decode/json_decoder.h"
+#include "fr/decode/pickle_decoder.h"
+#include "fr/normalize/normalize.h"
+#include "fr/simulate/example_job.h"
+#include "fr/write/dump_writer.h"
+
+namespace fr {
+namespace {
+
+std::shared_ptr<const Buffer> RealisticDump(int64_t entries, bool json) {
+  ExampleJobOptions options;
+  options.world_size = 64;
+  options.tensor_parallel = 8;
+  options.entries_per_rank = entries;
+  options.stuck_rank = 37;
+  DumpSpec spec = MakeExampleRankDump(options, 37 - 8);
+  return Buffer::FromString(json ? WriteDumpJson(spec) : WriteDumpPickle(spec));
+}
+
+void BM_DecodePickle(benchmark::State& state) {
+  auto bytes = RealisticDump(state.range(0), /*json=*/false);
+  for (auto _ : state) {
+    absl::StatusOr<Document> doc = DecodePickle(bytes);
+    if (!doc.ok()) state.SkipWithError(std::string(doc.status().message()).c_str());
+    benchmark::DoNotOptimize(doc);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes->size()));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["file_bytes"] = static_cast<double>(bytes->size());
+}
+BENCHMARK(BM_DecodePickle)->Arg(250)->Arg(1000)->Arg(2000);
+
+void BM_DecodeJson(benchmark::State& state) {
+  auto bytes = RealisticDump(state.range(0), /*json=*/true);
+  for (auto _ : state) {
+    absl::StatusOr<Document> doc = DecodeJson(bytes);
+    if (!doc.ok()) state.SkipWithError(std::string(doc.status().message()).c_str());
+    benchmark::DoNotOptimize(doc);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes->size()));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_DecodeJson)->Arg(2000);
+
+// Decode plus normalization: the per-file work of a directory load, without I/O.
+void BM_DecodeAndNormalizePickle(benchmark::State& state) {
+  auto bytes = RealisticDump(state.range(0), /*json=*/false);
+  for (auto _ : state) {
+    absl::StatusOr<Document> doc = DecodePickle(bytes);
+    if (!doc.ok()) {
+      state.SkipWithError(std::string(doc.status().message()).c_str());
+      break;
+    }
+    absl::StatusOr<RankDump> dump = NormalizeDump(*doc, 29);
+    benchmark::DoNotOptimize(dump);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes->size()));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_DecodeAndNormalizePickle)->Arg(2000);
+
+// The file named by FR_BENCH_FILE, so that run_benchmarks.py can time CPython's pickle.loads on
+// exactly the same bytes.
+void BM_DecodePickleFile(benchmark::State& state) {
+  const char* path = std::getenv("FR_BENCH_FILE");
+  if (path == nullptr) {
+    state.SkipWithError("FR_BENCH_FILE is not set");
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<const Buffer>> mapped = Buffer::MapFile(path);
+  if (!mapped.ok()) {
+    state.SkipWithError(std::string(mapped.status().message()).c_str());
+    return;
+  }
+  // Copy to the heap once so the loop measures decoding, not page faults.
+  auto bytes = Buffer::FromString(std::string((*mapped)->bytes()));
+  for (auto _ : state) {
+    absl::StatusOr<Document> doc = DecodePickle(bytes);
+    if (!doc.ok()) {
+      state.SkipWithError(std::string(doc.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(doc);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes->size()));
+}
+BENCHMARK(BM_DecodePickleFile);
+
+}  // namespace
+}  // namespace fr
+
+BENCHMARK_MAIN();

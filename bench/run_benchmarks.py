@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Benchmarks of the dump reader against CPython, measured in the same run (ratios, not absolute
+times, because these machines are shared and noisy).
+
+1. Decode throughput, one thread: fr-analyze's pickle decoder vs CPython's C pickle.loads on the
+   same realistic 2000-entry dump with stacks.
+2. Directory load: `fr-analyze DIR` on N such dumps (1 and 2 threads) vs CPython merely
+   unpickling the same files; wall time, peak RSS, bytes on disk.
+
+    bench/run_benchmarks.py --build build            # full run (1024 ranks x 2000 entries)
+    bench/run_benchmarks.py --build build --smoke    # seconds; part of the test suite
+
+Prints a table and writes the figures as JSON (--out). With --check, exits 1 when a target is
+missed: decode >= 10x CPython, directory load >= 10x CPython, peak RSS < input size.
+"""
+
+import argparse
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd, env=None):
+    """Runs `cmd`, returning (wall seconds, peak RSS bytes of the child, stdout)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} failed with {code}:\n{err.decode(errors='replace')}")
+    return wall, usage.ru_maxrss * 1024, out
+
+
+def cpython_unpickle_seconds(paths, repeats):
+    """Best-of-`repeats` time for CPython to read and pickle.loads every file once."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for path in paths:
+            with open(path, "rb") as f:
+                pickle.loads(f.read())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def cpython_loads_rate(data, min_seconds):
+    """Bytes per second of pickle.loads on `data` already in memory."""
+    runs = 0
+    start = time.perf_counter()
+    while True:
+        pickle.loads(data)
+        runs += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return len(data) * runs / elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", required=True, help="CMake build directory")
+    parser.add_argument("--ranks", type=int, default=1024)
+    parser.add_argument("--entries", type=int, default=2000)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, no targets")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--out", help="write the figures here as JSON")
+    parser.add_argument("--workdir", help="where to write the dumps (default: a temp dir)")
+    args = parser.parse_args()
+    if args.smoke:
+        args.ranks, args.entries = 16, 200
+
+    cli = os.path.join(args.build, "tools", "fr-analyze")
+    decode_bench = os.path.join(args.build, "bench", "decode_bench")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="fr_bench_")
+    dumps = os.path.join(workdir, "dumps")
+    shutil.rmtree(dumps, ignore_errors=True)
+    figures = {"ranks": args.ranks, "entries_per_rank": args.entries, "smoke": args.smoke}
+    try:
+        # Data: the example job at scale, one pickle per rank, with stacks.
+        tp = 8 if args.ranks % 8 == 0 else 1
+        run([cli, "example", dumps, "--world-size", str(args.ranks), "--entries",
+             str(args.entries), "--stuck-rank", str(args.ranks // 2 + 1)])
+        paths = sorted(os.path.join(dumps, p) for p in os.listdir(dumps))
+        total_bytes = sum(os.path.getsize(p) for p in paths)
+        figures["input_bytes"] = total_bytes
+        del tp
+
+        # 1. One file, one thread, same bytes.
+        sample = paths[len(paths) // 2]
+        with open(sample, "rb") as f:
+            data = f.read()
+        min_time = 0.05 if args.smoke else 1.0
+        cpython_rate = cpython_loads_rate(data, min_time)
+        env = dict(os.environ, FR_BENCH_FILE=sample)
+        _, _, out = run([decode_bench, "--benchmark_filter=BM_DecodePickleFile$",
+                         f"--benchmark_min_time={min_time}", "--benchmark_format=json"], env=env)
+        result = json.loads(out)["benchmarks"][0]
+        fr_rate = result["bytes_per_second"]
+        figures["decode"] = {
+            "file_bytes": len(data),
+            "fr_mb_per_s": fr_rate / 1e6,
+            "cpython_mb_per_s": cpython_rate / 1e6,
+            "ratio": fr_rate / cpython_rate,
+        }
+
+        # 2. The whole directory. Warm the page cache first so both sides read from memory.
+        cpython_unpickle_seconds(paths, 1)
+        repeats = 1 if not args.smoke else 2
+        cpython_seconds = cpython_unpickle_seconds(paths, repeats)
+        load = {"cpython_unpickle_s": cpython_seconds}
+        for jobs in (1, 2):
+            best = None
+            for _ in range(repeats):
+                wall, rss, _ = run([cli, dumps, "--jobs", str(jobs), "--format", "json"])
+                if best is None or wall < best[0]:
+                    best = (wall, rss)
+            load[f"fr_wall_s_{jobs}_threads"] = best[0]
+            load[f"fr_peak_rss_bytes_{jobs}_threads"] = best[1]
+            load[f"ratio_{jobs}_threads"] = cpython_seconds / best[0]
+        load["scaling_1_to_2_threads"] = load["fr_wall_s_1_threads"] / load["fr_wall_s_2_threads"]
+        load["peak_rss_over_input"] = (
+            max(load["fr_peak_rss_bytes_1_threads"], load["fr_peak_rss_bytes_2_threads"])
+            / total_bytes)
+        figures["directory_load"] = load
+    finally:
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    d, l = figures["decode"], figures["directory_load"]
+    print(f"input: {args.ranks} ranks x {args.entries} entries, {total_bytes / 1e6:.1f} MB")
+    print(f"decode, one {d['file_bytes'] / 1e6:.2f} MB dump, 1 thread: "
+          f"fr {d['fr_mb_per_s']:.0f} MB/s, CPython pickle.loads {d['cpython_mb_per_s']:.0f} MB/s, "
+          f"ratio {d['ratio']:.1f}x")
+    print(f"directory load: CPython unpickle {l['cpython_unpickle_s']:.2f} s; "
+          f"fr-analyze 1 thread {l['fr_wall_s_1_threads']:.2f} s ({l['ratio_1_threads']:.1f}x), "
+          f"2 threads {l['fr_wall_s_2_threads']:.2f} s ({l['ratio_2_threads']:.1f}x), "
+          f"scaling {l['scaling_1_to_2_threads']:.2f}x")
+    print(f"peak RSS: {max(l['fr_peak_rss_bytes_1_threads'], l['fr_peak_rss_bytes_2_threads']) / 1e6:.0f} MB"
+          f" = {l['peak_rss_over_input']:.2f} of the input size")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(figures, f, indent=2)
+
+    if args.check and not args.smoke:
+        missed = []
+        if d["ratio"] < 10:
+            missed.append(f"decode ratio {d['ratio']:.1f} < 10")
+        if max(l["ratio_1_threads"], l["ratio_2_threads"]) < 10:
+            missed.append("directory load ratio < 10")
+        if l["peak_rss_over_input"] >= 1:
+            missed.append("peak RSS not below the input size")
+        if missed:
+            print("targets missed: " + "; ".join(missed))
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
