@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Every test: installs what is missing, builds everything (library, CLI, Python module,
+# benchmarks), then runs the GoogleTest suites, the fuzz-corpus replays, the benchmark smoke run
+# (all through ctest) and the pytest suite (the package and CLI used as a user would).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+cmake --preset dev >/dev/null
+cmake --build build/dev
+(cd build/dev && ctest --output-on-failure --timeout 600)
+PYTHONPATH="$PWD/build/dev/python" FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" \
+  /usr/bin/python3 -m pytest -q tests/python
