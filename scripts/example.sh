@@ -5,8 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target fr-analyze 2>/dev/null ||
-  cmake --build build/release --target fr-analyze
+cmake --build build/release --target fr-analyze
 rm -rf build/example-job
 build/release/tools/fr-analyze example build/example-job --world-size 8 --stuck-rank 5
 set +e

@@ -1,0 +1,75 @@
+"""The fr-analyze command line, run as a subprocess the way a user runs it."""
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+
+
+def run(cli, *args):
+    return subprocess.run([cli, *map(str, args)], capture_output=True, text=True)
+
+
+def test_summary_names_ranks_groups_and_rejected_files(cli, example_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(example_job, job)
+    os.remove(job / "nccl_trace_rank_5")  # the crashed rank left no dump
+    data = (job / "nccl_trace_rank_2").read_bytes()
+    (job / "nccl_trace_rank_2").write_bytes(data[: len(data) // 3])
+    (job / "nccl_trace_rank_0.pipe").write_bytes(b"")
+
+    result = run(cli, job, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["ranks_loaded"] == [0, 1, 3, 4, 6, 7]
+    assert summary["ranks_missing"] == [5]
+    assert [f["rank"] for f in summary["files_rejected"]] == [2]
+    assert "nccl_trace_rank_2" in summary["files_rejected"][0]["error"]
+    assert "byte" in summary["files_rejected"][0]["error"]
+    assert [os.path.basename(f["path"]) for f in summary["files_skipped"]] == ["nccl_trace_rank_0.pipe"]
+    world = [g for g in summary["process_groups"] if g["desc"] == "default_pg"]
+    assert len(world) == 1 and world[0]["ranks"] == list(range(8))
+
+    text = run(cli, job)
+    assert text.returncode == 0
+    assert "ranks missing:  5" in text.stdout
+    assert "nccl_trace_rank_2" in text.stdout
+
+
+def test_output_is_deterministic(cli, example_job):
+    first = run(cli, "analyze", example_job, "--jobs", "1").stdout
+    second = run(cli, "analyze", example_job, "--jobs", "2").stdout
+    assert first == second and first
+
+
+def test_dump_prints_what_pickle_load_returns(cli, example_job):
+    path = example_job / "nccl_trace_rank_3"
+    result = run(cli, "dump", path, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    with open(path, "rb") as f:
+        expected = pickle.load(f)  # our own file, written by the example job
+    # json.loads turns tuples into lists, exactly as the contract says fr-analyze prints them.
+    assert json.loads(result.stdout) == json.loads(json.dumps(expected))
+
+
+def test_dump_refuses_code_and_names_the_offset(cli, tmp_path):
+    evil = tmp_path / "nccl_trace_rank_0"
+    marker = tmp_path / "pwned"
+    evil.write_bytes(b"\x80\x02cos\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR.")
+    result = run(cli, "dump", evil)
+    assert result.returncode == 2
+    assert "GLOBAL" in result.stderr and "byte 2" in result.stderr
+    assert str(evil) in result.stderr
+    assert not marker.exists()
+
+
+def test_usage_errors_exit_2(cli, tmp_path):
+    assert run(cli).returncode == 2
+    assert run(cli, tmp_path / "does-not-exist").returncode == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run(cli, empty)
+    assert result.returncode == 2
+    assert "no readable flight-recorder dump" in result.stderr
+    assert run(cli, "analyze", empty, "--format", "yaml").returncode == 2
