@@ -1,10 +1,638 @@
 #include "fr/decode/pickle_decoder.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "fr/decode/pickle_opcodes.h"
+#include "simdjson.h"
+
 namespace fr {
+namespace {
+
+// Per-value facts the machine needs again after a value was created, kept beside the builder's
+// nodes (indexed by ValueId) so that checks never touch the larger nodes:
+//   - height: 0 for scalars, 1 + the highest child for containers. Children are sealed (see
+//     below) before they are counted, so a height never changes after a parent used it and the
+//     document's depth is known exactly without walking it.
+//   - kind bits for the SETITEMS/APPENDS target checks.
+//   - unhashable: lists, dicts and tuples holding one; Python refuses them as dict keys.
+//   - sealed: the value is already a child of some container. Appending to a sealed container is
+//     refused: no producer does it (both PyTorch and CPython fill a container before its parent
+//     takes it), and refusing it makes cycles impossible, so every consumer can walk the
+//     document without cycle checks and never deeper than PickleLimits::max_depth.
+constexpr uint32_t kHeightMask = 0x00ffffff;
+constexpr uint32_t kIsList = uint32_t{1} << 24;
+constexpr uint32_t kIsDict = uint32_t{1} << 25;
+constexpr uint32_t kIsTuple = uint32_t{1} << 26;
+constexpr uint32_t kUnhashable = uint32_t{1} << 27;
+constexpr uint32_t kSealed = uint32_t{1} << 28;
+
+// Scratch space reused across calls on one thread, so that decoding many files allocates the
+// stack, marks and memo once.
+struct Scratch {
+  std::vector<ValueId> stack;
+  std::vector<uint32_t> marks;  // stack sizes at each open MARK
+  std::vector<uint32_t> meta;   // see kHeightMask...
+  std::vector<ValueId> memo;    // dense memo ids; kNoValue where never put
+  DocumentBuilder builder;
+};
+
+// Memo ids are sequential in every real producer; a hostile file may use any 32-bit id, which
+// goes to a hash map instead of growing the dense vector. The hash is mixed so that chosen ids
+// cannot pile up in one bucket.
+struct MixedIdHash {
+  size_t operator()(uint32_t id) const {
+    uint64_t x = (uint64_t{id} + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<size_t>(x ^ (x >> 31));
+  }
+};
+
+inline uint32_t LoadLe32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
+  return v;
+}
+
+inline uint64_t LoadLe64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+  return v;
+}
+
+inline uint64_t LoadBe64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+  return v;
+}
+
+// Nearly every string in a dump is ASCII (names, paths, dtypes); checking 8 bytes at a time avoids
+// the cost of a full validator call per short string.
+inline bool IsAscii(const uint8_t* p, size_t n) {
+  uint64_t acc = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    acc |= w;
+  }
+  for (; i < n; ++i) acc |= p[i];
+  return (acc & 0x8080808080808080ull) == 0;
+}
+
+inline bool IsValidUtf8(const uint8_t* p, size_t n) {
+  return IsAscii(p, n) || simdjson::validate_utf8(reinterpret_cast<const char*>(p), n);
+}
+
+std::string OpcodeLabel(uint8_t op) {
+  return fmt::format("{} (0x{:02x})", PickleOpcodeInfo(op).name, op);
+}
+
+class PickleMachine {
+ public:
+  PickleMachine(std::string_view input, const PickleLimits& limits, Scratch& scratch)
+      : begin_(reinterpret_cast<const uint8_t*>(input.data())),
+        end_(begin_ + input.size()),
+        max_depth_(std::min<uint32_t>(limits.max_depth, kHeightMask)),
+        builder_(scratch.builder),
+        stack_(scratch.stack),
+        marks_(scratch.marks),
+        meta_(scratch.meta),
+        memo_(scratch.memo) {
+    stack_.clear();
+    marks_.clear();
+    meta_.clear();
+    memo_.clear();
+    // A value costs at least one input byte; most cost several (strings, 8-byte LONG1s).
+    meta_.reserve(input.size() / 4 + 16);
+  }
+
+  // Runs to STOP; returns the root.
+  absl::StatusOr<ValueId> Run();
+
+ private:
+  uint32_t Offset(const uint8_t* at) const { return static_cast<uint32_t>(at - begin_); }
+  size_t Left(const uint8_t* at) const { return static_cast<size_t>(end_ - at); }
+
+  // Values above the innermost open MARK; only those may be consumed.
+  size_t Available() const { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
+
+  void PushScalar(ValueId id) {
+    meta_.push_back(0);
+    stack_.push_back(id);
+  }
+
+  ValueId NewContainer(ValueKind kind, uint32_t kind_bits, uint32_t source_offset) {
+    ValueId id = builder_.AddContainer(kind, source_offset);
+    meta_.push_back(kind_bits | 1);
+    return id;
+  }
+
+  // Adds `children` to `container`: checks dict keys, seals the children and updates the height.
+  absl::Status AddChildren(ValueId container, std::span<const ValueId> children, bool dict,
+                           const uint8_t* op);
+
+  absl::Status MemoPut(uint32_t id, const uint8_t* op);
+  absl::StatusOr<ValueId> MemoGet(uint32_t id, const uint8_t* op) const;
+
+  absl::Status AddString(const uint8_t* op, const uint8_t* text, uint64_t length);
+  absl::Status AddLong(const uint8_t* op, const uint8_t* bytes, size_t length);
+  absl::Status ClosedMark(const uint8_t* op, size_t* mark);
+  absl::Status MakeTuple(const uint8_t* op, size_t first);
+
+  // Errors. Kept out of line: the loop should not carry their code.
+  [[gnu::cold, gnu::noinline]] absl::Status Invalid(const uint8_t* at, std::string what) const {
+    return absl::InvalidArgumentError(fmt::format("byte {}: {}", Offset(at), what));
+  }
+  // `needed` bytes were to start at `at`.
+  [[gnu::cold, gnu::noinline]] absl::Status Truncated(const uint8_t* op, const uint8_t* at,
+                                                      uint64_t needed) const {
+    return absl::DataLossError(fmt::format("byte {}: truncated: {} needs {} bytes, {} left",
+                                           Offset(op), PickleOpcodeInfo(*op).name, needed,
+                                           Left(at)));
+  }
+  [[gnu::cold, gnu::noinline]] absl::Status Underflow(const uint8_t* op, size_t needed) const {
+    return Invalid(
+        op, fmt::format("stack underflow: {} needs {} value{} above the last MARK, {} "
+                        "there",
+                        PickleOpcodeInfo(*op).name, needed, needed == 1 ? "" : "s", Available()));
+  }
+  [[gnu::cold, gnu::noinline]] absl::Status TooDeep(const uint8_t* op) const {
+    return Invalid(op, fmt::format("nesting deeper than {} levels", max_depth_));
+  }
+  [[gnu::cold, gnu::noinline]] absl::Status Refused(const uint8_t* op) const;
+
+  const uint8_t* const begin_;
+  const uint8_t* const end_;
+  const uint32_t max_depth_;
+  DocumentBuilder& builder_;
+  std::vector<ValueId>& stack_;
+  std::vector<uint32_t>& marks_;
+  std::vector<uint32_t>& meta_;
+  std::vector<ValueId>& memo_;
+  std::unordered_map<uint32_t, ValueId, MixedIdHash> sparse_memo_;
+  uint32_t memo_count_ = 0;  // distinct ids put, as CPython counts them for MEMOIZE
+};
+
+absl::Status PickleMachine::Refused(const uint8_t* op) const {
+  const PickleOpcodeDescription& info = PickleOpcodeInfo(*op);
+  std::string_view why;
+  switch (info.policy) {
+    case PickleOpcodePolicy::kUnknown:
+      return Invalid(op, fmt::format("unknown opcode 0x{:02x}", *op));
+    case PickleOpcodePolicy::kRefusedCode:
+      why = "it imports or calls Python code, and flight-recorder dumps hold only plain data";
+      break;
+    case PickleOpcodePolicy::kRefusedType:
+      why = "flight-recorder dumps hold no bytes, sets or buffers";
+      break;
+    case PickleOpcodePolicy::kRefusedText:
+    case PickleOpcodePolicy::kAllowed:
+      why = "it is a protocol 0/1 form that neither PyTorch nor CPython (protocol 2+) writes";
+      break;
+  }
+  return Invalid(op, fmt::format("opcode {} is not allowed: {}", OpcodeLabel(*op), why));
+}
+
+absl::Status PickleMachine::AddChildren(ValueId container, std::span<const ValueId> children,
+                                        bool dict, const uint8_t* op) {
+  uint32_t container_meta = meta_[container];
+  if (container_meta & kSealed) {
+    return Invalid(
+        op, fmt::format("{} on a {} that is already inside another container (only "
+                        "acyclic data filled before use is supported)",
+                        PickleOpcodeInfo(*op).name, ValueKindName(builder_.kind(container))));
+  }
+  uint32_t height = container_meta & kHeightMask;
+  for (size_t i = 0; i < children.size(); ++i) {
+    ValueId child = children[i];
+    uint32_t child_meta = meta_[child];
+    if (dict && (i & 1) == 0 && (child_meta & kUnhashable)) [[unlikely]] {
+      return Invalid(
+          op, fmt::format("unhashable dict key of type {}", ValueKindName(builder_.kind(child))));
+    }
+    if (child == container) [[unlikely]] {
+      return Invalid(op, fmt::format("{} would put a {} inside itself", PickleOpcodeInfo(*op).name,
+                                     ValueKindName(builder_.kind(container))));
+    }
+    height = std::max(height, (child_meta & kHeightMask) + 1);
+    meta_[child] = child_meta | kSealed;
+  }
+  if (height > max_depth_) return TooDeep(op);
+  if (container_meta & kIsTuple) {
+    // A tuple is hashable exactly when all its items are.
+    for (ValueId child : children) container_meta |= meta_[child] & kUnhashable;
+  }
+  meta_[container] = (container_meta & ~kHeightMask) | height;
+  builder_.Append(container, children);
+  return absl::OkStatus();
+}
+
+absl::Status PickleMachine::MemoPut(uint32_t id, const uint8_t* op) {
+  if (Available() == 0) [[unlikely]] {
+    return Underflow(op, 1);
+  }
+  ValueId value = stack_.back();
+  if (id == memo_.size()) {  // torch and CPython both number memo entries 0, 1, 2...
+    memo_.push_back(value);
+    ++memo_count_;
+    return absl::OkStatus();
+  }
+  // Every put takes at least two input bytes, so denser ids than the input size are impossible:
+  // ids below it may use the vector without letting a file choose its size.
+  if (id < memo_.size() || id < static_cast<size_t>(end_ - begin_)) {
+    if (id >= memo_.size()) memo_.resize(size_t{id} + 1, kNoValue);
+    if (memo_[id] == kNoValue) ++memo_count_;
+    memo_[id] = value;
+    return absl::OkStatus();
+  }
+  auto [it, inserted] = sparse_memo_.insert_or_assign(id, value);
+  if (inserted) ++memo_count_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ValueId> PickleMachine::MemoGet(uint32_t id, const uint8_t* op) const {
+  if (id < memo_.size() && memo_[id] != kNoValue) return memo_[id];
+  if (auto it = sparse_memo_.find(id); it != sparse_memo_.end()) return it->second;
+  return Invalid(
+      op, fmt::format("{} of memo id {}, which was never put", PickleOpcodeInfo(*op).name, id));
+}
+
+absl::Status PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length) {
+  if (length > Left(text)) [[unlikely]] {
+    if (length > DocumentBuilder::kMaxInputSize) {
+      return Invalid(op, fmt::format("{} length {} is absurd (the input has {} bytes)",
+                                     PickleOpcodeInfo(*op).name, length, end_ - begin_));
+    }
+    return Truncated(op, text, length);
+  }
+  if (!IsValidUtf8(text, length)) [[unlikely]] {
+    return Invalid(op, fmt::format("{} string at byte {} is not valid UTF-8",
+                                   PickleOpcodeInfo(*op).name, Offset(text)));
+  }
+  PushScalar(builder_.AddInputString(Offset(text), static_cast<uint32_t>(length), Offset(op)));
+  return absl::OkStatus();
+}
+
+// Python ints are unbounded; dumps only hold int64 (torch writes every LONG1 with 8 bytes,
+// CPython the fewest two's-complement bytes).
+absl::Status PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t length) {
+  uint64_t value;
+  if (length == 8) {
+    value = LoadLe64(bytes);
+  } else if (length < 8) {
+    value = 0;
+    for (size_t i = 0; i < length; ++i) value |= uint64_t{bytes[i]} << (8 * i);
+    if (length > 0 && (bytes[length - 1] & 0x80)) value |= ~uint64_t{0} << (8 * length);
+  } else {
+    value = LoadLe64(bytes);
+    // Longer encodings fit when the extra bytes only repeat the sign.
+    uint8_t fill = (bytes[7] & 0x80) ? 0xff : 0x00;
+    for (size_t i = 8; i < length; ++i) {
+      if (bytes[i] != fill) return Invalid(op, "integer does not fit in 64 bits");
+    }
+  }
+  PushScalar(builder_.AddInt(static_cast<int64_t>(value), Offset(op)));
+  return absl::OkStatus();
+}
+
+// Pops the innermost MARK into `mark` (the stack size when it was pushed).
+absl::Status PickleMachine::ClosedMark(const uint8_t* op, size_t* mark) {
+  if (marks_.empty()) [[unlikely]] {
+    return Invalid(op, fmt::format("{} without a MARK", PickleOpcodeInfo(*op).name));
+  }
+  *mark = marks_.back();
+  marks_.pop_back();
+  return absl::OkStatus();
+}
+
+// Replaces stack_[first...] by one tuple of those values.
+absl::Status PickleMachine::MakeTuple(const uint8_t* op, size_t first) {
+  ValueId tuple = NewContainer(ValueKind::kTuple, kIsTuple, Offset(op));
+  if (max_depth_ < 1) [[unlikely]] {
+    return TooDeep(op);
+  }
+  std::span<const ValueId> items(stack_.data() + first, stack_.size() - first);
+  if (absl::Status s = AddChildren(tuple, items, /*dict=*/false, op); !s.ok()) return s;
+  stack_.resize(first);
+  stack_.push_back(tuple);
+  return absl::OkStatus();
+}
+
+#define FR_PICKLE_TRY(expr)                                \
+  do {                                                     \
+    if (absl::Status s_ = (expr); !s_.ok()) [[unlikely]] { \
+      return s_;                                           \
+    }                                                      \
+  } while (false)
+
+// Requires `n` argument bytes after the opcode at `op`.
+#define FR_PICKLE_NEED(n)           \
+  do {                              \
+    if (Left(p) < (n)) [[unlikely]] \
+      return Truncated(op, p, (n)); \
+  } while (false)
+
+absl::StatusOr<ValueId> PickleMachine::Run() {
+  const uint8_t* p = begin_;
+  while (p < end_) {
+    const uint8_t* op = p++;
+    switch (static_cast<PickleOpcode>(*op)) {
+      case PickleOpcode::kProto: {
+        FR_PICKLE_NEED(1);
+        if (*p > 5) return Invalid(op, fmt::format("unsupported pickle protocol {}", *p));
+        ++p;
+        break;
+      }
+      case PickleOpcode::kFrame: {
+        // Frames only tell a streaming reader how much to prefetch; the whole input is here.
+        FR_PICKLE_NEED(8);
+        uint64_t length = LoadLe64(p);
+        p += 8;
+        if (length > Left(p)) return Truncated(op, p, length);
+        break;
+      }
+      case PickleOpcode::kMark:
+        if (marks_.size() >= max_depth_) [[unlikely]] {
+          return TooDeep(op);
+        }
+        marks_.push_back(static_cast<uint32_t>(stack_.size()));
+        break;
+      case PickleOpcode::kEmptyDict:
+      case PickleOpcode::kEmptyList:
+      case PickleOpcode::kEmptyTuple: {
+        if (max_depth_ < 1) [[unlikely]] {
+          return TooDeep(op);
+        }
+        ValueId id;
+        if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyDict)) {
+          id = NewContainer(ValueKind::kDict, kIsDict | kUnhashable, Offset(op));
+        } else if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyList)) {
+          id = NewContainer(ValueKind::kList, kIsList | kUnhashable, Offset(op));
+        } else {
+          id = NewContainer(ValueKind::kTuple, kIsTuple, Offset(op));
+        }
+        stack_.push_back(id);
+        break;
+      }
+      case PickleOpcode::kSetItems:
+      case PickleOpcode::kAppends: {
+        size_t mark;
+        FR_PICKLE_TRY(ClosedMark(op, &mark));
+        bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItems);
+        // The container sits just below the MARK and must itself be above the enclosing one.
+        if (mark <= (marks_.empty() ? 0 : marks_.back())) [[unlikely]] {
+          return Invalid(op, fmt::format("stack underflow: {} has no {} below its MARK",
+                                         PickleOpcodeInfo(*op).name, dict ? "dict" : "list"));
+        }
+        ValueId target = stack_[mark - 1];
+        if (!(meta_[target] & (dict ? kIsDict : kIsList))) [[unlikely]] {
+          return Invalid(op,
+                         fmt::format("{} on a {}, not a {}", PickleOpcodeInfo(*op).name,
+                                     ValueKindName(builder_.kind(target)), dict ? "dict" : "list"));
+        }
+        size_t count = stack_.size() - mark;
+        if (dict && (count & 1)) [[unlikely]] {
+          return Invalid(op, fmt::format("SETITEMS with an odd number of items ({})", count));
+        }
+        FR_PICKLE_TRY(AddChildren(target, {stack_.data() + mark, count}, dict, op));
+        stack_.resize(mark);
+        break;
+      }
+      case PickleOpcode::kSetItem:
+      case PickleOpcode::kAppend: {
+        bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItem);
+        size_t count = dict ? 2 : 1;
+        if (Available() < count + 1) [[unlikely]] {
+          return Underflow(op, count + 1);
+        }
+        size_t first = stack_.size() - count;
+        ValueId target = stack_[first - 1];
+        if (!(meta_[target] & (dict ? kIsDict : kIsList))) [[unlikely]] {
+          return Invalid(op,
+                         fmt::format("{} on a {}, not a {}", PickleOpcodeInfo(*op).name,
+                                     ValueKindName(builder_.kind(target)), dict ? "dict" : "list"));
+        }
+        FR_PICKLE_TRY(AddChildren(target, {stack_.data() + first, count}, dict, op));
+        stack_.resize(first);
+        break;
+      }
+      case PickleOpcode::kTuple: {
+        size_t mark;
+        FR_PICKLE_TRY(ClosedMark(op, &mark));
+        FR_PICKLE_TRY(MakeTuple(op, mark));
+        break;
+      }
+      case PickleOpcode::kTuple1:
+      case PickleOpcode::kTuple2:
+      case PickleOpcode::kTuple3: {
+        size_t count = *op - static_cast<uint8_t>(PickleOpcode::kTuple1) + 1;
+        if (Available() < count) [[unlikely]] {
+          return Underflow(op, count);
+        }
+        FR_PICKLE_TRY(MakeTuple(op, stack_.size() - count));
+        break;
+      }
+      case PickleOpcode::kBinUnicode: {
+        FR_PICKLE_NEED(4);
+        uint32_t length = LoadLe32(p);
+        p += 4;
+        FR_PICKLE_TRY(AddString(op, p, length));
+        p += length;
+        break;
+      }
+      case PickleOpcode::kShortBinUnicode: {
+        FR_PICKLE_NEED(1);
+        uint32_t length = *p++;
+        FR_PICKLE_TRY(AddString(op, p, length));
+        p += length;
+        break;
+      }
+      case PickleOpcode::kBinUnicode8: {
+        FR_PICKLE_NEED(8);
+        uint64_t length = LoadLe64(p);
+        p += 8;
+        FR_PICKLE_TRY(AddString(op, p, length));
+        p += length;
+        break;
+      }
+      case PickleOpcode::kBinPut:
+        FR_PICKLE_NEED(1);
+        FR_PICKLE_TRY(MemoPut(*p, op));
+        p += 1;
+        break;
+      case PickleOpcode::kLongBinPut:
+        FR_PICKLE_NEED(4);
+        FR_PICKLE_TRY(MemoPut(LoadLe32(p), op));
+        p += 4;
+        break;
+      case PickleOpcode::kMemoize:
+        FR_PICKLE_TRY(MemoPut(memo_count_, op));
+        break;
+      case PickleOpcode::kBinGet:
+      case PickleOpcode::kLongBinGet: {
+        bool long_id = *op == static_cast<uint8_t>(PickleOpcode::kLongBinGet);
+        FR_PICKLE_NEED(long_id ? 4u : 1u);
+        uint32_t id = long_id ? LoadLe32(p) : *p;
+        p += long_id ? 4 : 1;
+        // The fast path of MemoGet, inline: nearly every string in a torch dump is a memo hit.
+        if (id < memo_.size() && memo_[id] != kNoValue) [[likely]] {
+          stack_.push_back(memo_[id]);
+        } else {
+          absl::StatusOr<ValueId> value = MemoGet(id, op);
+          if (!value.ok()) return value.status();
+          stack_.push_back(*value);
+        }
+        break;
+      }
+      case PickleOpcode::kPut:
+      case PickleOpcode::kGet: {
+        // Text forms: a decimal id and a newline.
+        const uint8_t* newline =
+            static_cast<const uint8_t*>(std::memchr(p, '\n', static_cast<size_t>(end_ - p)));
+        if (newline == nullptr) {
+          return absl::DataLossError(fmt::format("byte {}: truncated: {} has no newline",
+                                                 Offset(op), PickleOpcodeInfo(*op).name));
+        }
+        uint64_t id = 0;
+        bool ok = newline > p && newline - p <= 10;
+        for (const uint8_t* d = p; ok && d < newline; ++d) {
+          ok = *d >= '0' && *d <= '9';
+          id = id * 10 + (*d - '0');
+        }
+        if (!ok || id > UINT32_MAX) {
+          return Invalid(op, fmt::format("{} needs a memo id from 0 to {}",
+                                         PickleOpcodeInfo(*op).name, UINT32_MAX));
+        }
+        p = newline + 1;
+        if (*op == static_cast<uint8_t>(PickleOpcode::kPut)) {
+          FR_PICKLE_TRY(MemoPut(static_cast<uint32_t>(id), op));
+        } else {
+          absl::StatusOr<ValueId> value = MemoGet(static_cast<uint32_t>(id), op);
+          if (!value.ok()) return value.status();
+          stack_.push_back(*value);
+        }
+        break;
+      }
+      case PickleOpcode::kBinInt1:
+        FR_PICKLE_NEED(1);
+        PushScalar(builder_.AddInt(*p, Offset(op)));
+        p += 1;
+        break;
+      case PickleOpcode::kBinInt2:
+        FR_PICKLE_NEED(2);
+        PushScalar(builder_.AddInt(p[0] | (p[1] << 8), Offset(op)));
+        p += 2;
+        break;
+      case PickleOpcode::kBinInt:
+        FR_PICKLE_NEED(4);
+        PushScalar(builder_.AddInt(static_cast<int32_t>(LoadLe32(p)), Offset(op)));
+        p += 4;
+        break;
+      case PickleOpcode::kLong1: {
+        FR_PICKLE_NEED(1);
+        size_t length = *p++;
+        if (Left(p) < length) return Truncated(op, p, length);
+        FR_PICKLE_TRY(AddLong(op, p, length));
+        p += length;
+        break;
+      }
+      case PickleOpcode::kLong4: {
+        FR_PICKLE_NEED(4);
+        int32_t length = static_cast<int32_t>(LoadLe32(p));
+        p += 4;
+        if (length < 0) return Invalid(op, fmt::format("LONG4 with negative length {}", length));
+        if (Left(p) < static_cast<size_t>(length)) return Truncated(op, p, length);
+        FR_PICKLE_TRY(AddLong(op, p, static_cast<size_t>(length)));
+        p += length;
+        break;
+      }
+      case PickleOpcode::kBinFloat:
+        FR_PICKLE_NEED(8);
+        PushScalar(builder_.AddFloat(std::bit_cast<double>(LoadBe64(p)), Offset(op)));
+        p += 8;
+        break;
+      case PickleOpcode::kNewTrue:
+      case PickleOpcode::kNewFalse:
+        PushScalar(
+            builder_.AddBool(*op == static_cast<uint8_t>(PickleOpcode::kNewTrue), Offset(op)));
+        break;
+      case PickleOpcode::kNone:
+        PushScalar(builder_.AddNone(Offset(op)));
+        break;
+      case PickleOpcode::kStop: {
+        if (!marks_.empty()) {
+          return Invalid(op, fmt::format("STOP with {} MARK{} still open", marks_.size(),
+                                         marks_.size() == 1 ? "" : "s"));
+        }
+        if (stack_.empty()) return Underflow(op, 1);
+        // CPython ignores values left below the result; no producer leaves any, so they are
+        // treated as the corruption they are.
+        if (stack_.size() > 1) {
+          return Invalid(
+              op, fmt::format("STOP leaves {} values on the stack, expected 1", stack_.size()));
+        }
+        if (p != end_) {
+          return Invalid(
+              p, fmt::format("{} trailing byte{} after STOP", Left(p), Left(p) == 1 ? "" : "s"));
+        }
+        return stack_[0];
+      }
+      default:
+        return Refused(op);
+    }
+  }
+  if (begin_ == end_) return absl::DataLossError("byte 0: truncated: the input is empty");
+  return absl::DataLossError(
+      fmt::format("byte {}: truncated: the stream ends without STOP", Offset(end_)));
+}
+
+#undef FR_PICKLE_NEED
+#undef FR_PICKLE_TRY
+
+// Drops scratch capacity that one unusually large input left behind.
+template <typename T>
+void TrimScratch(std::vector<T>& v) {
+  constexpr size_t kKeepBytes = size_t{16} << 20;
+  if (v.capacity() * sizeof(T) > kKeepBytes) v = std::vector<T>();
+}
+
+}  // namespace
 
 absl::StatusOr<Document> DecodePickle(std::shared_ptr<const Buffer> input,
                                       const PickleLimits& limits) {
-  return absl::UnimplementedError("pickle decoding is not written yet");
+  if (input == nullptr) return absl::InvalidArgumentError("byte 0: no input buffer");
+  std::string_view bytes = input->bytes();
+  if (bytes.size() > DocumentBuilder::kMaxInputSize) {
+    return absl::InvalidArgumentError(
+        fmt::format("byte 0: input of {} bytes is larger than the {} bytes a dump may have",
+                    bytes.size(), DocumentBuilder::kMaxInputSize));
+  }
+  thread_local Scratch scratch;
+  scratch.builder.Reset(input);
+  absl::StatusOr<ValueId> root = PickleMachine(bytes, limits, scratch).Run();
+  absl::StatusOr<Document> result = root.ok()
+                                        ? absl::StatusOr<Document>(scratch.builder.Finish(*root))
+                                        : absl::StatusOr<Document>(root.status());
+  // The builder must not keep the input alive after a failure.
+  scratch.builder.Reset(nullptr);
+  TrimScratch(scratch.stack);
+  TrimScratch(scratch.marks);
+  TrimScratch(scratch.meta);
+  TrimScratch(scratch.memo);
+  return result;
 }
 
 }  // namespace fr
