@@ -1,0 +1,324 @@
+#include "fr/read/input_file.h"
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fr {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// A minimal protocol-2 pickle of {"version": "2.10"}, as torch writes it.
+constexpr char kPickleBytes[] =
+    "\x80\x02}q\x00(X\x07\x00\x00\x00versionq\x01X\x04\x00\x00\x00"
+    "2.10q\x02u.";
+const std::string kPickle(kPickleBytes, sizeof(kPickleBytes) - 1);
+
+std::string TempPath(const std::string& name) {
+  std::string dir = testing::TempDir();
+  if (!dir.empty() && dir.back() == '/') dir.pop_back();  // /proc/self/maps shows clean paths
+  return dir + "/" + name;
+}
+
+void WriteFile(const std::string& path, std::string_view bytes) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream contents;
+  contents << file.rdbuf();
+  return contents.str();
+}
+
+// Runs a real command-line tool (zstd, gzip), as users compress their dumps.
+void RunTool(const std::string& command) { ASSERT_EQ(std::system(command.c_str()), 0) << command; }
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+// True when `data` lies inside a mapping of `path` in /proc/self/maps.
+bool IsMappedFrom(const void* data, const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  auto address = reinterpret_cast<uintptr_t>(data);
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find(path) == std::string::npos) continue;
+    uintptr_t begin = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    uintptr_t end = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+    if (address >= begin && address < end) return true;
+  }
+  return false;
+}
+
+TEST(InputFileTest, PlainPickleIsMappedNotCopied) {
+  std::string path = TempPath("nccl_trace_rank_0");
+  WriteFile(path, kPickle);
+  absl::StatusOr<InputFile> file = ReadInputFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->compression, Compression::kNone);
+  EXPECT_EQ(file->encoding, Encoding::kPickle);
+  EXPECT_EQ(file->size_on_disk, kPickle.size());
+  EXPECT_EQ(file->bytes->bytes(), kPickle);
+  EXPECT_TRUE(IsMappedFrom(file->bytes->bytes().data(), path));
+}
+
+TEST(InputFileTest, ZstdAndGzipAreDetectedByMagicWhateverTheName) {
+  std::string json = R"({"entries":[],"version":"2.10"})";
+  std::string source = TempPath("dump_source");
+  WriteFile(source, json);
+  // Wrong or missing extensions: only the bytes count.
+  RunTool("zstd -q -f -19 " + source + " -o " + TempPath("rank_1.gz"));
+  RunTool("gzip -c " + source + " > " + TempPath("rank_2.zst"));
+  RunTool("zstd -q -f " + source + " -o " + TempPath("nccl_trace_rank_3"));
+  struct Case {
+    std::string name;
+    Compression compression;
+  } cases[] = {{"rank_1.gz", Compression::kZstd},
+               {"rank_2.zst", Compression::kGzip},
+               {"nccl_trace_rank_3", Compression::kZstd}};
+  for (const Case& c : cases) {
+    absl::StatusOr<InputFile> file = ReadInputFile(TempPath(c.name));
+    ASSERT_TRUE(file.ok()) << c.name << ": " << file.status();
+    EXPECT_EQ(file->compression, c.compression) << c.name;
+    EXPECT_EQ(file->encoding, Encoding::kJson) << c.name;
+    EXPECT_EQ(file->bytes->bytes(), json) << c.name;
+    EXPECT_EQ(file->size_on_disk, ReadFile(TempPath(c.name)).size());
+  }
+}
+
+TEST(InputFileTest, CompressedPickleDecodesToTheSameBytes) {
+  std::string big = kPickle;
+  for (int i = 0; i < 20000; ++i) big.insert(big.size() - 1, "N0");  // NONE POP: still a pickle
+  WriteFile(TempPath("big_pickle"), big);
+  RunTool("zstd -q -f " + TempPath("big_pickle") + " -o " + TempPath("big_pickle.zst"));
+  absl::StatusOr<InputFile> file = ReadInputFile(TempPath("big_pickle.zst"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->encoding, Encoding::kPickle);
+  EXPECT_EQ(file->bytes->bytes(), big);
+}
+
+TEST(InputFileTest, MultiFrameZstdWithAndWithoutContentSize) {
+  std::string a = std::string(5000, 'a');
+  std::string b = "{\"k\":" + std::string(3, '1') + "}";
+  // Frame 1 from the library with its content size; frame 2 streamed, without it.
+  std::string frame1(ZSTD_compressBound(b.size()), '\0');
+  frame1.resize(ZSTD_compress(frame1.data(), frame1.size(), b.data(), b.size(), 3));
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(context, ZSTD_c_contentSizeFlag, 0);
+  std::string frame2(ZSTD_compressBound(a.size()) + 64, '\0');
+  ZSTD_inBuffer in{a.data(), a.size(), 0};
+  ZSTD_outBuffer out{frame2.data(), frame2.size(), 0};
+  ASSERT_EQ(ZSTD_compressStream2(context, &out, &in, ZSTD_e_end), 0u);
+  frame2.resize(out.pos);
+  ZSTD_freeCCtx(context);
+  EXPECT_EQ(ZSTD_getFrameContentSize(frame2.data(), frame2.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+
+  absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(frame1 + frame2));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->bytes->bytes(), b + a);
+  EXPECT_EQ(file->encoding, Encoding::kJson);
+
+  // The same with the command-line tool: `cat a.zst b.zst`.
+  WriteFile(TempPath("part1"), "[1,");
+  WriteFile(TempPath("part2"), "2]");
+  RunTool("zstd -q -f " + TempPath("part1") + " -o " + TempPath("part1.zst"));
+  RunTool("zstd -q -f " + TempPath("part2") + " -o " + TempPath("part2.zst"));
+  RunTool("cat " + TempPath("part1.zst") + " " + TempPath("part2.zst") + " > " +
+          TempPath("parts.zst"));
+  file = ReadInputFile(TempPath("parts.zst"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->bytes->bytes(), "[1,2]");
+}
+
+TEST(InputFileTest, ConcatenatedGzipMembers) {
+  WriteFile(TempPath("member1"), "[\"a\",");
+  WriteFile(TempPath("member2"), "\"b\"]");
+  RunTool("gzip -c " + TempPath("member1") + " > " + TempPath("members.gz"));
+  RunTool("gzip -c " + TempPath("member2") + " >> " + TempPath("members.gz"));
+  absl::StatusOr<InputFile> file = ReadInputFile(TempPath("members.gz"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->compression, Compression::kGzip);
+  EXPECT_EQ(file->bytes->bytes(), "[\"a\",\"b\"]");
+}
+
+TEST(InputFileTest, TruncatedCompressedFilesAreDataLoss) {
+  std::string payload;
+  for (int i = 0; i < 20000; ++i) payload += "{\"record_id\":" + std::to_string(i) + "},";
+  payload = "[" + payload + "0]";
+  WriteFile(TempPath("payload"), payload);
+  RunTool("zstd -q -f " + TempPath("payload") + " -o " + TempPath("payload.zst"));
+  RunTool("gzip -c " + TempPath("payload") + " > " + TempPath("payload.gz"));
+  for (std::string name : {"payload.zst", "payload.gz"}) {
+    std::string compressed = ReadFile(TempPath(name));
+    for (size_t keep : {compressed.size() / 2, compressed.size() - 1, size_t{6}}) {
+      absl::StatusOr<InputFile> file =
+          ReadInputBytes(Buffer::FromString(compressed.substr(0, keep)));
+      EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss)
+          << name << " cut at " << keep << ": " << file.status();
+      EXPECT_THAT(Message(file.status()), HasSubstr("byte")) << name;
+    }
+    // Corrupt bytes in the middle.
+    std::string corrupt = compressed;
+    for (size_t i = corrupt.size() / 3; i < corrupt.size() / 3 + 16; ++i) corrupt[i] ^= 0x5a;
+    absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(corrupt));
+    EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss) << name << file.status();
+  }
+}
+
+TEST(InputFileTest, TruncatedGzipNamesTheMemberAndFileEnd) {
+  std::string compressed;
+  WriteFile(TempPath("small"), std::string(1000, 'x'));
+  RunTool("gzip -c " + TempPath("small") + " > " + TempPath("small.gz"));
+  compressed = ReadFile(TempPath("small.gz"));
+  absl::StatusOr<InputFile> file =
+      ReadInputBytes(Buffer::FromString(compressed.substr(0, compressed.size() - 4)));
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(file.status()),
+              HasSubstr(std::to_string(compressed.size() - 4)));  // the end of the file
+}
+
+TEST(InputFileTest, ExpansionBombIsRefusedQuicklyWithoutAllocatingTheOutput) {
+  // 100 MB of zeros compresses to a few kilobytes.
+  std::string zeros(100 << 20, '\0');
+  std::string bomb(ZSTD_compressBound(zeros.size()), '\0');
+  bomb.resize(ZSTD_compress(bomb.data(), bomb.size(), zeros.data(), zeros.size(), 1));
+  // Streamed: no content size in the header, so the limit must stop the decoder itself.
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(context, ZSTD_c_contentSizeFlag, 0);
+  std::string streamed(ZSTD_compressBound(zeros.size()), '\0');
+  ZSTD_inBuffer in{zeros.data(), zeros.size(), 0};
+  ZSTD_outBuffer out{streamed.data(), streamed.size(), 0};
+  ASSERT_EQ(ZSTD_compressStream2(context, &out, &in, ZSTD_e_end), 0u);
+  streamed.resize(out.pos);
+  ZSTD_freeCCtx(context);
+  zeros.clear();
+  zeros.shrink_to_fit();
+  ASSERT_LT(bomb.size(), 100000u);
+
+  ReadOptions options;
+  options.max_decompressed_bytes = 10 << 20;
+  options.max_expansion_ratio = 1000000;  // only the size limit applies
+  for (const std::string& data : {bomb, streamed}) {
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(data), options);
+    EXPECT_EQ(file.status().code(), absl::StatusCode::kResourceExhausted) << file.status();
+    EXPECT_THAT(Message(file.status()), HasSubstr("max_decompressed_bytes"));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  }
+  // The expansion ratio alone (default 1000x) refuses it as well.
+  absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(streamed));
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(Message(file.status()), HasSubstr("max_expansion_ratio"));
+
+  // gzip too (through the Decompress entry point).
+  std::string gzip_zeros(20 << 20, '\0');
+  WriteFile(TempPath("zeros"), gzip_zeros);
+  RunTool("gzip -c " + TempPath("zeros") + " > " + TempPath("zeros.gz"));
+  std::string gz = ReadFile(TempPath("zeros.gz"));
+  options.max_decompressed_bytes = 1 << 20;
+  absl::StatusOr<std::shared_ptr<const Buffer>> bytes = Decompress(gz, Compression::kGzip, options);
+  EXPECT_EQ(bytes.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(InputFileTest, JsonIsDetectedAfterWhitespaceAndBom) {
+  for (std::string json :
+       {std::string("  \n\t{\"a\":1}"), std::string("[1]"), std::string("\xef\xbb\xbf\r\n[]")}) {
+    absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(json));
+    ASSERT_TRUE(file.ok()) << file.status();
+    EXPECT_EQ(file->encoding, Encoding::kJson);
+    EXPECT_EQ(file->compression, Compression::kNone);
+  }
+}
+
+TEST(InputFileTest, FilesThatAreNotDumpsNameTheirFirstBytes) {
+  struct Case {
+    std::string bytes;
+    std::string message;
+  } cases[] = {
+      {std::string("\x7f"
+                   "ELF\x02\x01\x01\x00",
+                   8),
+       "not a flight-recorder dump: starts with bytes 7f 45 4c 46 (an ELF core file?)"},
+      {"[rank0]:[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout\n",
+       "not a flight-recorder dump: starts with bytes 5b 72 61 6e"},  // '[' then not JSON?
+      {"2024-05-01 12:00:00 INFO training step 5\n",
+       "starts with bytes 32 30 32 34 (text, perhaps a log file: \"2024-05-01"},
+      {std::string("PK\x03\x04\x14\x00", 6), "(a zip archive, perhaps a torch.save checkpoint?)"},
+      {std::string("\xfd"
+                   "7zXZ\x00\x00",
+                   7),
+       "an xz archive"},
+      {"   \n", "whitespace only"},
+  };
+  for (const Case& c : cases) {
+    std::string path = TempPath("not_a_dump");
+    WriteFile(path, c.bytes);
+    absl::StatusOr<InputFile> file = ReadInputFile(path);
+    if (c.bytes[0] == '[') {
+      // A log line starting with '[' looks like JSON here; the JSON decoder rejects it.
+      ASSERT_TRUE(file.ok());
+      EXPECT_EQ(file->encoding, Encoding::kJson);
+      continue;
+    }
+    EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument) << file.status();
+    EXPECT_THAT(Message(file.status()), HasSubstr(c.message));
+  }
+}
+
+TEST(InputFileTest, CompressedNonDumpSaysWhichLayer) {
+  WriteFile(TempPath("core"), std::string("\x7f"
+                                          "ELF\x02\x01\x01\x00 core",
+                                          13));
+  RunTool("zstd -q -f " + TempPath("core") + " -o " + TempPath("core.zst"));
+  absl::StatusOr<InputFile> file = ReadInputFile(TempPath("core.zst"));
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(file.status()), StartsWith("after zstd decompression: not a flight-recorder "
+                                                 "dump: starts with bytes 7f 45 4c 46"));
+}
+
+TEST(InputFileTest, EmptyFilesAreRejected) {
+  WriteFile(TempPath("empty"), "");
+  absl::StatusOr<InputFile> file = ReadInputFile(TempPath("empty"));
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Message(file.status()), "empty file (0 bytes)");
+
+  RunTool("zstd -q -f " + TempPath("empty") + " -o " + TempPath("empty.zst"));
+  file = ReadInputFile(TempPath("empty.zst"));
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(file.status()), HasSubstr("empty after zstd decompression"));
+}
+
+TEST(InputFileTest, MissingFileIsNotFound) {
+  absl::StatusOr<InputFile> file = ReadInputFile(TempPath("does_not_exist"));
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(InputFileTest, NamesAndDetection) {
+  EXPECT_EQ(CompressionName(Compression::kZstd), "zstd");
+  EXPECT_EQ(CompressionName(Compression::kGzip), "gzip");
+  EXPECT_EQ(CompressionName(Compression::kNone), "none");
+  EXPECT_EQ(EncodingName(Encoding::kPickle), "pickle");
+  EXPECT_EQ(EncodingName(Encoding::kJson), "json");
+  EXPECT_EQ(*DetectCompression(std::string("\x28\xb5\x2f\xfd", 4)), Compression::kZstd);
+  // pzstd output opens with a skippable frame.
+  EXPECT_EQ(*DetectCompression(std::string("\x50\x2a\x4d\x18", 4)), Compression::kZstd);
+  EXPECT_EQ(*DetectCompression("\x1f\x8b"), Compression::kGzip);
+  EXPECT_EQ(*DetectCompression(kPickle), Compression::kNone);
+  EXPECT_FALSE(DetectCompression("hello").ok());
+  EXPECT_EQ(*DetectEncoding(kPickle), Encoding::kPickle);
+  EXPECT_EQ(DetectEncoding("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace fr
