@@ -1,0 +1,86 @@
+// libFuzzer target for DecodePickle: any bytes must give a Document or an error, never a crash,
+// hang or unbounded allocation, and a Document must be internally consistent.
+//
+//   CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DFR_BUILD_FUZZERS=ON
+//   cmake --build build-fuzz --target pickle_fuzzer
+//   build-fuzz/lib/fr/decode/pickle_fuzzer -max_total_time=180 tests/data/fuzz/pickle
+//
+// The same function runs over the seed corpus in pickle_fuzz_replay_test.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "fr/decode/pickle_decoder.h"
+#include "simdjson.h"
+
+namespace {
+
+// Crashes (so that the fuzzer reports it) when `condition` is false.
+void Check(bool condition) {
+  if (!condition) std::abort();
+}
+
+// Walks every value of `doc` and checks what consumers rely on: child ids in range, strings inside
+// the input and valid UTF-8, no container deeper than the limit, so no cycle.
+void CheckDocument(const fr::Document& doc, uint32_t max_depth) {
+  Check(doc.root() < doc.value_count());
+  std::vector<uint32_t> height(doc.value_count(), 0);
+  for (fr::ValueId id = 0; id < doc.value_count(); ++id) {
+    switch (doc.kind(id)) {
+      case fr::ValueKind::kString: {
+        std::string_view s = doc.string_value(id);
+        Check(simdjson::validate_utf8(s.data(), s.size()));
+        break;
+      }
+      case fr::ValueKind::kDict:
+        Check(doc.items(id).size() % 2 == 0);
+        [[fallthrough]];
+      case fr::ValueKind::kList:
+      case fr::ValueKind::kTuple:
+        for (fr::ValueId child : doc.items(id)) Check(child < doc.value_count());
+        break;
+      default:
+        break;
+    }
+  }
+  // A container's id may be smaller or larger than its children's, so heights are found by
+  // relaxation; it settles within max_depth rounds unless the document has a cycle.
+  bool changed = true;
+  for (uint32_t round = 0; changed; ++round) {
+    Check(round <= max_depth + 1);  // a cycle or a too deep document never settles
+    changed = false;
+    for (fr::ValueId id = 0; id < doc.value_count(); ++id) {
+      fr::ValueKind kind = doc.kind(id);
+      if (kind != fr::ValueKind::kList && kind != fr::ValueKind::kTuple &&
+          kind != fr::ValueKind::kDict) {
+        continue;
+      }
+      uint32_t h = 1;
+      for (fr::ValueId child : doc.items(id)) h = std::max(h, height[child] + 1);
+      if (h != height[id]) {
+        height[id] = h;
+        changed = true;
+      }
+    }
+  }
+  for (uint32_t h : height) Check(h <= max_depth);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fr::PickleLimits limits;
+  limits.max_depth = 64;  // smaller than the default so that the fuzzer reaches the limit
+  auto input = fr::Buffer::FromString(std::string(reinterpret_cast<const char*>(data), size));
+  absl::StatusOr<fr::Document> doc = fr::DecodePickle(input, limits);
+  if (doc.ok()) {
+    CheckDocument(*doc, limits.max_depth);
+  } else {
+    // Every message names the byte offset.
+    Check(doc.status().message().substr(0, 5) == "byte ");
+  }
+  return 0;
+}
