@@ -1,7 +1,14 @@
 // Decodes the JSON variant of flight-recorder dumps (from _dump_nccl_trace_json and the debug
 // HTTP handlers) with simdjson into the same Document a pickle gives, so that one normalizer serves
 // both. JSON objects become dicts (keys in file order), arrays become lists, integers that fit in
-// int64 become ints, other numbers floats.
+// int64 become ints, other numbers floats (correctly rounded). Every value's source_offset is the
+// byte offset of its token. Strings without escapes point into the input (zero-copy, as pickle
+// strings do); escaped ones are unescaped into the document. A leading UTF-8 BOM is skipped.
+//
+// How: simdjson's DOM parser validates the whole input (fast, strict); its On Demand API, which
+// exposes token positions, then builds the document iteratively (no recursion per nesting level).
+// Rejected input is re-read by a small strict checker to name the offending byte. The parsers are
+// thread-local and reused, so decoding files in parallel on a thread pool is fine.
 //
 //   FR_ASSIGN_OR_RETURN(Document doc, DecodeJson(buffer));
 #ifndef FR_DECODE_JSON_DECODER_H_
@@ -16,11 +23,14 @@
 namespace fr {
 
 struct JsonLimits {
+  // Deepest nesting of arrays and objects accepted (the top-level container is depth 1).
   uint32_t max_depth = 256;
 };
 
-// Errors: InvalidArgument (malformed JSON, too deep), DataLoss (truncated); messages start with
-// "byte <offset>: ".
+// Errors: InvalidArgument (malformed JSON, too deep, trailing content, an integer outside int64 or
+// a number outside the double range), DataLoss (the input ends early: a truncated dump),
+// ResourceExhausted (input over 4 GiB); messages start with "byte <offset>: ". NaN and Infinity,
+// which Python's json accepts, are rejected (flight-recorder dumps never contain them).
 absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input,
                                     const JsonLimits& limits = {});
 

@@ -27,8 +27,10 @@ std::string_view EncodingName(Encoding encoding);           // "pickle", "json"
 struct ReadOptions {
   // Decompressed size limit: a dump larger than this, or a compressed file that expands more than
   // max_expansion_ratio times, is refused (a corrupt or hostile archive must not exhaust memory).
+  // The ratio is not enforced below 1 MiB of output (tiny archives may expand a lot, harmlessly).
+  // The decoder never holds more than the limit (+1 byte) of output.
   uint64_t max_decompressed_bytes = uint64_t{4} << 30;
-  uint64_t max_expansion_ratio = 1000;
+  uint64_t max_expansion_ratio = 1000;  // 0: no ratio limit
 };
 
 struct InputFile {
@@ -39,12 +41,17 @@ struct InputFile {
 };
 
 // What the leading bytes say. Returns InvalidArgument naming the first bytes when they are neither
-// a pickle (0x80 PROTO), JSON ('{' or '[' after whitespace), zstd nor gzip.
+// a pickle (0x80 PROTO), JSON ('{' or '[' after an optional UTF-8 BOM and whitespace), zstd
+// (including a leading skippable frame, as pzstd writes) nor gzip, with a guess where the magic
+// says what it is ("... starts with bytes 7f 45 4c 46 (an ELF core file?)"). An empty input is
+// InvalidArgument "empty file (0 bytes)".
 absl::StatusOr<Compression> DetectCompression(std::string_view bytes);
 absl::StatusOr<Encoding> DetectEncoding(std::string_view bytes);
 
-// Decompresses zstd or gzip `compressed` within `options`. Errors: DataLoss for a truncated or
-// corrupt stream, ResourceExhausted past the limits; messages name the byte offset where known.
+// Decompresses zstd or gzip `compressed` within `options`: every zstd frame (multi-frame files,
+// frames without a content size) and every gzip member (concatenated .gz files). Errors: DataLoss
+// for a truncated or corrupt stream or bytes after the last gzip member other than zero padding,
+// ResourceExhausted past the limits; messages name the compressed byte offset where known.
 absl::StatusOr<std::shared_ptr<const Buffer>> Decompress(std::string_view compressed,
                                                          Compression compression,
                                                          const ReadOptions& options = {});
