@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace fr {
 namespace {
@@ -88,7 +88,7 @@ TEST_F(LoadTraceTest, CompressedJsonAndPerHostFoldersLoadTogether) {
   ASSERT_EQ(trace->ranks.size(), 4u) << (trace->rejected.empty() ? "" : trace->rejected[0].error);
   EXPECT_TRUE(trace->missing_ranks.empty());
   EXPECT_TRUE(trace->ranks[0].has_stacks);
-  EXPECT_FALSE(trace->ranks[1].has_stacks);  // the JSON dump
+  EXPECT_FALSE(trace->ranks[1].has_stacks);               // the JSON dump
   EXPECT_LT(trace->bytes_on_disk, trace->bytes_decoded);  // rank 2 was compressed
 }
 

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace fr {
 namespace {
@@ -62,7 +62,8 @@ TEST_P(EveryVersionTest, EntriesGroupsAndStacksSurvive) {
     EXPECT_EQ(got.time_created_ns, want_time);
     if (c.has_dtypes) {
       std::vector<std::string> dtypes;
-      for (StringId s : dump->DtypeList(got.input_dtypes)) dtypes.emplace_back(dump->strings.view(s));
+      for (StringId s : dump->DtypeList(got.input_dtypes))
+        dtypes.emplace_back(dump->strings.view(s));
       ASSERT_EQ(dtypes.size(), want.input_dtypes.size());
     }
     // Stacks resolve to the very frames the spec named, innermost first.
@@ -70,7 +71,8 @@ TEST_P(EveryVersionTest, EntriesGroupsAndStacksSurvive) {
       std::span<const uint32_t> frames = dump->Stack(got.stack);
       ASSERT_EQ(frames.size(), want.frames.size());
       for (size_t f = 0; f < frames.size(); ++f) {
-        EXPECT_EQ(dump->strings.view(dump->frames[frames[f]].name), spec.frames[want.frames[f]].name);
+        EXPECT_EQ(dump->strings.view(dump->frames[frames[f]].name),
+                  spec.frames[want.frames[f]].name);
         EXPECT_EQ(dump->frames[frames[f]].line, spec.frames[want.frames[f]].line);
       }
     }
@@ -97,12 +99,13 @@ TEST_P(EveryVersionTest, EntriesGroupsAndStacksSurvive) {
 
 INSTANTIATE_TEST_SUITE_P(
     Versions, EveryVersionTest,
-    ::testing::Values(VersionCase{"", false, false, false}, VersionCase{"1.0", false, false, true},
+    ::testing::Values(VersionCase{"", false, false, true}, VersionCase{"1.0", false, false, true},
                       VersionCase{"1.1", false, false, false},
-                      VersionCase{"1.4", false, false, false}, VersionCase{"2.0", true, true, false},
-                      VersionCase{"2.2", true, true, false}, VersionCase{"2.3", true, true, false},
-                      VersionCase{"2.5", true, true, false}, VersionCase{"2.6", true, true, false},
-                      VersionCase{"2.9", true, true, false}, VersionCase{"2.10", true, true, false}),
+                      VersionCase{"1.4", false, false, false},
+                      VersionCase{"2.0", true, true, false}, VersionCase{"2.2", true, true, false},
+                      VersionCase{"2.3", true, true, false}, VersionCase{"2.5", true, true, false},
+                      VersionCase{"2.6", true, true, false}, VersionCase{"2.9", true, true, false},
+                      VersionCase{"2.10", true, true, false}),
     [](const auto& info) {
       std::string name = info.param.version.empty() ? "bare_list" : "v" + info.param.version;
       for (char& ch : name) {
@@ -122,9 +125,9 @@ TEST(NormalizeTest, PgStatusIsAttachedToItsGroup) {
     ASSERT_TRUE(dump.ok()) << dump.status();
     for (const ProcessGroupSpec& want : spec.process_groups) {
       const PgStatusSpec& status = spec.pg_status.at(want.pg_id);
-      auto group = std::find_if(dump->groups.begin(), dump->groups.end(), [&](const ProcessGroup& g) {
-        return dump->strings.view(g.name) == want.name;
-      });
+      auto group = std::find_if(
+          dump->groups.begin(), dump->groups.end(),
+          [&](const ProcessGroup& g) { return dump->strings.view(g.name) == want.name; });
       ASSERT_NE(group, dump->groups.end());
       ASSERT_TRUE(group->has_status) << want.name;
       EXPECT_EQ(group->status.last_enqueued_collective, status.last_enqueued_collective);
@@ -184,14 +187,12 @@ TEST(NormalizeTest, NewerMinorVersionsCountUnknownKeysInsteadOfFailing) {
 }
 
 TEST(NormalizeTest, WrongTypesNameTheKeyPathAndByteOffset) {
-  std::string text =
-      R"({"version":"2.10","entries":[{"record_id":0},{"record_id":"seven"}]})";
+  std::string text = R"({"version":"2.10","entries":[{"record_id":0},{"record_id":"seven"}]})";
   absl::StatusOr<RankDump> dump = NormalizeBytes(text, true);
   ASSERT_FALSE(dump.ok());
   EXPECT_EQ(dump.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(dump.status().message(), HasSubstr("entries[1]['record_id']"));
-  EXPECT_THAT(dump.status().message(),
-              HasSubstr("byte " + std::to_string(text.find("\"seven\""))));
+  EXPECT_THAT(dump.status().message(), HasSubstr("byte " + std::to_string(text.find("\"seven\""))));
   EXPECT_THAT(dump.status().message(), HasSubstr("expected an int, got str"));
 }
 

@@ -23,7 +23,7 @@ int64_t NowNs() {
 }
 
 absl::Status WithPath(const absl::Status& status, const std::string& path) {
-  return absl::Status(status.code(), fmt::format("{}: {}", path, status.message()));
+  return absl::Status(status.code(), fmt::format("{}: {}", path, std::string(status.message())));
 }
 
 // One file's way from bytes to RankDump, timed per stage.

@@ -109,7 +109,11 @@ bool ParseInt(std::string_view text, int64_t* value) {
 // Builds one RankDump from one Document. Holds the interning caches for the duration.
 class Normalizer {
  public:
-  Normalizer(const Document& doc, RankDump* dump) : doc_(doc), dump_(*dump) {}
+  Normalizer(const Document& doc, RankDump* dump)
+      : doc_(doc),
+        dump_(*dump),
+        string_of_value_(doc.value_count(), kNoString),
+        field_of_key_(doc.value_count(), kFieldNotClassified) {}
 
   absl::Status Run() {
     ValueId root = doc_.root();
@@ -409,7 +413,7 @@ class Normalizer {
     Entry entry;
     ValueId group_name = kNoValue;
     ValueId group_desc = kNoValue;
-    std::string_view profiling_name;
+    ValueId profiling_name = kNoValue;
     std::span<const ValueId> pairs = doc_.items(value);
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
       ValueId key = pairs[i];
@@ -418,8 +422,7 @@ class Normalizer {
         Oddity("non_string_entry_key");
         continue;
       }
-      std::string_view name = doc_.string_value(key);
-      auto where = [&] { return fmt::format("entries[{}]['{}']", index, name); };
+      auto where = [&] { return fmt::format("entries[{}]['{}']", index, doc_.string_value(key)); };
       auto as_int = [&](int64_t* target) -> absl::Status {
         if (doc_.kind(field) != ValueKind::kInt) return Error(field, where(), "expected an int");
         *target = doc_.int_value(field);
@@ -444,7 +447,7 @@ class Normalizer {
       };
       auto as_string = [&](StringId* target) -> absl::Status {
         if (doc_.kind(field) == ValueKind::kString) {
-          *target = dump_.strings.Intern(doc_.string_value(field));
+          *target = InternValue(field);
         } else if (doc_.kind(field) == ValueKind::kInt) {
           *target = dump_.strings.Intern(std::to_string(doc_.int_value(field)));
         } else {
@@ -452,7 +455,7 @@ class Normalizer {
         }
         return absl::OkStatus();
       };
-      switch (ClassifyEntryKey(name)) {
+      switch (FieldOfKey(key)) {
         case EntryField::kFrames: {
           FR_ASSIGN_OR_RETURN(entry.stack, InternStack(field, index));
           break;
@@ -494,7 +497,7 @@ class Normalizer {
           if (doc_.kind(field) != ValueKind::kString) {
             return Error(field, where(), "expected a string");
           }
-          profiling_name = doc_.string_value(field);
+          profiling_name = field;
           break;
         case EntryField::kTimeCreatedNs:
           FR_RETURN_IF_ERROR(as_int(&entry.time_created_ns));
@@ -550,7 +553,7 @@ class Normalizer {
           FR_RETURN_IF_ERROR(as_bool(&entry.is_p2p));
           break;
         case EntryField::kUnknown:
-          Oddity(fmt::format("unknown_entry_key:{}", name));
+          Oddity(fmt::format("unknown_entry_key:{}", doc_.string_value(key)));
           break;
       }
     }
@@ -590,9 +593,17 @@ class Normalizer {
     entry->group = index;
   }
 
-  // "nccl:send 0->1" -> backend "nccl", op "send", peer = the group's rank 1 as a global rank.
-  void ParseProfilingName(std::string_view text, Entry* entry) {
-    entry->profiling_name = dump_.strings.Intern(text);
+  // What a profiling_name says, parsed once per distinct name.
+  struct ParsedName {
+    StringId backend = 0;
+    StringId op_name = 0;
+    OpKind op = OpKind::kUnknown;
+    int64_t peer_local = kUnknown;  // group-local peer of a send/recv
+  };
+
+  const ParsedName& ParseName(StringId name) {
+    if (auto it = parsed_names_.find(name); it != parsed_names_.end()) return it->second;
+    std::string_view text = dump_.strings.view(name);
     std::string_view backend;
     std::string_view rest = text;
     if (size_t colon = text.find(':'); colon != std::string_view::npos) {
@@ -605,27 +616,45 @@ class Normalizer {
       op = rest.substr(0, space);
       args = rest.substr(space + 1);
     }
-    entry->backend = dump_.strings.Intern(backend);
-    entry->op_name = dump_.strings.Intern(op);
-    entry->op = ParseOpKind(op);
-    if (entry->op == OpKind::kSend || entry->op == OpKind::kRecv) {
+    ParsedName parsed;
+    parsed.backend = dump_.strings.Intern(backend);
+    parsed.op_name = dump_.strings.Intern(op);
+    parsed.op = ParseOpKind(op);
+    if (IsPointToPoint(parsed.op)) {
       // send "src->dst", recv "dst<-src": the peer is the number after the arrow.
-      std::string_view arrow = entry->op == OpKind::kSend ? "->" : "<-";
+      std::string_view arrow = parsed.op == OpKind::kSend ? "->" : "<-";
       size_t at = args.find(arrow);
       int64_t peer_local;
-      if (at == std::string_view::npos || !ParseInt(args.substr(at + 2), &peer_local)) {
-        Oddity("p2p_without_peer");
-        return;
+      if (at != std::string_view::npos && ParseInt(args.substr(at + 2), &peer_local)) {
+        parsed.peer_local = peer_local;
       }
-      const ProcessGroup& group = dump_.groups[entry->group];
-      if (group.ranks_known && peer_local >= 0 &&
-          peer_local < static_cast<int64_t>(group.ranks.size())) {
-        entry->peer_rank = group.ranks[peer_local];
-      } else if (!group.ranks_known) {
-        Oddity("p2p_peer_in_group_of_unknown_ranks");
-      } else {
-        Oddity("p2p_peer_outside_group");
-      }
+    }
+    return parsed_names_.emplace(name, parsed).first->second;
+  }
+
+  // "nccl:send 0->1" -> backend "nccl", op "send", peer = the group's rank 1 as a global rank.
+  void ParseProfilingName(ValueId text, Entry* entry) {
+    if (text == kNoValue) {
+      Oddity("entry_without_profiling_name");
+      return;
+    }
+    entry->profiling_name = InternValue(text);
+    const ParsedName& parsed = ParseName(entry->profiling_name);
+    entry->backend = parsed.backend;
+    entry->op_name = parsed.op_name;
+    entry->op = parsed.op;
+    if (!IsPointToPoint(parsed.op)) return;
+    if (parsed.peer_local == kUnknown) {
+      Oddity("p2p_without_peer");
+      return;
+    }
+    const ProcessGroup& group = dump_.groups[entry->group];
+    if (group.ranks_known && parsed.peer_local < static_cast<int64_t>(group.ranks.size())) {
+      entry->peer_rank = group.ranks[parsed.peer_local];
+    } else if (!group.ranks_known) {
+      Oddity("p2p_peer_in_group_of_unknown_ranks");
+    } else {
+      Oddity("p2p_peer_outside_group");
     }
   }
 
@@ -668,7 +697,7 @@ class Normalizer {
       if (doc_.kind(dtype) != ValueKind::kString) {
         return Error(dtype, where(), "expected a dtype name");
       }
-      scratch_ids_.push_back(dump_.strings.Intern(doc_.string_value(dtype)));
+      scratch_ids_.push_back(InternValue(dtype));
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
                           scratch_ids_.size() * sizeof(uint32_t));
@@ -684,8 +713,22 @@ class Normalizer {
     if (doc_.kind(frames) != ValueKind::kList) {
       return Error(frames, fmt::format("entries[{}]['frames']", index), "expected a list");
     }
+    // Entries with the same stack list the same shared frame dicts: one lookup by their ids.
+    std::span<const ValueId> frame_values = doc_.items(frames);
+    absl::string_view value_key(reinterpret_cast<const char*>(frame_values.data()),
+                                frame_values.size() * sizeof(ValueId));
+    dump_.has_stacks = true;
+    if (auto it = stack_by_values_.find(value_key); it != stack_by_values_.end()) {
+      return it->second;
+    }
+    FR_ASSIGN_OR_RETURN(StackId stack, InternStackByFrames(frame_values, index));
+    stack_by_values_.emplace(std::string(value_key), stack);
+    return stack;
+  }
+
+  absl::StatusOr<StackId> InternStackByFrames(std::span<const ValueId> frame_values, size_t index) {
     scratch_ids_.clear();
-    for (ValueId frame : doc_.items(frames)) {
+    for (ValueId frame : frame_values) {
       // PyTorch shares one dict per distinct frame between entries: resolve each once.
       auto cached = frame_by_value_.find(frame);
       if (cached != frame_by_value_.end()) {
@@ -696,7 +739,6 @@ class Normalizer {
       frame_by_value_.emplace(frame, id);
       scratch_ids_.push_back(id);
     }
-    dump_.has_stacks = true;
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
                           scratch_ids_.size() * sizeof(uint32_t));
     if (auto it = stacks_.find(key); it != stacks_.end()) return it->second;
@@ -736,14 +778,36 @@ class Normalizer {
     return id;
   }
 
+  // Pickles memoize every string by value, so equal keys and values are one ValueId: caching per
+  // ValueId turns most lookups into an array access (JSON documents simply miss the cache).
+  StringId InternValue(ValueId value) {
+    StringId& cached = string_of_value_[value];
+    if (cached == kNoString) cached = dump_.strings.Intern(doc_.string_value(value));
+    return cached;
+  }
+
+  EntryField FieldOfKey(ValueId key) {
+    uint8_t& cached = field_of_key_[key];
+    if (cached == kFieldNotClassified) {
+      cached = static_cast<uint8_t>(ClassifyEntryKey(doc_.string_value(key)));
+    }
+    return static_cast<EntryField>(cached);
+  }
+
+  static constexpr uint8_t kFieldNotClassified = 0xff;
+
   const Document& doc_;
   RankDump& dump_;
+  std::vector<StringId> string_of_value_;
+  std::vector<uint8_t> field_of_key_;
   absl::flat_hash_map<StringId, uint32_t> group_by_name_;
   absl::flat_hash_map<std::string, ShapeListId> shape_lists_;
   absl::flat_hash_map<std::string, DtypeListId> dtype_lists_;
   absl::flat_hash_map<std::string, StackId> stacks_;
+  absl::flat_hash_map<std::string, StackId> stack_by_values_;
   absl::flat_hash_map<std::string, uint32_t> frames_;
   absl::flat_hash_map<ValueId, uint32_t> frame_by_value_;
+  absl::flat_hash_map<StringId, ParsedName> parsed_names_;
   std::vector<int64_t> scratch_ints_;
   std::vector<uint32_t> scratch_ids_;
 };
