@@ -57,6 +57,11 @@ void DocumentBuilder::Reset(std::shared_ptr<const Buffer> input) {
   arena_.clear();
 }
 
+void DocumentBuilder::Reserve(size_t values, size_t children) {
+  nodes_.reserve(values);
+  pending_.reserve(children);
+}
+
 ValueId DocumentBuilder::AddNode(ValueKind kind, uint64_t payload, uint32_t count,
                                  uint32_t source_offset) {
   nodes_.push_back(Node{payload, count, source_offset, kind});

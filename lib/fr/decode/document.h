@@ -108,6 +108,10 @@ class DocumentBuilder {
   // Starts a new document over `input` (strings may point into it).
   void Reset(std::shared_ptr<const Buffer> input);
 
+  // Pre-sizes storage for about `values` values and `children` child references, so that
+  // decoders that can estimate them from the input size avoid regrowing (and copying) vectors.
+  void Reserve(size_t values, size_t children);
+
   ValueId AddNone(uint32_t source_offset);
   ValueId AddBool(bool value, uint32_t source_offset);
   ValueId AddInt(int64_t value, uint32_t source_offset);
