@@ -1,5 +1,7 @@
 #include "fr/load/load.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -66,9 +68,19 @@ FileResult DecodeAndNormalize(absl::StatusOr<InputFile> input, int64_t rank,
   return result;
 }
 
+int64_t ModificationTimeNs(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) return kUnknown;
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
+}
+
 FileResult LoadOneFile(const std::string& path, int64_t rank, const ReadOptions& options) {
   int64_t started = NowNs();
-  return DecodeAndNormalize(ReadInputFile(path, options), rank, path, started);
+  FileResult result = DecodeAndNormalize(ReadInputFile(path, options), rank, path, started);
+  if (result.dump.has_value() && result.dump->ok()) {
+    (*result.dump)->file_mtime_ns = ModificationTimeNs(path);
+  }
+  return result;
 }
 
 // Runs `work(i)` for i in [0, count) on `jobs` threads; work items are claimed one at a time so

@@ -97,6 +97,9 @@ struct ProcessGroup {
 struct RankDump {
   int64_t rank = kUnknown;  // global rank, from discovery
   std::string path;         // where it was read from
+  // When the file was last written (ns since the epoch), the best evidence of when the dump was
+  // taken; kUnknown for in-memory dumps.
+  int64_t file_mtime_ns = kUnknown;
   std::string version;      // "2.10"; "" for the 2023 bare-list format
   int version_major = 0;
   int version_minor = 0;

@@ -1,0 +1,104 @@
+// Matching across ranks, per process group: did every member issue collective #s with the same
+// op, shapes and dtypes, did each send meet its recv, and where is each member blocked?
+//
+//   JobIndex index = BuildJobIndex(trace);
+//   MatchResult result = MatchJob(trace, index, MatchOptions{});
+//   for (const Block& block : result.blocks) { ... block.waiters wait for block.blockers ... }
+//
+// Linear in the number of entries: each group is walked once with one cursor per member, and
+// blocked heads are compared against per-member progress counters, never by rescanning ranks.
+#ifndef FR_MATCH_MATCHER_H_
+#define FR_MATCH_MATCHER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fr/index/job_index.h"
+#include "fr/load/load.h"
+
+namespace fr {
+
+struct MatchOptions {
+  // Wall-clock time of the dumps, ns since the epoch, used to tell a stuck op (older than its
+  // timeout) from one merely in flight. kUnknown: use each file's modification time, and when
+  // that is unknown too, treat every pending op as stuck (dumps are usually taken on timeout).
+  int64_t dump_time_ns = kUnknown;
+};
+
+// What differs between members at one collective.
+enum class MismatchKind : uint8_t { kOp, kDtype, kSize };
+std::string_view MismatchKindName(MismatchKind kind);  // "op_mismatch", "dtype_mismatch", ...
+
+struct Mismatch {
+  uint32_t group = 0;
+  int64_t seq = kUnknown;
+  MismatchKind kind = MismatchKind::kOp;
+  std::vector<int64_t> minority;  // ranks that differ from the majority, ascending
+  std::vector<int64_t> majority;
+  bool tie = false;               // no strict majority: the minority is a guess
+  bool completed = false;         // the collective completed anyway (silent desync)
+  std::vector<std::string> evidence;  // "rank 3: all_reduce [[4, 4]] Float", one per variant
+};
+
+// Waiters are blocked in an op (their stream head in `group`) that cannot complete until the
+// blockers do something.
+struct Block {
+  uint32_t group = 0;
+  bool is_p2p = false;
+  int64_t seq = kUnknown;  // collective seq, or the waiter's p2p_seq_id
+  std::string op;          // op name of the waiters' entry, e.g. "all_reduce", "send"
+  std::vector<int64_t> waiters;   // ascending
+  std::vector<int64_t> blockers;  // ascending
+  // "never issued", "dump missing", "issued but not started", "no matching recv",
+  // "no matching send", "op_mismatch" / "size_mismatch" / "dtype_mismatch".
+  std::string reason;
+  int64_t time_created_ns = kUnknown;  // earliest waiter's entry
+};
+
+// Every member issued the op and none completed it: the transport, NCCL or the network.
+struct StuckOp {
+  uint32_t group = 0;
+  bool is_p2p = false;
+  int64_t seq = kUnknown;
+  std::string op;
+  std::vector<int64_t> ranks;
+  bool all_started = false;  // with timing: every member's GPU started it
+  bool timing_known = false;
+  int64_t time_created_ns = kUnknown;
+};
+
+// Where a member stands in a group, for the report's grouped rank states.
+struct MemberState {
+  int64_t rank = kUnknown;
+  std::string state;  // "scheduled", "started", "completed", "not issued", "dump missing"
+  std::string op;
+  int64_t seq = kUnknown;
+};
+
+struct GroupMatch {
+  int64_t window_first = kUnknown;  // first seq every loaded member's buffer covers
+  int64_t window_last = kUnknown;   // last seq any member issued
+  int64_t first_divergence = kUnknown;
+  int64_t collectives_matched = 0;
+  std::vector<MemberState> members;  // one per member, in group order
+};
+
+struct MatchResult {
+  std::vector<GroupMatch> groups;  // parallel to JobIndex::groups
+  std::vector<Mismatch> mismatches;
+  std::vector<Block> blocks;
+  std::vector<StuckOp> stuck;
+  // Members with a pending op younger than its timeout: in flight, not stuck.
+  int64_t in_flight_ops = 0;
+  int64_t collectives_checked = 0;
+  int64_t p2p_ops_checked = 0;
+  int64_t dump_time_ns = kUnknown;
+  std::string dump_time_source;  // "option", "file modification time", "unknown"
+};
+
+MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, const MatchOptions& options);
+
+}  // namespace fr
+
+#endif  // FR_MATCH_MATCHER_H_
