@@ -129,28 +129,34 @@ class PickleMachine {
   // Values above the innermost open MARK; only those may be consumed.
   size_t Available() const { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
 
-  void PushScalar(ValueId id) {
+  [[gnu::always_inline]] void PushScalar(ValueId id) {
     meta_.push_back(0);
     stack_.push_back(id);
   }
 
-  ValueId NewContainer(ValueKind kind, uint32_t kind_bits, uint32_t source_offset) {
+  [[gnu::always_inline]] ValueId NewContainer(ValueKind kind, uint32_t kind_bits,
+                                              uint32_t source_offset) {
     ValueId id = builder_.AddContainer(kind, source_offset);
     meta_.push_back(kind_bits | 1);
     return id;
   }
 
   // Adds `children` to `container`: checks dict keys, seals the children and updates the height.
-  absl::Status AddChildren(ValueId container, std::span<const ValueId> children, bool dict,
-                           const uint8_t* op);
+  bool AddChildren(ValueId container, std::span<const ValueId> children, bool dict,
+                   const uint8_t* op);
 
-  absl::Status MemoPut(uint32_t id, const uint8_t* op);
-  absl::StatusOr<ValueId> MemoGet(uint32_t id, const uint8_t* op) const;
-
-  absl::Status AddString(const uint8_t* op, const uint8_t* text, uint64_t length);
-  absl::Status AddLong(const uint8_t* op, const uint8_t* bytes, size_t length);
-  absl::Status ClosedMark(const uint8_t* op, size_t* mark);
-  absl::Status MakeTuple(const uint8_t* op, size_t first);
+  // These return false after storing the error in error_: a bool keeps the hot loop free of
+  // absl::Status construction, checks and destruction.
+  bool MemoPut(uint32_t id, const uint8_t* op);
+  bool MemoGet(uint32_t id, const uint8_t* op, ValueId* value);
+  bool AddString(const uint8_t* op, const uint8_t* text, uint64_t length);
+  bool AddLong(const uint8_t* op, const uint8_t* bytes, size_t length);
+  bool ClosedMark(const uint8_t* op, size_t* mark);
+  bool MakeTuple(const uint8_t* op, size_t first);
+  bool Fail(absl::Status status) {
+    error_ = std::move(status);
+    return false;
+  }
 
   // Errors. Kept out of line: the loop should not carry their code.
   [[gnu::cold, gnu::noinline]] absl::Status Invalid(const uint8_t* at, std::string what) const {
@@ -184,6 +190,7 @@ class PickleMachine {
   std::vector<ValueId>& memo_;
   std::unordered_map<uint32_t, ValueId, MixedIdHash> sparse_memo_;
   uint32_t memo_count_ = 0;  // distinct ids put, as CPython counts them for MEMOIZE
+  absl::Status error_;
 };
 
 absl::Status PickleMachine::Refused(const uint8_t* op) const {
@@ -206,49 +213,53 @@ absl::Status PickleMachine::Refused(const uint8_t* op) const {
   return Invalid(op, fmt::format("opcode {} is not allowed: {}", OpcodeLabel(*op), why));
 }
 
-absl::Status PickleMachine::AddChildren(ValueId container, std::span<const ValueId> children,
-                                        bool dict, const uint8_t* op) {
+bool PickleMachine::AddChildren(ValueId container, std::span<const ValueId> children, bool dict,
+                                const uint8_t* op) {
   uint32_t container_meta = meta_[container];
-  if (container_meta & kSealed) {
-    return Invalid(
+  if (container_meta & kSealed) [[unlikely]] {
+    return Fail(Invalid(
         op, fmt::format("{} on a {} that is already inside another container (only "
                         "acyclic data filled before use is supported)",
-                        PickleOpcodeInfo(*op).name, ValueKindName(builder_.kind(container))));
+                        PickleOpcodeInfo(*op).name, ValueKindName(builder_.kind(container)))));
   }
+  // Only tuples take on the unhashability of their items.
+  const uint32_t inherited = (container_meta & kIsTuple) ? kUnhashable : 0;
   uint32_t height = container_meta & kHeightMask;
   for (size_t i = 0; i < children.size(); ++i) {
     ValueId child = children[i];
     uint32_t child_meta = meta_[child];
+    // Scalars, most children, have nothing to check, seal or count.
+    if (child_meta == 0) continue;
     if (dict && (i & 1) == 0 && (child_meta & kUnhashable)) [[unlikely]] {
-      return Invalid(
-          op, fmt::format("unhashable dict key of type {}", ValueKindName(builder_.kind(child))));
+      return Fail(Invalid(
+          op, fmt::format("unhashable dict key of type {}", ValueKindName(builder_.kind(child)))));
     }
     if (child == container) [[unlikely]] {
-      return Invalid(op, fmt::format("{} would put a {} inside itself", PickleOpcodeInfo(*op).name,
-                                     ValueKindName(builder_.kind(container))));
+      return Fail(
+          Invalid(op, fmt::format("{} would put a {} inside itself", PickleOpcodeInfo(*op).name,
+                                  ValueKindName(builder_.kind(container)))));
     }
     height = std::max(height, (child_meta & kHeightMask) + 1);
+    container_meta |= child_meta & inherited;
     meta_[child] = child_meta | kSealed;
   }
-  if (height > max_depth_) return TooDeep(op);
-  if (container_meta & kIsTuple) {
-    // A tuple is hashable exactly when all its items are.
-    for (ValueId child : children) container_meta |= meta_[child] & kUnhashable;
+  if (height > max_depth_) [[unlikely]] {
+    return Fail(TooDeep(op));
   }
   meta_[container] = (container_meta & ~kHeightMask) | height;
   builder_.Append(container, children);
-  return absl::OkStatus();
+  return true;
 }
 
-absl::Status PickleMachine::MemoPut(uint32_t id, const uint8_t* op) {
+bool PickleMachine::MemoPut(uint32_t id, const uint8_t* op) {
   if (Available() == 0) [[unlikely]] {
-    return Underflow(op, 1);
+    return Fail(Underflow(op, 1));
   }
   ValueId value = stack_.back();
-  if (id == memo_.size()) {  // torch and CPython both number memo entries 0, 1, 2...
+  if (id == memo_.size()) [[likely]] {  // torch and CPython both number memo entries 0, 1, 2...
     memo_.push_back(value);
     ++memo_count_;
-    return absl::OkStatus();
+    return true;
   }
   // Every put takes at least two input bytes, so denser ids than the input size are impossible:
   // ids below it may use the vector without letting a file choose its size.
@@ -256,39 +267,45 @@ absl::Status PickleMachine::MemoPut(uint32_t id, const uint8_t* op) {
     if (id >= memo_.size()) memo_.resize(size_t{id} + 1, kNoValue);
     if (memo_[id] == kNoValue) ++memo_count_;
     memo_[id] = value;
-    return absl::OkStatus();
+    return true;
   }
   auto [it, inserted] = sparse_memo_.insert_or_assign(id, value);
   if (inserted) ++memo_count_;
-  return absl::OkStatus();
+  return true;
 }
 
-absl::StatusOr<ValueId> PickleMachine::MemoGet(uint32_t id, const uint8_t* op) const {
-  if (id < memo_.size() && memo_[id] != kNoValue) return memo_[id];
-  if (auto it = sparse_memo_.find(id); it != sparse_memo_.end()) return it->second;
-  return Invalid(
-      op, fmt::format("{} of memo id {}, which was never put", PickleOpcodeInfo(*op).name, id));
+bool PickleMachine::MemoGet(uint32_t id, const uint8_t* op, ValueId* value) {
+  if (id < memo_.size() && memo_[id] != kNoValue) {
+    *value = memo_[id];
+    return true;
+  }
+  if (auto it = sparse_memo_.find(id); it != sparse_memo_.end()) {
+    *value = it->second;
+    return true;
+  }
+  return Fail(Invalid(
+      op, fmt::format("{} of memo id {}, which was never put", PickleOpcodeInfo(*op).name, id)));
 }
 
-absl::Status PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length) {
+bool PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length) {
   if (length > Left(text)) [[unlikely]] {
     if (length > DocumentBuilder::kMaxInputSize) {
-      return Invalid(op, fmt::format("{} length {} is absurd (the input has {} bytes)",
-                                     PickleOpcodeInfo(*op).name, length, end_ - begin_));
+      return Fail(Invalid(op, fmt::format("{} length {} is absurd (the input has {} bytes)",
+                                          PickleOpcodeInfo(*op).name, length, end_ - begin_)));
     }
-    return Truncated(op, text, length);
+    return Fail(Truncated(op, text, length));
   }
   if (!IsValidUtf8(text, length)) [[unlikely]] {
-    return Invalid(op, fmt::format("{} string at byte {} is not valid UTF-8",
-                                   PickleOpcodeInfo(*op).name, Offset(text)));
+    return Fail(Invalid(op, fmt::format("{} string at byte {} is not valid UTF-8",
+                                        PickleOpcodeInfo(*op).name, Offset(text))));
   }
   PushScalar(builder_.AddInputString(Offset(text), static_cast<uint32_t>(length), Offset(op)));
-  return absl::OkStatus();
+  return true;
 }
 
 // Python ints are unbounded; dumps only hold int64 (torch writes every LONG1 with 8 bytes,
 // CPython the fewest two's-complement bytes).
-absl::Status PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t length) {
+bool PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t length) {
   uint64_t value;
   if (length == 8) {
     value = LoadLe64(bytes);
@@ -301,41 +318,41 @@ absl::Status PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, siz
     // Longer encodings fit when the extra bytes only repeat the sign.
     uint8_t fill = (bytes[7] & 0x80) ? 0xff : 0x00;
     for (size_t i = 8; i < length; ++i) {
-      if (bytes[i] != fill) return Invalid(op, "integer does not fit in 64 bits");
+      if (bytes[i] != fill) return Fail(Invalid(op, "integer does not fit in 64 bits"));
     }
   }
   PushScalar(builder_.AddInt(static_cast<int64_t>(value), Offset(op)));
-  return absl::OkStatus();
+  return true;
 }
 
 // Pops the innermost MARK into `mark` (the stack size when it was pushed).
-absl::Status PickleMachine::ClosedMark(const uint8_t* op, size_t* mark) {
+bool PickleMachine::ClosedMark(const uint8_t* op, size_t* mark) {
   if (marks_.empty()) [[unlikely]] {
-    return Invalid(op, fmt::format("{} without a MARK", PickleOpcodeInfo(*op).name));
+    return Fail(Invalid(op, fmt::format("{} without a MARK", PickleOpcodeInfo(*op).name)));
   }
   *mark = marks_.back();
   marks_.pop_back();
-  return absl::OkStatus();
+  return true;
 }
 
 // Replaces stack_[first...] by one tuple of those values.
-absl::Status PickleMachine::MakeTuple(const uint8_t* op, size_t first) {
+bool PickleMachine::MakeTuple(const uint8_t* op, size_t first) {
   ValueId tuple = NewContainer(ValueKind::kTuple, kIsTuple, Offset(op));
   if (max_depth_ < 1) [[unlikely]] {
-    return TooDeep(op);
+    return Fail(TooDeep(op));
   }
   std::span<const ValueId> items(stack_.data() + first, stack_.size() - first);
-  if (absl::Status s = AddChildren(tuple, items, /*dict=*/false, op); !s.ok()) return s;
+  if (!AddChildren(tuple, items, /*dict=*/false, op)) return false;
   stack_.resize(first);
   stack_.push_back(tuple);
-  return absl::OkStatus();
+  return true;
 }
 
-#define FR_PICKLE_TRY(expr)                                \
-  do {                                                     \
-    if (absl::Status s_ = (expr); !s_.ok()) [[unlikely]] { \
-      return s_;                                           \
-    }                                                      \
+#define FR_PICKLE_TRY(expr)     \
+  do {                          \
+    if (!(expr)) [[unlikely]] { \
+      return std::move(error_); \
+    }                           \
   } while (false)
 
 // Requires `n` argument bytes after the opcode at `op`.
@@ -491,9 +508,9 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
         if (id < memo_.size() && memo_[id] != kNoValue) [[likely]] {
           stack_.push_back(memo_[id]);
         } else {
-          absl::StatusOr<ValueId> value = MemoGet(id, op);
-          if (!value.ok()) return value.status();
-          stack_.push_back(*value);
+          ValueId value;
+          FR_PICKLE_TRY(MemoGet(id, op, &value));
+          stack_.push_back(value);
         }
         break;
       }
@@ -520,9 +537,9 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
         if (*op == static_cast<uint8_t>(PickleOpcode::kPut)) {
           FR_PICKLE_TRY(MemoPut(static_cast<uint32_t>(id), op));
         } else {
-          absl::StatusOr<ValueId> value = MemoGet(static_cast<uint32_t>(id), op);
-          if (!value.ok()) return value.status();
-          stack_.push_back(*value);
+          ValueId value;
+          FR_PICKLE_TRY(MemoGet(static_cast<uint32_t>(id), op, &value));
+          stack_.push_back(value);
         }
         break;
       }

@@ -19,13 +19,23 @@
 namespace fr {
 
 struct PickleLimits {
-  // Deepest container nesting accepted (real dumps nest 5 deep).
+  // Deepest container nesting accepted (real dumps nest 5 deep): a container holding only scalars
+  // is depth 1. Also bounds the number of open MARKs.
   uint32_t max_depth = 256;
 };
 
-// Decodes one pickle stream (PROTO ... STOP) from `input`. Trailing bytes after STOP are an error.
+// Decodes one pickle stream (PROTO ... STOP) from `input`. The result's strings point into
+// `input`, which the Document keeps alive. Memo hits share one ValueId, so the document is a DAG;
+// it is never cyclic and never deeper than limits.max_depth, so consumers may walk it without
+// cycle checks.
+//
+// Stricter than CPython's pickle.load where no producer of dumps differs: trailing bytes after
+// STOP, values or MARKs left on the stack at STOP, ints beyond int64, strings that are not strict
+// UTF-8 (CPython lets lone surrogates through), and filling a list or dict after it was put into
+// another container (how recursive structures are pickled) are all errors.
+//
 // Errors: InvalidArgument for a refused opcode or malformed structure, DataLoss for a truncated
-// stream; messages start with "byte <offset>: ".
+// stream; messages start with "byte <offset>: ". Thread-safe; each thread reuses its own scratch.
 absl::StatusOr<Document> DecodePickle(std::shared_ptr<const Buffer> input,
                                       const PickleLimits& limits = {});
 
