@@ -4,5 +4,3 @@ fr_add_test(pickle_decoder_test SOURCES pickle_decoder_test.cc DEPS fr_decode)
 fr_add_test(pickle_fuzz_replay_test
   SOURCES pickle_fuzz_replay_test.cc ${PROJECT_SOURCE_DIR}/lib/fr/decode/pickle_fuzzer.cc
   DEPS fr_decode)
-target_compile_definitions(pickle_fuzz_replay_test PRIVATE
-  FR_PICKLE_CORPUS_DIR="${PROJECT_SOURCE_DIR}/tests/data/fuzz/pickle")

@@ -15,7 +15,7 @@ namespace {
 
 TEST(PickleFuzzReplayTest, EveryCorpusFileRunsCleanly) {
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(FR_PICKLE_CORPUS_DIR)) {
+  for (const auto& entry : std::filesystem::directory_iterator(FR_TEST_DATA_DIR "/fuzz/pickle")) {
     if (!entry.is_regular_file()) continue;
     std::ifstream in(entry.path(), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -24,7 +24,8 @@ TEST(PickleFuzzReplayTest, EveryCorpusFileRunsCleanly) {
               0);
     ++files;
   }
-  EXPECT_GE(files, 10) << "the seed corpus in " << FR_PICKLE_CORPUS_DIR << " is missing";
+  EXPECT_GE(files, 10) << "the seed corpus in " << FR_TEST_DATA_DIR "/fuzz/pickle"
+                       << " is missing";
 }
 
 }  // namespace
