@@ -562,6 +562,31 @@ TEST(JobSimulatorTest, StragglerIsLateEveryStepButNothingHangs) {
   }
 }
 
+class ShapeTest : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+
+// Degenerate and odd grids (no TP, no PP, no DP, an odd pipeline) still run and hang where told.
+TEST_P(ShapeTest, EveryoneWaitsInTheBarrierTheCulpritNeverReaches) {
+  auto [tp, pp, dp] = GetParam();
+  JobSimulatorOptions o;
+  o.tensor_parallel = tp;
+  o.pipeline_parallel = pp;
+  o.data_parallel = dp;
+  o.steps = 24;
+  o.fault = {.kind = FaultKind::kStuckBeforeOp, .rank = 5, .step = 19, .group = GroupKind::kWorld};
+  SimulatedJob job = Simulate(o);
+  const GroundTruth& t = job.ground_truth();
+  EXPECT_EQ(t.op, "all_reduce_barrier");
+  EXPECT_EQ(t.process_group.ranks, Ranks(tp * pp * dp));
+  Dumps dumps(job);
+  for (const auto& [rank, state] : StatesAtFault(job, dumps)) {
+    EXPECT_EQ(state, rank == 5 ? "absent" : "started") << rank;
+  }
+  ExpectPendingOlderThanTimeout(job, dumps);
+}
+INSTANTIATE_TEST_SUITE_P(Grids, ShapeTest,
+                         ::testing::Values(std::make_tuple(1, 1, 8), std::make_tuple(1, 8, 1),
+                                           std::make_tuple(8, 1, 1), std::make_tuple(2, 3, 2)));
+
 TEST(JobSimulatorTest, FiveHundredTwelveRanksCulpritDeepInThePipeline) {
   JobSimulatorOptions o;
   o.tensor_parallel = 4;
