@@ -239,7 +239,9 @@ TEST(JobSimulatorTest, CoalescedGradientSyncAndUnevenAllToAll) {
       out += entries[0]->output_sizes[0][0];
       uneven += entries[0]->input_sizes != entries[0]->output_sizes;
     }
-    if (members.size() == 2) EXPECT_EQ(in, out);
+    if (members.size() == 2) {
+      EXPECT_EQ(in, out);
+    }
   }
   EXPECT_GT(uneven, 0);
 }
@@ -284,8 +286,12 @@ TEST(JobSimulatorTest, SendsAndRecvsPairUpPerChannelInOrder) {
       for (size_t i = 0; i < n; ++i) {
         EXPECT_EQ(ch.sends[i]->input_sizes, ch.recvs[i]->input_sizes);
         // A side completes only once both sides started (a batch completes with its last op).
-        if (ch.sends[i]->state == "completed") EXPECT_NE(ch.recvs[i]->state, "scheduled");
-        if (ch.recvs[i]->state == "completed") EXPECT_NE(ch.sends[i]->state, "scheduled");
+        if (ch.sends[i]->state == "completed") {
+          EXPECT_NE(ch.recvs[i]->state, "scheduled");
+        }
+        if (ch.recvs[i]->state == "completed") {
+          EXPECT_NE(ch.sends[i]->state, "scheduled");
+        }
       }
     }
   }

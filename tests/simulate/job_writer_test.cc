@@ -2,6 +2,7 @@
 // recognisable by their magic bytes, and a decode round trip of what was written.
 #include "fr/simulate/job_writer.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -141,6 +142,11 @@ TEST_P(JobWriterCombinationTest, WritesEverySurvivingRankDecodably) {
       case DumpCompression::kNone:
         break;
     }
+    // The file looks written at the dump time, on the rank's host clock.
+    struct stat st;
+    ASSERT_EQ(stat((dir.path() / DumpFileName(job, r, o)).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mtim.tv_sec * 1'000'000'000 + st.st_mtim.tv_nsec,
+              job.ground_truth().dump_time_ns + job.HostClockSkewNs(r));
     std::string plain = Decompress(bytes, compression);
     // Byte-identical to the writer's output for the same spec.
     DumpSpec spec = *job.RankDump(r);

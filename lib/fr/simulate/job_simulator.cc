@@ -1285,6 +1285,10 @@ bool SimulatedJob::HasDump(int64_t rank) const {
   return rank >= 0 && rank < state_->world && !state_->ranks[rank].crashed;
 }
 
+int64_t SimulatedJob::HostClockSkewNs(int64_t rank) const {
+  return rank >= 0 && rank < state_->world ? state_->ranks[rank].skew_ns : 0;
+}
+
 int64_t SimulatedJob::EntriesRecorded(int64_t rank) const {
   return rank >= 0 && rank < state_->world ? state_->ranks[rank].records : 0;
 }

@@ -181,6 +181,10 @@ class SimulatedJob {
   // The group of kind `kind` that `rank` belongs to (world for kWorld).
   GroupTruth GroupOf(int64_t rank, GroupKind kind) const;
 
+  // How far `rank`'s host clock is off the true (simulated) time; timestamps in its dump include
+  // it.
+  int64_t HostClockSkewNs(int64_t rank) const;
+
   // False for a rank that left no dump (crashed).
   bool HasDump(int64_t rank) const;
   // The dump `rank` wrote, built on demand from the simulation's compact state (thread-safe; each

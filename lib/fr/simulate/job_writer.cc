@@ -1,5 +1,7 @@
 #include "fr/simulate/job_writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -100,6 +102,14 @@ absl::Status WriteRank(const SimulatedJob& job, int64_t rank, const std::string&
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out) return absl::UnavailableError(fmt::format("{}: cannot write", path));
+  if (options.set_mtime_to_dump_time) {
+    const int64_t t = job.ground_truth().dump_time_ns + job.HostClockSkewNs(rank);
+    const timespec times[2] = {{t / 1'000'000'000, t % 1'000'000'000},
+                               {t / 1'000'000'000, t % 1'000'000'000}};
+    if (utimensat(AT_FDCWD, path.c_str(), times, 0) != 0) {
+      return absl::UnavailableError(fmt::format("{}: cannot set modification time", path));
+    }
+  }
   stats->bytes_written += bytes.size();
   stats->files += 1;
   return absl::OkStatus();

@@ -41,6 +41,9 @@ struct JobWriteOptions {
   std::optional<std::string> version;
   int zstd_level = 3;
   int gzip_level = 6;
+  // Set each file's modification time to the dump time (GroundTruth::dump_time_ns on the rank's
+  // host clock), as if the rank had written it then; false leaves the time of writing.
+  bool set_mtime_to_dump_time = true;
   // Ranks serialised in parallel; 0: the machine's hardware threads.
   int threads = 0;
 };
