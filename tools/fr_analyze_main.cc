@@ -1,13 +1,15 @@
 // fr-analyze: the command line.
 //
-//   fr-analyze DIR                      what was loaded (= fr-analyze analyze DIR)
-//   fr-analyze analyze DIR [--format text|json] [-o FILE] [-p PREFIX | --rank-pattern RE]
-//                          [-j N]
+//   fr-analyze DIR                      the verdict (= fr-analyze analyze DIR)
+//   fr-analyze analyze DIR [--format text|json|proto] [-o FILE] [-p PREFIX | --rank-pattern RE]
+//                          [--pg-filter NAME] [-j N] [--dump-time NS]
+//   fr-analyze load DIR [--format text|json]   what was loaded
+//   fr-analyze entries DIR [--ranks 0,5] [--pg-filter NAME]   ranks side by side by group and seq
 //   fr-analyze dump FILE [--format json]   one decoded dump, as Python's pickle.load sees it
 //   fr-analyze example DIR [--world-size N] [--entries N] [--stuck-rank R] [--dump-version V]
 //
-// Exit status: 0 success, 1 a failure verdict (once the analysis stage lands), 2 usage errors or
-// nothing readable. Output on stdout; errors on stderr.
+// Exit status: 0 no failure found, 1 a failure verdict, 2 usage errors or nothing readable.
+// Output on stdout; errors on stderr.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,7 +23,11 @@
 #include "fr/decode/pickle_decoder.h"
 #include "fr/load/load.h"
 #include "fr/read/input_file.h"
+#include "fr/index/job_index.h"
+#include "fr/report/entries_view.h"
 #include "fr/report/load_summary.h"
+#include "fr/report/report_format.h"
+#include "fr/verdict/analyze.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
 
@@ -29,17 +35,26 @@ namespace fr {
 namespace {
 
 constexpr int kExitOk = 0;
+constexpr int kExitFailureFound = 1;
 constexpr int kExitUsage = 2;
 
 constexpr std::string_view kUsage = R"(usage:
-  fr-analyze DIR                       summarize the flight-recorder dumps under DIR
+  fr-analyze DIR                       which rank broke the job, and why
   fr-analyze analyze DIR [options]     the same, with options:
-      --format text|json               output format (default text)
+      --format text|json|proto         output format (default text)
       -o, --output FILE                write the report to FILE instead of stdout
       -p, --prefix PREFIX              dump files are named PREFIX<rank>
       --rank-pattern REGEX             regex with one group capturing the rank, matched
                                        against the path relative to DIR
+      --pg-filter NAME[,NAME]          report only these process groups (name or desc)
+      --dump-time NS                   when the dumps were taken (ns since the epoch);
+                                       default: the files' modification times
+      --allow-incomplete-ranks         accepted for torchfrtrace compatibility (always on)
       -j, --jobs N                     threads for reading and decoding (default: all cores)
+  fr-analyze load DIR [--format text|json]
+                                       what was loaded: ranks, versions, groups, bad files
+  fr-analyze entries DIR [--ranks R[,R]] [--pg-filter NAME] [--last N]
+                                       ranks side by side, aligned by group and seq
   fr-analyze dump FILE [--format json] print one decoded dump as JSON (what pickle.load gives)
   fr-analyze example DIR [options]     write the dumps of a small simulated job into DIR
       --world-size N                   ranks (default 8)
@@ -112,15 +127,50 @@ int WriteOutput(const std::string& text, const std::string& output) {
   return kExitOk;
 }
 
-int RunAnalyze(Args& args) {
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
+enum class Mode { kAnalyze, kLoad, kEntries };
+
+int RunAnalyze(Args& args, Mode mode) {
   std::string path;
   std::string format = "text";
   std::string output;
   LoadOptions options;
+  AnalyzeOptions analyze;
+  EntriesViewOptions entries;
   while (!args.empty()) {
     bool missing = false;
-    if (auto v = args.Flag({"--format"}, &missing)) {
+    int64_t number = 0;
+    if (args.Peek() == "--allow-incomplete-ranks") {
+      args.Next();  // incomplete jobs are always analysed; missing ranks become evidence
+    } else if (auto v = args.Flag({"--format"}, &missing)) {
       format = *v;
+    } else if (auto v = args.Flag({"--pg-filter", "--pg-filters"}, &missing)) {
+      for (const std::string& name : SplitList(*v)) {
+        analyze.pg_filter.push_back(name);
+        entries.pg_filter.push_back(name);
+      }
+    } else if (auto v = args.Flag({"--ranks", "--selected-ranks"}, &missing)) {
+      for (const std::string& item : SplitList(*v)) {
+        if (!ParseInt(item, &number)) return UsageError("--ranks needs numbers");
+        entries.ranks.push_back(number);
+      }
+    } else if (auto v = args.Flag({"--last"}, &missing)) {
+      if (!ParseInt(*v, &number) || number < 1) return UsageError("--last needs a number");
+      entries.last_seqs = static_cast<int>(number);
+    } else if (auto v = args.Flag({"--dump-time"}, &missing)) {
+      if (!ParseInt(*v, &number)) return UsageError("--dump-time needs nanoseconds");
+      analyze.dump_time_ns = number;
     } else if (auto v = args.Flag({"-o", "--output"}, &missing)) {
       output = *v;
     } else if (auto v = args.Flag({"-p", "--prefix"}, &missing)) {
@@ -141,24 +191,50 @@ int RunAnalyze(Args& args) {
       return UsageError(fmt::format("unexpected argument {}", args.Peek()));
     }
   }
-  if (path.empty()) return UsageError("analyze needs a directory of dumps");
-  if (format != "text" && format != "json") {
-    return UsageError(fmt::format("unknown format {} (text or json)", format));
+  if (path.empty()) return UsageError("a directory of dumps is needed");
+  bool proto_ok = mode == Mode::kAnalyze;
+  if (format != "text" && format != "json" && !(proto_ok && format == "proto")) {
+    return UsageError(fmt::format("unknown format {}", format));
   }
   absl::StatusOr<LoadedTrace> trace = LoadTrace(path, options);
   if (!trace.ok()) {
     std::fprintf(stderr, "fr-analyze: %s\n", std::string(trace.status().message()).c_str());
     return kExitUsage;
   }
-  std::string text =
-      format == "json" ? FormatLoadSummaryJson(*trace, path) : FormatLoadSummaryText(*trace, path);
-  int status = WriteOutput(text, output);
-  if (status != kExitOk) return status;
   if (trace->ranks.empty()) {
+    if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output);
     std::fprintf(stderr, "fr-analyze: no readable flight-recorder dump under %s\n", path.c_str());
+    for (const RejectedFile& file : trace->rejected) {
+      std::fprintf(stderr, "  %s\n", file.error.c_str());
+    }
     return kExitUsage;
   }
-  return kExitOk;
+  if (mode == Mode::kLoad) {
+    return WriteOutput(format == "json" ? FormatLoadSummaryJson(*trace, path)
+                                        : FormatLoadSummaryText(*trace, path),
+                       output);
+  }
+  if (mode == Mode::kEntries) {
+    return WriteOutput(FormatEntriesView(*trace, BuildJobIndex(*trace), entries), output);
+  }
+  analyze.source = path;
+  report::Report report = Analyze(*trace, analyze);
+  std::string text;
+  if (format == "json") {
+    absl::StatusOr<std::string> json = FormatReportJson(report);
+    if (!json.ok()) {
+      std::fprintf(stderr, "fr-analyze: %s\n", std::string(json.status().message()).c_str());
+      return kExitUsage;
+    }
+    text = *json + "\n";
+  } else if (format == "proto") {
+    text = FormatReportProto(report);
+  } else {
+    text = FormatReportText(report);
+  }
+  int status = WriteOutput(text, output);
+  if (status != kExitOk) return status;
+  return IsFailure(report) ? kExitFailureFound : kExitOk;
 }
 
 int RunDump(Args& args) {
@@ -253,8 +329,16 @@ int Main(int argc, char** argv) {
     args.Next();
     return RunExample(args);
   }
-  if (first == "analyze" || first == "load") args.Next();
-  return RunAnalyze(args);
+  if (first == "load") {
+    args.Next();
+    return RunAnalyze(args, Mode::kLoad);
+  }
+  if (first == "entries") {
+    args.Next();
+    return RunAnalyze(args, Mode::kEntries);
+  }
+  if (first == "analyze") args.Next();
+  return RunAnalyze(args, Mode::kAnalyze);
 }
 
 }  // namespace

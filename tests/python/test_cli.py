@@ -19,7 +19,7 @@ def test_summary_names_ranks_groups_and_rejected_files(cli, example_job, tmp_pat
     (job / "nccl_trace_rank_2").write_bytes(data[: len(data) // 3])
     (job / "nccl_trace_rank_0.pipe").write_bytes(b"")
 
-    result = run(cli, job, "--format", "json")
+    result = run(cli, "load", job, "--format", "json")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["ranks_loaded"] == [0, 1, 3, 4, 6, 7]
@@ -31,16 +31,62 @@ def test_summary_names_ranks_groups_and_rejected_files(cli, example_job, tmp_pat
     world = [g for g in summary["process_groups"] if g["desc"] == "default_pg"]
     assert len(world) == 1 and world[0]["ranks"] == list(range(8))
 
-    text = run(cli, job)
+    text = run(cli, "load", job)
     assert text.returncode == 0
     assert "ranks missing:  5" in text.stdout
     assert "nccl_trace_rank_2" in text.stdout
 
 
 def test_output_is_deterministic(cli, example_job):
-    first = run(cli, "analyze", example_job, "--jobs", "1").stdout
-    second = run(cli, "analyze", example_job, "--jobs", "2").stdout
-    assert first == second and first
+    for fmt in ("text", "json", "proto"):
+        first = run(cli, "analyze", example_job, "--jobs", "1", "--format", fmt, "-o", "/dev/stdout")
+        second = run(cli, "analyze", example_job, "--jobs", "2", "--format", fmt, "-o", "/dev/stdout")
+        assert first.stdout == second.stdout and first.stdout
+
+
+def test_analyze_names_the_hung_rank_and_exits_1(cli, example_job):
+    result = run(cli, example_job, "--format", "json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["schema_version"] == 1
+    verdict = report["verdict"]
+    assert verdict["failure_class"] == "missing_participant"
+    assert verdict["culprit_ranks"] == [5]
+    assert verdict["process_group"]["desc"] == "DP"
+    assert 5 in verdict["process_group"]["ranks"]
+    assert verdict["op"] == "all_reduce"
+    assert verdict["next_actions"]
+    assert report["inputs"]["ranks_missing"] == []
+    roles = {r["rank"]: r["role"] for r in report["ranks"]}
+    assert roles[5] == "culprit"
+    assert {r for r, role in roles.items() if role == "victim"} == {1, 3, 7}
+
+    text = run(cli, example_job)
+    assert text.returncode == 1
+    assert text.stdout.startswith("fr-analyze: missing_participant")
+    assert "culprits: 5" in text.stdout
+
+
+def test_healthy_job_gives_none_and_exit_0(cli, tmp_path):
+    job = tmp_path / "healthy"
+    subprocess.run([cli, "example", str(job), "--stuck-rank", "-1"], check=True,
+                   capture_output=True)
+    result = run(cli, job, "--format", "json")
+    assert result.returncode == 0, result.stdout
+    report = json.loads(result.stdout)
+    assert report["verdict"]["failure_class"] == "none"
+    assert report["verdict"]["culprit_ranks"] == []
+
+
+def test_entries_aligns_ranks_by_group_and_seq(cli, example_job):
+    result = run(cli, "entries", example_job, "--pg-filter", "DP", "--ranks", "1,5")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = [l for l in lines if l.startswith("seq")]
+    assert header and "rank 1" in header[-1] and "rank 5" in header[-1]
+    # The DP group of rank 5: at the last seq rank 1 waits while rank 5 never issued it.
+    group_lines = [l for l in lines if "rank 5" not in l and l.startswith("#")]
+    assert any("all_reduce sched" in l and l.rstrip().endswith("-") for l in group_lines)
 
 
 def test_dump_prints_what_pickle_load_returns(cli, example_job):

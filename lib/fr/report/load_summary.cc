@@ -66,20 +66,6 @@ std::string JsonIntList(const std::vector<int64_t>& values) {
 
 }  // namespace
 
-std::string FormatRankSet(std::vector<int64_t> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::string JsonEscape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 2);

@@ -11,12 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "fr/base/rank_set.h"
 #include "fr/load/load.h"
 
 namespace fr {
-
-// "0-3,5,7-9": ascending, duplicates ignored.
-std::string FormatRankSet(std::vector<int64_t> ranks);
 
 // Deterministic: the same trace gives the same bytes (no timings, which vary run to run).
 std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& source);

@@ -1,0 +1,670 @@
+#include "fr/match/matcher.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+
+namespace fr {
+namespace {
+
+constexpr int64_t kDefaultTimeoutMs = 600000;
+
+uint64_t Mix(uint64_t hash, uint64_t value) {
+  hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
+  return hash * 0xff51afd7ed558ccdULL;
+}
+
+uint64_t HashString(std::string_view text) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+  return hash;
+}
+
+int64_t Numel(std::span<const int64_t> flat_shapes) {
+  // flat: [n_shapes, rank_0, dims_0..., rank_1, dims_1...]; total elements over all tensors.
+  if (flat_shapes.empty()) return 0;
+  int64_t total = 0;
+  size_t at = 1;
+  for (int64_t i = 0; i < flat_shapes[0] && at < flat_shapes.size(); ++i) {
+    int64_t rank = flat_shapes[at++];
+    int64_t numel = 1;
+    for (int64_t d = 0; d < rank && at < flat_shapes.size(); ++d) numel *= flat_shapes[at++];
+    total += numel;
+  }
+  return total;
+}
+
+uint64_t HashShapes(std::span<const int64_t> flat_shapes) {
+  uint64_t hash = 0x51ed27;
+  for (int64_t v : flat_shapes) hash = Mix(hash, static_cast<uint64_t>(v));
+  return hash;
+}
+
+// What must agree across members for one collective, hashed per attribute so that the first
+// differing attribute names the failure class.
+struct Signature {
+  uint64_t op = 0;
+  uint64_t dtype = 0;
+  uint64_t size = 0;
+  bool operator==(const Signature&) const = default;
+};
+
+// Shapes that must be equal on every member, by op family: all_gather sends equal inputs,
+// reduce_scatter receives equal outputs, all_to_all may be uneven (only totals agree, checked
+// separately).
+std::span<const int64_t> ComparableShapes(const RankDump& dump, const Entry& entry) {
+  switch (entry.op) {
+    case OpKind::kReduceScatter:
+    case OpKind::kScatter:
+      return dump.ShapeList(entry.output_sizes);
+    case OpKind::kAllToAll:
+    case OpKind::kCoalesced:
+      return {};
+    default:
+      return dump.ShapeList(entry.input_sizes);
+  }
+}
+
+Signature Sign(const RankDump& dump, const CollectiveUnit& unit) {
+  Signature sig;
+  for (uint32_t i = unit.first_entry; i < unit.first_entry + unit.entry_count; ++i) {
+    const Entry& entry = dump.entries[i];
+    if (entry.group != dump.entries[unit.first_entry].group) continue;
+    sig.op = Mix(sig.op, static_cast<uint64_t>(entry.op));
+    for (StringId dtype : dump.DtypeList(entry.input_dtypes)) {
+      sig.dtype = Mix(sig.dtype, HashString(dump.strings.view(dtype)));
+    }
+    for (StringId dtype : dump.DtypeList(entry.output_dtypes)) {
+      sig.dtype = Mix(sig.dtype, HashString(dump.strings.view(dtype)) ^ 0x5bd1e995);
+    }
+    sig.size = Mix(sig.size, HashShapes(ComparableShapes(dump, entry)));
+  }
+  return sig;
+}
+
+std::string DescribeUnit(const RankDump& dump, const CollectiveUnit& unit) {
+  std::vector<std::string> parts;
+  for (uint32_t i = unit.first_entry; i < unit.first_entry + unit.entry_count; ++i) {
+    const Entry& entry = dump.entries[i];
+    std::vector<std::string> dtypes;
+    for (StringId d : dump.DtypeList(entry.input_dtypes)) dtypes.emplace_back(dump.strings.view(d));
+    parts.push_back(fmt::format("{} in {} out {} {}", dump.strings.view(entry.op_name),
+                                dump.Shapes(entry.input_sizes), dump.Shapes(entry.output_sizes),
+                                fmt::join(dtypes, ",")));
+  }
+  return fmt::format("{}", fmt::join(parts, " + "));
+}
+
+// A rule one rank can break alone: an all_reduce whose output differs from its input, an
+// all_gather whose output is not group-size times its input, and the reverse for reduce_scatter.
+bool BreaksOwnSizeRule(const RankDump& dump, const CollectiveUnit& unit, int64_t group_size) {
+  for (uint32_t i = unit.first_entry; i < unit.first_entry + unit.entry_count; ++i) {
+    const Entry& entry = dump.entries[i];
+    std::span<const int64_t> in = dump.ShapeList(entry.input_sizes);
+    std::span<const int64_t> out = dump.ShapeList(entry.output_sizes);
+    if (in.empty() || out.empty()) continue;
+    int64_t in_numel = Numel(in), out_numel = Numel(out);
+    switch (entry.op) {
+      case OpKind::kAllReduce:
+        if (in_numel != out_numel) return true;
+        break;
+      case OpKind::kAllGather:
+        if (out_numel != in_numel * group_size) return true;
+        break;
+      case OpKind::kReduceScatter:
+        if (in_numel != out_numel * group_size) return true;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+std::vector<int64_t> Sorted(std::vector<int64_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+class GroupMatcher {
+ public:
+  GroupMatcher(const LoadedTrace& trace, const JobGroup& group, uint32_t group_index,
+               const MatchOptions& options, MatchResult* result)
+      : trace_(trace),
+        group_(group),
+        group_index_(group_index),
+        options_(options),
+        result_(*result),
+        match_(result->groups[group_index]) {}
+
+  void Run() {
+    timing_known_ = TimingKnown();
+    CompareIssuedCollectives();
+    FindBlockedHeads();
+    DescribeMemberStates();
+  }
+
+ private:
+  const RankDump* DumpOf(const GroupMember& member) const {
+    return member.dump < 0 ? nullptr : &trace_.ranks[member.dump];
+  }
+
+  bool TimingKnown() const {
+    for (const GroupMember& member : group_.members) {
+      const RankDump* dump = DumpOf(member);
+      if (dump == nullptr) continue;
+      const ProcessGroup& local = dump->groups[member.local_group];
+      if (local.has_status && local.status.last_started_collective >= 0) return true;
+      for (const CollectiveUnit& unit : member.units) {
+        if (unit.state == EntryState::kStarted) return true;
+        if (dump->entries[unit.first_entry].time_discovered_started_ns != kUnknown) return true;
+      }
+    }
+    return false;
+  }
+
+  // Walks every seq that all loaded members' buffers still cover, comparing what they issued.
+  void CompareIssuedCollectives() {
+    int64_t lo = kUnknown, hi = kUnknown;
+    for (const GroupMember& member : group_.members) {
+      if (member.units.empty()) continue;
+      lo = std::max(lo, member.first_seq_in_buffer);
+      hi = std::max(hi, member.units.back().seq);
+    }
+    match_.window_first = lo;
+    match_.window_last = hi;
+    for (const GroupMember& member : group_.members) {
+      match_.window_last = std::max(match_.window_last, member.last_enqueued);
+    }
+    if (lo == kUnknown) return;
+    std::vector<size_t> cursor(group_.members.size(), 0);
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      const auto& units = group_.members[m].units;
+      cursor[m] = std::lower_bound(units.begin(), units.end(), lo,
+                                   [](const CollectiveUnit& u, int64_t s) { return u.seq < s; }) -
+                  units.begin();
+    }
+    std::vector<std::pair<size_t, const CollectiveUnit*>> issued;
+    while (true) {
+      int64_t seq = kUnknown;
+      for (size_t m = 0; m < cursor.size(); ++m) {
+        const auto& units = group_.members[m].units;
+        if (cursor[m] < units.size() && (seq == kUnknown || units[cursor[m]].seq < seq)) {
+          seq = units[cursor[m]].seq;
+        }
+      }
+      if (seq == kUnknown) break;
+      issued.clear();
+      for (size_t m = 0; m < cursor.size(); ++m) {
+        const auto& units = group_.members[m].units;
+        if (cursor[m] < units.size() && units[cursor[m]].seq == seq) {
+          issued.emplace_back(m, &units[cursor[m]]);
+          ++cursor[m];
+        }
+      }
+      ++result_.collectives_checked;
+      if (CompareAtSeq(seq, issued)) ++match_.collectives_matched;
+    }
+  }
+
+  // Returns true when every member that issued `seq` agrees.
+  bool CompareAtSeq(int64_t seq, const std::vector<std::pair<size_t, const CollectiveUnit*>>& issued) {
+    const int64_t group_size = static_cast<int64_t>(group_.members.size());
+    bool agree = true;
+    for (const auto& [m, unit] : issued) {
+      const RankDump& dump = *DumpOf(group_.members[m]);
+      if (group_.ranks_known && BreaksOwnSizeRule(dump, *unit, group_size)) {
+        Mismatch mismatch;
+        mismatch.group = group_index_;
+        mismatch.seq = seq;
+        mismatch.kind = MismatchKind::kSize;
+        mismatch.minority = {group_.members[m].rank};
+        mismatch.completed = unit->state == EntryState::kCompleted;
+        mismatch.evidence.push_back(fmt::format(
+            "rank {}: {} (output does not fit the input for a group of {})",
+            group_.members[m].rank, DescribeUnit(dump, *unit), group_size));
+        NoteDivergence(seq);
+        result_.mismatches.push_back(std::move(mismatch));
+        agree = false;
+      }
+    }
+    if (issued.size() < 2) return agree;
+    // The common case: everyone agrees with the first member.
+    std::vector<Signature> signatures;
+    signatures.reserve(issued.size());
+    bool all_equal = true;
+    for (const auto& [m, unit] : issued) {
+      signatures.push_back(Sign(*DumpOf(group_.members[m]), *unit));
+      all_equal &= signatures.back() == signatures.front();
+    }
+    if (all_equal) return agree;
+    ReportMismatch(seq, issued, signatures);
+    return false;
+  }
+
+  // Splits the members that issued `seq` by the first attribute on which they differ and blames
+  // the minority. Returns the minority ranks.
+  std::vector<int64_t> ReportMismatch(
+      int64_t seq, const std::vector<std::pair<size_t, const CollectiveUnit*>>& issued,
+      const std::vector<Signature>& signatures) {
+    MismatchKind kind = MismatchKind::kSize;
+    auto key = [&](const Signature& s) { return s.size; };
+    bool op_differs = false, dtype_differs = false;
+    for (const Signature& s : signatures) {
+      op_differs |= s.op != signatures.front().op;
+      dtype_differs |= s.dtype != signatures.front().dtype;
+    }
+    std::function<uint64_t(const Signature&)> attribute = key;
+    if (op_differs) {
+      kind = MismatchKind::kOp;
+      attribute = [](const Signature& s) { return s.op; };
+    } else if (dtype_differs) {
+      kind = MismatchKind::kDtype;
+      attribute = [](const Signature& s) { return s.dtype; };
+    }
+    absl::flat_hash_map<uint64_t, int64_t> count;
+    for (const Signature& s : signatures) ++count[attribute(s)];
+    uint64_t majority_value = 0;
+    int64_t best = -1;
+    bool tie = false;
+    // Ties go to the class of the lowest-ranked member, so the choice is deterministic.
+    for (size_t i = 0; i < signatures.size(); ++i) {
+      int64_t c = count[attribute(signatures[i])];
+      if (c > best) {
+        best = c;
+        majority_value = attribute(signatures[i]);
+        tie = false;
+      } else if (c == best && attribute(signatures[i]) != majority_value) {
+        tie = true;
+      }
+    }
+    Mismatch mismatch;
+    mismatch.group = group_index_;
+    mismatch.seq = seq;
+    mismatch.kind = kind;
+    mismatch.tie = tie;
+    mismatch.completed = true;
+    absl::flat_hash_map<uint64_t, bool> described;
+    for (size_t i = 0; i < issued.size(); ++i) {
+      const auto& [m, unit] = issued[i];
+      int64_t rank = group_.members[m].rank;
+      bool minority = attribute(signatures[i]) != majority_value;
+      (minority ? mismatch.minority : mismatch.majority).push_back(rank);
+      mismatch.completed &= unit->state == EntryState::kCompleted;
+      if (!described[attribute(signatures[i])]) {
+        described[attribute(signatures[i])] = true;
+        mismatch.evidence.push_back(fmt::format("rank {}{}: {}", rank,
+                                                minority ? "" : " (and the majority)",
+                                                DescribeUnit(*DumpOf(group_.members[m]), *unit)));
+      }
+    }
+    NoteDivergence(seq);
+    std::vector<int64_t> minority = mismatch.minority;
+    result_.mismatches.push_back(std::move(mismatch));
+    return minority;
+  }
+
+  void NoteDivergence(int64_t seq) {
+    if (match_.first_divergence == kUnknown || seq < match_.first_divergence) {
+      match_.first_divergence = seq;
+    }
+  }
+
+  // What member `x` has done about collective `seq`.
+  enum class Progress { kMissing, kNotIssued, kScheduled, kStarted, kCompleted };
+
+  Progress ProgressAt(const GroupMember& member, int64_t seq, const CollectiveUnit** unit) const {
+    *unit = nullptr;
+    if (member.dump < 0) return Progress::kMissing;
+    if (member.last_enqueued == kUnknown || member.last_enqueued < seq) return Progress::kNotIssued;
+    auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                               [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+    if (it != member.units.end() && it->seq == seq) {
+      *unit = &*it;
+      switch (it->state) {
+        case EntryState::kCompleted:
+          return Progress::kCompleted;
+        case EntryState::kStarted:
+          return Progress::kStarted;
+        default:
+          return Progress::kScheduled;
+      }
+    }
+    // Rolled out of the ring buffer: pg_status still knows.
+    if (member.last_completed >= seq) return Progress::kCompleted;
+    if (member.last_started >= seq) return Progress::kStarted;
+    return Progress::kScheduled;
+  }
+
+  int64_t DumpTimeOf(const RankDump& dump) const {
+    if (options_.dump_time_ns != kUnknown) return options_.dump_time_ns;
+    return dump.file_mtime_ns;
+  }
+
+  // An op younger than its timeout at dump time is in flight, not stuck.
+  bool IsStuck(const RankDump& dump, const Entry& entry) const {
+    int64_t dump_time = DumpTimeOf(dump);
+    if (dump_time == kUnknown || entry.time_created_ns == kUnknown) return true;
+    int64_t timeout_ms = entry.timeout_ms > 0 ? entry.timeout_ms : kDefaultTimeoutMs;
+    return dump_time - entry.time_created_ns >= timeout_ms * 1'000'000;
+  }
+
+  // Each member's stream head in this group: its oldest op that did not complete. Heads of the
+  // same collective seq are judged together; p2p heads per op.
+  void FindBlockedHeads() {
+    std::map<int64_t, std::vector<size_t>> collective_heads;  // seq -> waiting members
+    std::vector<std::pair<size_t, uint32_t>> p2p_heads;       // (member, entry)
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      const GroupMember& member = group_.members[m];
+      const RankDump* dump = DumpOf(member);
+      if (dump == nullptr) continue;
+      const CollectiveUnit* coll = nullptr;
+      for (const CollectiveUnit& unit : member.units) {
+        if (unit.state != EntryState::kCompleted) {
+          coll = &unit;
+          break;
+        }
+      }
+      int64_t p2p = -1;
+      for (uint32_t e : member.p2p_entries) {
+        if (dump->entries[e].state != EntryState::kCompleted) {
+          p2p = e;
+          break;
+        }
+      }
+      bool coll_first = coll != nullptr && (p2p < 0 || coll->first_entry < p2p);
+      if (coll_first) {
+        if (!IsStuck(*dump, dump->entries[coll->first_entry])) {
+          ++result_.in_flight_ops;
+          continue;
+        }
+        collective_heads[coll->seq].push_back(m);
+      } else if (p2p >= 0) {
+        if (!IsStuck(*dump, dump->entries[p2p])) {
+          ++result_.in_flight_ops;
+          continue;
+        }
+        // A batch (batch_isend_irecv) shares one p2p_seq_id: all its pending ops are the head.
+        int64_t batch = dump->entries[p2p].p2p_seq_id;
+        for (uint32_t e : member.p2p_entries) {
+          const Entry& entry = dump->entries[e];
+          if (e < static_cast<uint32_t>(p2p) || entry.state == EntryState::kCompleted) continue;
+          if (e != static_cast<uint32_t>(p2p) && (batch == kUnknown || entry.p2p_seq_id != batch)) {
+            break;
+          }
+          p2p_heads.emplace_back(m, e);
+        }
+      }
+    }
+    for (const auto& [seq, waiters] : collective_heads) JudgeCollectiveHead(seq, waiters);
+    if (!p2p_heads.empty()) JudgeP2pHeads(p2p_heads);
+  }
+
+  void AddBlock(bool is_p2p, int64_t seq, std::string op, std::vector<int64_t> waiters,
+                std::vector<int64_t> blockers, std::string reason, int64_t time_created_ns) {
+    if (waiters.empty() || blockers.empty()) return;
+    Block block;
+    block.group = group_index_;
+    block.is_p2p = is_p2p;
+    block.seq = seq;
+    block.op = std::move(op);
+    block.waiters = Sorted(std::move(waiters));
+    block.blockers = Sorted(std::move(blockers));
+    block.reason = std::move(reason);
+    block.time_created_ns = time_created_ns;
+    result_.blocks.push_back(std::move(block));
+  }
+
+  void JudgeCollectiveHead(int64_t seq, const std::vector<size_t>& waiting) {
+    NoteDivergence(seq);
+    const GroupMember& first = group_.members[waiting.front()];
+    const RankDump& first_dump = *DumpOf(first);
+    const CollectiveUnit* head_unit = nullptr;
+    ProgressAt(first, seq, &head_unit);
+    const Entry& head_entry = first_dump.entries[head_unit->first_entry];
+    std::string op(first_dump.strings.view(head_entry.op_name));
+    int64_t created = head_unit->time_created_ns;
+
+    std::vector<int64_t> missing, not_issued, not_started;
+    std::vector<std::pair<size_t, const CollectiveUnit*>> issued;
+    bool any_started = false;
+    bool all_started = true;
+    bool any_completed = false;
+    for (size_t m = 0; m < group_.members.size(); ++m) {
+      const GroupMember& member = group_.members[m];
+      const CollectiveUnit* unit = nullptr;
+      Progress progress = ProgressAt(member, seq, &unit);
+      switch (progress) {
+        case Progress::kMissing:
+          missing.push_back(member.rank);
+          all_started = false;
+          break;
+        case Progress::kNotIssued:
+          not_issued.push_back(member.rank);
+          all_started = false;
+          break;
+        case Progress::kScheduled:
+          not_started.push_back(member.rank);
+          all_started = false;
+          break;
+        case Progress::kStarted:
+          any_started = true;
+          break;
+        case Progress::kCompleted:
+          any_started = true;
+          any_completed = true;
+          break;
+      }
+      if (unit != nullptr) issued.emplace_back(m, unit);
+    }
+    std::vector<int64_t> waiters;
+    for (size_t m : waiting) waiters.push_back(group_.members[m].rank);
+
+    // Members that issued something else at this seq block the rest.
+    std::vector<int64_t> mismatched;
+    MismatchKind mismatch_kind = MismatchKind::kOp;
+    if (issued.size() >= 2) {
+      std::vector<Signature> signatures;
+      bool all_equal = true;
+      for (const auto& [m, unit] : issued) {
+        signatures.push_back(Sign(*DumpOf(group_.members[m]), *unit));
+        all_equal &= signatures.back() == signatures.front();
+      }
+      if (!all_equal) {
+        for (const Mismatch& mismatch : result_.mismatches) {
+          if (mismatch.group == group_index_ && mismatch.seq == seq && !mismatch.minority.empty() &&
+              !mismatch.majority.empty()) {
+            mismatched = mismatch.minority;
+            mismatch_kind = mismatch.kind;
+          }
+        }
+      }
+    }
+    if (!mismatched.empty()) {
+      std::vector<int64_t> majority_waiters;
+      for (int64_t w : waiters) {
+        if (!std::binary_search(mismatched.begin(), mismatched.end(), w)) {
+          majority_waiters.push_back(w);
+        }
+      }
+      AddBlock(false, seq, op, majority_waiters, mismatched,
+               std::string(MismatchKindName(mismatch_kind)), created);
+    }
+    AddBlock(false, seq, op, waiters, not_issued, "never issued", created);
+    AddBlock(false, seq, op, waiters, missing, "dump missing", created);
+    // Without timing every pending op reads "scheduled": only timing can show who did not start.
+    if (timing_known_ && any_started) {
+      std::vector<int64_t> started_waiters;
+      for (int64_t w : waiters) {
+        if (!std::binary_search(not_started.begin(), not_started.end(), w)) {
+          started_waiters.push_back(w);
+        }
+      }
+      AddBlock(false, seq, op, started_waiters, not_started, "issued but not started", created);
+    }
+    bool nobody_blocks = mismatched.empty() && not_issued.empty() && missing.empty() &&
+                         (!timing_known_ || !any_started || not_started.empty());
+    if (nobody_blocks && !any_completed) {
+      StuckOp stuck;
+      stuck.group = group_index_;
+      stuck.seq = seq;
+      stuck.op = op;
+      stuck.ranks = Sorted(waiters);
+      stuck.all_started = all_started;
+      stuck.timing_known = timing_known_;
+      stuck.time_created_ns = created;
+      result_.stuck.push_back(std::move(stuck));
+    }
+  }
+
+  // Send/recv heads: each must meet the partner op on its (src, dst) channel, in FIFO order.
+  void JudgeP2pHeads(const std::vector<std::pair<size_t, uint32_t>>& heads) {
+    // Pending sends and recvs per channel, in each side's order.
+    absl::flat_hash_map<int64_t, size_t> member_of_rank;
+    for (size_t m = 0; m < group_.members.size(); ++m) member_of_rank[group_.members[m].rank] = m;
+    auto pending_on_channel = [&](const GroupMember& member, OpKind kind, int64_t peer,
+                                  uint32_t up_to_entry, bool inclusive) {
+      const RankDump& dump = *DumpOf(member);
+      int64_t count = 0;
+      for (uint32_t e : member.p2p_entries) {
+        if (e > up_to_entry || (!inclusive && e == up_to_entry)) break;
+        const Entry& entry = dump.entries[e];
+        if (entry.op == kind && entry.peer_rank == peer && entry.state != EntryState::kCompleted) {
+          ++count;
+        }
+      }
+      return count;
+    };
+    for (const auto& [m, e] : heads) {
+      const GroupMember& member = group_.members[m];
+      const RankDump& dump = *DumpOf(member);
+      const Entry& entry = dump.entries[e];
+      ++result_.p2p_ops_checked;
+      std::string op(dump.strings.view(entry.op_name));
+      if (entry.peer_rank == kUnknown) continue;
+      auto peer_it = member_of_rank.find(entry.peer_rank);
+      if (peer_it == member_of_rank.end()) continue;
+      const GroupMember& peer = group_.members[peer_it->second];
+      if (peer.dump < 0) {
+        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, "dump missing",
+                 entry.time_created_ns);
+        continue;
+      }
+      // This op is the k-th pending one on its channel; the partner must have posted k as well.
+      OpKind partner_kind = entry.op == OpKind::kSend ? OpKind::kRecv : OpKind::kSend;
+      int64_t position = pending_on_channel(member, entry.op, entry.peer_rank, e, true);
+      int64_t partner_posted = pending_on_channel(
+          peer, partner_kind, member.rank, std::numeric_limits<uint32_t>::max(), true);
+      if (partner_posted < position) {
+        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank},
+                 entry.op == OpKind::kSend ? "no matching recv" : "no matching send",
+                 entry.time_created_ns);
+      } else if (entry.op == OpKind::kSend) {
+        // Both sides posted and neither completed: the transport (reported once, by the sender).
+        StuckOp stuck;
+        stuck.group = group_index_;
+        stuck.is_p2p = true;
+        stuck.seq = entry.p2p_seq_id;
+        stuck.op = op;
+        stuck.ranks = Sorted({member.rank, peer.rank});
+        stuck.timing_known = timing_known_;
+        stuck.all_started = entry.state == EntryState::kStarted;
+        stuck.time_created_ns = entry.time_created_ns;
+        result_.stuck.push_back(std::move(stuck));
+      }
+    }
+  }
+
+  // Where each member stands: at the lowest blocked seq when the group is blocked, otherwise at
+  // its last issued collective.
+  void DescribeMemberStates() {
+    int64_t focus = kUnknown;
+    for (const Block& block : result_.blocks) {
+      if (block.group == group_index_ && !block.is_p2p) {
+        focus = focus == kUnknown ? block.seq : std::min(focus, block.seq);
+      }
+    }
+    for (const StuckOp& stuck : result_.stuck) {
+      if (stuck.group == group_index_ && !stuck.is_p2p) {
+        focus = focus == kUnknown ? stuck.seq : std::min(focus, stuck.seq);
+      }
+    }
+    for (const GroupMember& member : group_.members) {
+      MemberState state;
+      state.rank = member.rank;
+      const RankDump* dump = DumpOf(member);
+      if (dump == nullptr) {
+        state.state = "dump missing";
+        match_.members.push_back(std::move(state));
+        continue;
+      }
+      int64_t seq = focus != kUnknown ? focus : member.last_enqueued;
+      const CollectiveUnit* unit = nullptr;
+      Progress progress = seq == kUnknown ? Progress::kNotIssued : ProgressAt(member, seq, &unit);
+      if (progress == Progress::kNotIssued) {
+        state.state = "not issued";
+        seq = member.last_enqueued;
+        ProgressAt(member, seq, &unit);
+      } else {
+        state.state = progress == Progress::kCompleted ? "completed"
+                      : progress == Progress::kStarted ? "started"
+                                                       : "scheduled";
+      }
+      state.seq = seq;
+      if (unit != nullptr) {
+        state.op = std::string(dump->strings.view(dump->entries[unit->first_entry].op_name));
+      }
+      match_.members.push_back(std::move(state));
+    }
+  }
+
+  const LoadedTrace& trace_;
+  const JobGroup& group_;
+  uint32_t group_index_;
+  const MatchOptions& options_;
+  MatchResult& result_;
+  GroupMatch& match_;
+  bool timing_known_ = false;
+};
+
+}  // namespace
+
+std::string_view MismatchKindName(MismatchKind kind) {
+  switch (kind) {
+    case MismatchKind::kOp:
+      return "op_mismatch";
+    case MismatchKind::kDtype:
+      return "dtype_mismatch";
+    case MismatchKind::kSize:
+      return "size_mismatch";
+  }
+  return "op_mismatch";
+}
+
+MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, const MatchOptions& options) {
+  MatchResult result;
+  result.groups.resize(index.groups.size());
+  if (options.dump_time_ns != kUnknown) {
+    result.dump_time_ns = options.dump_time_ns;
+    result.dump_time_source = "option";
+  } else {
+    for (const RankDump& dump : trace.ranks) {
+      result.dump_time_ns = std::max(result.dump_time_ns, dump.file_mtime_ns);
+    }
+    result.dump_time_source =
+        result.dump_time_ns == kUnknown ? "unknown" : "file modification time";
+  }
+  for (uint32_t g = 0; g < index.groups.size(); ++g) {
+    GroupMatcher(trace, index.groups[g], g, options, &result).Run();
+  }
+  return result;
+}
+
+}  // namespace fr

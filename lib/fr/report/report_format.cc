@@ -1,0 +1,200 @@
+#include "fr/report/report_format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <vector>
+
+#include "fmt/format.h"
+#include "fr/base/rank_set.h"
+
+namespace fr {
+namespace {
+
+using report::Report;
+
+// Groups with problems are listed in full; of the healthy ones only this many, then a count.
+constexpr int kHealthyGroupsShown = 8;
+constexpr int kStatesPerGroupShown = 6;
+
+std::vector<int64_t> Ranks(const google::protobuf::RepeatedField<int32_t>& field) {
+  return std::vector<int64_t>(field.begin(), field.end());
+}
+
+std::string GroupLabel(const report::ProcessGroupRef& group) {
+  if (group.name().empty()) return "-";
+  return group.desc().empty() ? fmt::format("group {}", group.name())
+                              : fmt::format("group {} ({})", group.name(), group.desc());
+}
+
+std::string Seq(int32_t seq) { return seq < 0 ? std::string("-") : fmt::format("#{}", seq); }
+
+void AppendVerdict(const Report& report, std::string* out) {
+  const auto& v = report.verdict();
+  *out += fmt::format("fr-analyze: {} (confidence {})\n", v.failure_class(), v.confidence());
+  *out += fmt::format("  {}\n", v.summary());
+  if (v.culprit_ranks_size() > 0) {
+    *out += fmt::format("  culprits: {}\n", FormatRankSet(Ranks(v.culprit_ranks())));
+  }
+  if (v.victim_ranks_size() > 0) {
+    *out += fmt::format("  victims:  {} ranks [{}]\n", v.victim_ranks_size(),
+                        FormatRankSet(Ranks(v.victim_ranks())));
+  }
+  if (!v.process_group().name().empty()) {
+    *out += fmt::format("  where:    {} {} {}\n", GroupLabel(v.process_group()), v.op(),
+                        Seq(v.collective_seq_id()));
+  }
+  if (v.chains_size() > 0) {
+    *out += "\nhow the victims wait:\n";
+    for (const auto& chain : v.chains()) {
+      std::string line;
+      for (const auto& edge : chain.edges()) {
+        if (line.empty()) line = fmt::format("rank {}", edge.waiter());
+        line += fmt::format(" --[{} {} in {}: {}]--> rank {}", edge.op(), Seq(edge.seq_id()),
+                            GroupLabel(edge.process_group()), edge.reason(), edge.waits_for());
+      }
+      *out += fmt::format("  {}\n", line);
+    }
+  }
+  // The lead finding's evidence and stack: what the culprit was doing.
+  for (const auto& finding : report.findings()) {
+    if (finding.kind() != v.failure_class()) continue;
+    if (finding.evidence_size() > 0) {
+      *out += "\nevidence:\n";
+      for (const std::string& line : finding.evidence()) *out += fmt::format("  {}\n", line);
+    }
+    if (finding.stack_size() > 0) {
+      *out += fmt::format("\nstack of rank {} at its last op (innermost first):\n",
+                          finding.ranks_size() > 0 ? finding.ranks(0) : -1);
+      for (const std::string& frame : finding.stack()) *out += fmt::format("  {}\n", frame);
+    }
+    break;
+  }
+  if (v.next_actions_size() > 0) {
+    *out += "\nnext actions:\n";
+    int n = 1;
+    for (const std::string& action : v.next_actions()) {
+      *out += fmt::format("  {}. {}\n", n++, action);
+    }
+  }
+}
+
+void AppendGroups(const Report& report, std::string* out) {
+  std::vector<const report::ProcessGroupReport*> troubled, healthy;
+  for (const auto& group : report.process_groups()) {
+    (group.first_divergence_seq() >= 0 ? troubled : healthy).push_back(&group);
+  }
+  *out += fmt::format("\nprocess groups: {} with problems, {} without\n", troubled.size(),
+                      healthy.size());
+  auto append = [&](const report::ProcessGroupReport& group) {
+    *out += fmt::format("  {} [{}]: window {}..{}, first divergence {}, {} matched\n",
+                        GroupLabel(group.group()), FormatRankSet(Ranks(group.group().ranks())),
+                        Seq(group.window_first_seq()), Seq(group.window_last_seq()),
+                        Seq(group.first_divergence_seq()), group.collectives_matched());
+    int shown = 0;
+    for (const auto& state : group.states()) {
+      if (shown++ == kStatesPerGroupShown) {
+        *out += fmt::format("    ... {} more states\n", group.states_size() - kStatesPerGroupShown);
+        break;
+      }
+      std::string what =
+          state.state() == "not issued"
+              ? fmt::format("not issued (last issued {} {})", state.op(), Seq(state.seq_id()))
+          : state.state() == "dump missing"
+              ? std::string("dump missing")
+              : fmt::format("{} {} {}", state.state(), state.op(), Seq(state.seq_id()));
+      *out += fmt::format("    [{}] {}\n", state.ranks_text(), what);
+    }
+  };
+  for (const auto* group : troubled) append(*group);
+  int shown = 0;
+  for (const auto* group : healthy) {
+    if (shown++ == kHealthyGroupsShown) {
+      *out += fmt::format("  ... and {} more healthy groups\n",
+                          healthy.size() - kHealthyGroupsShown);
+      break;
+    }
+    append(*group);
+  }
+}
+
+void AppendFindings(const Report& report, std::string* out) {
+  if (report.findings_size() == 0) return;
+  *out += fmt::format("\nfindings ({}), earliest cause first:\n", report.findings_size());
+  int n = 1;
+  for (const auto& finding : report.findings()) {
+    *out += fmt::format("  {}. [{}, {}] {}\n", n++, finding.kind(), finding.confidence(),
+                        finding.summary());
+    for (const std::string& line : finding.evidence()) *out += fmt::format("       {}\n", line);
+  }
+  for (const auto& straggler : report.stragglers()) {
+    *out += fmt::format("  straggler: rank {} in {}, {:.1f} ms late (median), last in {:.0f}% of "
+                        "{} collectives\n",
+                        straggler.rank(), GroupLabel(straggler.process_group()),
+                        straggler.median_lateness_ms(), 100 * straggler.fraction_last(),
+                        straggler.collectives_compared());
+  }
+}
+
+void AppendInputs(const Report& report, std::string* out) {
+  const auto& in = report.inputs();
+  *out += fmt::format("\ninputs: {} ranks loaded [{}] from {}; missing: {}; versions: {}\n",
+                      in.ranks_loaded_size(), FormatRankSet(Ranks(in.ranks_loaded())),
+                      in.source().empty() ? "-" : in.source(),
+                      in.ranks_missing_size() == 0 ? "none"
+                                                   : FormatRankSet(Ranks(in.ranks_missing())),
+                      in.versions_size() == 0 ? "-" : fmt::format("{}", fmt::join(in.versions(), ", ")));
+  for (const auto& file : in.files_rejected()) *out += fmt::format("  rejected: {}\n", file.error());
+  if (in.files_skipped_size() > 0) {
+    *out += fmt::format("  skipped {} files that are not dumps (pipes, logs, cores)\n",
+                        in.files_skipped_size());
+  }
+  const auto& stats = report.stats();
+  *out += fmt::format("  {} entries, {} process groups, {} collectives and {} p2p ops checked\n",
+                      stats.entries(), stats.process_groups(), stats.collectives_checked(),
+                      stats.p2p_ops_checked());
+  if (!stats.counters().empty()) {
+    // The map is unordered in protobuf: sort for deterministic output.
+    std::vector<std::pair<std::string, int64_t>> counters(stats.counters().begin(),
+                                                          stats.counters().end());
+    std::sort(counters.begin(), counters.end());
+    std::vector<std::string> parts;
+    for (const auto& [name, count] : counters) parts.push_back(fmt::format("{}={}", name, count));
+    *out += fmt::format("  counters: {}\n", fmt::join(parts, ", "));
+  }
+}
+
+}  // namespace
+
+std::string FormatReportText(const Report& report) {
+  std::string out;
+  AppendVerdict(report, &out);
+  AppendGroups(report, &out);
+  AppendFindings(report, &out);
+  AppendInputs(report, &out);
+  return out;
+}
+
+absl::StatusOr<std::string> FormatReportJson(const Report& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(report, &json, options);
+  if (!status.ok()) return absl::InternalError(std::string(status.message()));
+  return json;
+}
+
+std::string FormatReportProto(const Report& report) {
+  std::string bytes;
+  // Deterministic map order, so that the same report always gives the same bytes.
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    report.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+}  // namespace fr

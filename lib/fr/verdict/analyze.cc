@@ -1,0 +1,735 @@
+#include "fr/verdict/analyze.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "fmt/format.h"
+#include "fr/base/rank_set.h"
+#include "fr/index/job_index.h"
+#include "fr/match/matcher.h"
+#include "fr/verdict/next_actions.h"
+#include "fr/waitfor/wait_for_graph.h"
+
+namespace fr {
+namespace {
+
+using report::Finding;
+using report::ProcessGroupRef;
+using report::Report;
+
+constexpr int kMaxStackFrames = 12;
+constexpr int kMaxChains = 3;
+
+void FillGroupRef(const JobGroup& group, ProcessGroupRef* ref) {
+  ref->set_name(group.name);
+  ref->set_desc(group.desc);
+  for (int64_t r : group.ranks) ref->add_ranks(static_cast<int32_t>(r));
+}
+
+std::string GroupLabel(const JobGroup& group) {
+  return group.desc.empty() ? fmt::format("group {}", group.name)
+                            : fmt::format("group {} ({})", group.name, group.desc);
+}
+
+// Precedence when one culprit is blocking others for several reasons: the most specific wins.
+int ReasonPriority(const std::string& reason) {
+  if (reason.ends_with("_mismatch")) return 0;
+  if (reason == "issued but not started") return 1;
+  if (reason == "no matching recv" || reason == "no matching send") return 2;
+  if (reason == "never issued") return 3;
+  return 4;  // dump missing
+}
+
+std::string ClassOfReason(const std::string& reason) {
+  if (reason.ends_with("_mismatch")) return reason;
+  if (reason == "issued but not started") return "gpu_stall";
+  if (reason == "no matching recv" || reason == "no matching send") return "p2p_unmatched";
+  return "missing_participant";
+}
+
+class Analyzer {
+ public:
+  Analyzer(const LoadedTrace& trace, const AnalyzeOptions& options)
+      : trace_(trace), options_(options) {
+    for (size_t d = 0; d < trace.ranks.size(); ++d) dump_of_rank_[trace.ranks[d].rank] = d;
+  }
+
+  Report Run() {
+    index_ = BuildJobIndex(trace_);
+    MatchOptions match_options;
+    match_options.dump_time_ns = options_.dump_time_ns;
+    matched_ = MatchJob(trace_, index_, match_options);
+    WaitForGraph graph(matched_.blocks);
+
+    Report report;
+    report.set_schema_version(1);
+    FillInputs(&report);
+    AddCulpritFindings(graph, &report);
+    AddStuckFindings(&report);
+    AddSilentMismatchFindings(&report);
+    FindStragglers(&report);
+    SortFindings(&report);
+    AddDataLossFindings(&report);
+    FillVerdict(graph, &report);
+    FillProcessGroups(&report);
+    FillRanks(graph, &report);
+    FillStats(&report);
+    return report;
+  }
+
+ private:
+  const RankDump* DumpOf(int64_t rank) const {
+    auto it = dump_of_rank_.find(rank);
+    return it == dump_of_rank_.end() ? nullptr : &trace_.ranks[it->second];
+  }
+
+  void FillInputs(Report* report) {
+    auto* inputs = report->mutable_inputs();
+    inputs->set_source(options_.source);
+    for (const RankDump& dump : trace_.ranks) inputs->add_ranks_loaded(dump.rank);
+    std::set<int64_t> missing(trace_.missing_ranks.begin(), trace_.missing_ranks.end());
+    for (const RejectedFile& file : trace_.rejected) {
+      if (file.rank != kUnknown) missing.insert(file.rank);
+    }
+    for (const RankConflict& conflict : trace_.conflicts) missing.insert(conflict.rank);
+    for (int64_t r : missing) inputs->add_ranks_missing(static_cast<int32_t>(r));
+    for (const RejectedFile& file : trace_.rejected) {
+      auto* rejected = inputs->add_files_rejected();
+      rejected->set_path(file.path);
+      rejected->set_rank(static_cast<int32_t>(file.rank));
+      rejected->set_error(file.error);
+    }
+    for (const RankConflict& conflict : trace_.conflicts) {
+      for (const std::string& path : conflict.paths) {
+        auto* rejected = inputs->add_files_rejected();
+        rejected->set_path(path);
+        rejected->set_rank(static_cast<int32_t>(conflict.rank));
+        rejected->set_error(fmt::format("{}: rank {} has several files ({}); none was used", path,
+                                        conflict.rank, fmt::join(conflict.paths, ", ")));
+      }
+    }
+    for (const SkippedFile& file : trace_.skipped) {
+      auto* skipped = inputs->add_files_skipped();
+      skipped->set_path(file.path);
+      skipped->set_reason(file.reason);
+    }
+    for (const std::string& version : trace_.versions) inputs->add_versions(version);
+    if (matched_.dump_time_ns != kUnknown) inputs->set_dump_time_ns(matched_.dump_time_ns);
+    inputs->set_dump_time_source(matched_.dump_time_source);
+  }
+
+  // The culprit's last entry anywhere: what it was doing when everything stopped.
+  const Entry* LastEntry(const RankDump& dump) const {
+    return dump.entries.empty() ? nullptr : &dump.entries.back();
+  }
+
+  std::string DescribeEntry(const RankDump& dump, const Entry& entry) const {
+    const ProcessGroup& group = dump.groups[entry.group];
+    std::string seq = IsPointToPoint(entry.op)
+                          ? fmt::format("p2p #{}", entry.p2p_seq_id)
+                          : fmt::format("#{}", entry.collective_seq_id);
+    std::string desc(dump.strings.view(group.desc));
+    return fmt::format("{} {} in group {}{} ({})", dump.strings.view(entry.op_name), seq,
+                       dump.strings.view(group.name), desc.empty() ? "" : " " + desc,
+                       EntryStateName(entry.state));
+  }
+
+  void AddStack(const RankDump& dump, const Entry& entry, Finding* finding) const {
+    if (entry.stack == kNoStack) return;
+    int count = 0;
+    for (uint32_t f : dump.Stack(entry.stack)) {
+      if (count++ == kMaxStackFrames) {
+        finding->add_stack("...");
+        break;
+      }
+      const Frame& frame = dump.frames[f];
+      finding->add_stack(fmt::format("{} ({}:{})", dump.strings.view(frame.name),
+                                     dump.strings.view(frame.filename), frame.line));
+    }
+  }
+
+  // One finding per culprit set blocked for the same reason at the same op.
+  void AddCulpritFindings(const WaitForGraph& graph, Report* report) {
+    struct Cause {
+      uint32_t block;
+      std::vector<int64_t> culprits;
+    };
+    std::map<uint32_t, Cause> by_block;
+    for (int64_t culprit : graph.culprits()) {
+      std::vector<uint32_t> blocks = graph.BlocksOn(culprit);
+      if (blocks.empty()) continue;
+      uint32_t best = *std::min_element(blocks.begin(), blocks.end(), [&](uint32_t a, uint32_t b) {
+        const Block& x = matched_.blocks[a];
+        const Block& y = matched_.blocks[b];
+        return std::make_tuple(ReasonPriority(x.reason), x.time_created_ns, a) <
+               std::make_tuple(ReasonPriority(y.reason), y.time_created_ns, b);
+      });
+      by_block[best].block = best;
+      by_block[best].culprits.push_back(culprit);
+    }
+    for (auto& [b, cause] : by_block) {
+      const Block& block = matched_.blocks[b];
+      const JobGroup& group = index_.groups[block.group];
+      Finding* finding = report->add_findings();
+      std::string kind = ClassOfReason(block.reason);
+      finding->set_kind(kind);
+      for (int64_t r : cause.culprits) finding->add_ranks(static_cast<int32_t>(r));
+      FillGroupRef(group, finding->mutable_process_group());
+      finding->set_collective_seq_id(static_cast<int32_t>(block.seq));
+      finding->set_op(block.op);
+      std::string culprits = FormatRankSetWithin(cause.culprits, group.ranks);
+      std::string plural = cause.culprits.size() > 1 ? "ranks" : "rank";
+      std::string seq = block.is_p2p ? fmt::format("p2p #{}", block.seq)
+                                     : fmt::format("#{}", block.seq);
+      std::string waiters = fmt::format("{} {} {}", block.waiters.size(),
+                                        block.waiters.size() == 1 ? "rank" : "ranks",
+                                        block.waiters.size() == 1 ? "is" : "are");
+      std::string confidence = "high";
+      if (block.reason == "never issued") {
+        finding->set_summary(fmt::format(
+            "{} {} never issued {} {} in {}, which {} blocked in; {} waiting on nothing else "
+            "(stuck outside communication, or diverged control flow).",
+            plural, culprits, block.op, seq, GroupLabel(group), waiters,
+            cause.culprits.size() > 1 ? "they are" : "it is"));
+      } else if (block.reason == "dump missing") {
+        confidence = "medium";
+        finding->set_summary(fmt::format(
+            "{} {} left no dump, and {} blocked in {} {} in {} waiting for {}: it most likely "
+            "crashed or hung before dumping.",
+            plural, culprits, waiters, block.op, seq, GroupLabel(group),
+            cause.culprits.size() > 1 ? "them" : "it"));
+      } else if (block.reason == "issued but not started") {
+        finding->set_summary(fmt::format(
+            "{} {} enqueued {} {} in {} but {} GPU never started it, while its peers did.",
+            plural, culprits, block.op, seq, GroupLabel(group),
+            cause.culprits.size() > 1 ? "their" : "its"));
+      } else if (block.reason == "no matching recv" || block.reason == "no matching send") {
+        finding->set_summary(fmt::format(
+            "{} {} never posted the {} that {} {} in {} needs ({} {} waiting).", plural, culprits,
+            block.reason == "no matching recv" ? "recv" : "send", block.op, seq, GroupLabel(group),
+            FormatRankSet(block.waiters), block.waiters.size() == 1 ? "is" : "are"));
+      } else {
+        bool tie = false;
+        for (const Mismatch& mismatch : matched_.mismatches) {
+          if (mismatch.group == block.group && mismatch.seq == block.seq) {
+            tie |= mismatch.tie;
+            for (const std::string& line : mismatch.evidence) finding->add_evidence(line);
+          }
+        }
+        if (tie) confidence = "low";
+        std::string what = block.reason == "op_mismatch"      ? "a different op"
+                           : block.reason == "dtype_mismatch" ? "a different dtype"
+                                                              : "different tensor sizes";
+        finding->set_summary(fmt::format("{} {} issued {} than the other members at {} {} in {}, "
+                                         "so the collective cannot complete.",
+                                         plural, culprits, what, block.op, seq,
+                                         GroupLabel(group)));
+      }
+      // Sentences start with a capital even when they start with "rank".
+      std::string summary = finding->summary();
+      if (!summary.empty()) summary[0] = static_cast<char>(std::toupper(summary[0]));
+      finding->set_summary(summary);
+      finding->set_confidence(confidence);
+      finding->add_evidence(fmt::format("waiting in {} {}: {}", block.op, seq,
+                                        FormatRankSetWithin(block.waiters, group.ranks)));
+      for (int64_t culprit : cause.culprits) {
+        const RankDump* dump = DumpOf(culprit);
+        if (dump == nullptr) {
+          finding->add_evidence(fmt::format("rank {}: no dump", culprit));
+          continue;
+        }
+        const Entry* last = LastEntry(*dump);
+        if (last == nullptr) {
+          finding->add_evidence(fmt::format("rank {}: dump has no entries", culprit));
+          continue;
+        }
+        finding->add_evidence(
+            fmt::format("rank {} last recorded {}", culprit, DescribeEntry(*dump, *last)));
+        for (const GroupMember& member : group.members) {
+          if (member.rank == culprit && member.last_enqueued != kUnknown && !block.is_p2p) {
+            finding->add_evidence(fmt::format(
+                "rank {} in {}: last issued #{}, last completed #{}", culprit, GroupLabel(group),
+                member.last_enqueued, member.last_completed));
+          }
+        }
+      }
+      // The stack of the first culprit's last op shows where it stopped.
+      if (const RankDump* dump = DumpOf(cause.culprits.front()); dump != nullptr) {
+        if (const Entry* last = LastEntry(*dump)) AddStack(*dump, *last, finding);
+      }
+      finding_time_[report->findings_size() - 1] = block.time_created_ns;
+    }
+  }
+
+  void AddStuckFindings(Report* report) {
+    int kept = 0;
+    for (const StuckOp& stuck : matched_.stuck) {
+      if (kept++ >= options_.max_findings_per_kind) {
+        ++dropped_["stuck_collective"];
+        continue;
+      }
+      const JobGroup& group = index_.groups[stuck.group];
+      Finding* finding = report->add_findings();
+      finding->set_kind("stuck_collective");
+      FillGroupRef(group, finding->mutable_process_group());
+      finding->set_collective_seq_id(static_cast<int32_t>(stuck.seq));
+      finding->set_op(stuck.op);
+      finding->set_confidence(stuck.timing_known && stuck.all_started ? "medium" : "low");
+      std::string seq =
+          stuck.is_p2p ? fmt::format("p2p #{}", stuck.seq) : fmt::format("#{}", stuck.seq);
+      if (stuck.timing_known && stuck.all_started) {
+        finding->set_summary(fmt::format(
+            "Every member of {} started {} {} and none completed it: the transport (NCCL, "
+            "network) stalled, with no single rank to blame from these dumps.",
+            GroupLabel(group), stuck.op, seq));
+      } else {
+        finding->set_summary(fmt::format(
+            "Every member of {} issued {} {} and none completed it; without timing the dumps "
+            "cannot tell a stalled transport from a stalled GPU.",
+            GroupLabel(group), stuck.op, seq));
+      }
+      finding->add_evidence(fmt::format("{} {}: {}", stuck.all_started ? "started" : "issued",
+                                        stuck.op, FormatRankSetWithin(stuck.ranks, group.ranks)));
+      finding_time_[report->findings_size() - 1] = stuck.time_created_ns;
+    }
+  }
+
+  // A desync that did not hang (or that hangs outside the recorded window) is still a failure.
+  void AddSilentMismatchFindings(Report* report) {
+    std::set<std::pair<uint32_t, int64_t>> blamed;
+    for (const Block& block : matched_.blocks) {
+      if (block.reason.ends_with("_mismatch")) blamed.emplace(block.group, block.seq);
+    }
+    std::map<std::string, int> kept;
+    for (const Mismatch& mismatch : matched_.mismatches) {
+      if (blamed.contains({mismatch.group, mismatch.seq})) continue;
+      std::string kind(MismatchKindName(mismatch.kind));
+      if (kept[kind]++ >= options_.max_findings_per_kind) {
+        ++dropped_[kind];
+        continue;
+      }
+      const JobGroup& group = index_.groups[mismatch.group];
+      Finding* finding = report->add_findings();
+      finding->set_kind(kind);
+      for (int64_t r : mismatch.minority) finding->add_ranks(static_cast<int32_t>(r));
+      FillGroupRef(group, finding->mutable_process_group());
+      finding->set_collective_seq_id(static_cast<int32_t>(mismatch.seq));
+      finding->set_confidence(mismatch.tie ? "low" : mismatch.completed ? "medium" : "high");
+      const RankDump* dump = DumpOf(mismatch.minority.empty() ? -1 : mismatch.minority.front());
+      std::string op;
+      for (const GroupMember& member : group.members) {
+        if (dump == nullptr || member.rank != dump->rank) continue;
+        for (const CollectiveUnit& unit : member.units) {
+          if (unit.seq == mismatch.seq) {
+            op = std::string(dump->strings.view(dump->entries[unit.first_entry].op_name));
+            AddStack(*dump, dump->entries[unit.first_entry], finding);
+          }
+        }
+      }
+      finding->set_op(op);
+      finding->set_summary(fmt::format(
+          "{} {} disagreed with the other members of {} at collective #{} ({}){}.",
+          mismatch.minority.size() > 1 ? "Ranks" : "Rank",
+          FormatRankSetWithin(mismatch.minority, group.ranks), GroupLabel(group), mismatch.seq,
+          kind, mismatch.completed ? ", and the collective completed anyway: results are suspect"
+                                   : ""));
+      for (const std::string& line : mismatch.evidence) finding->add_evidence(line);
+      int64_t time = kUnknown;
+      if (dump != nullptr) {
+        for (const Entry& e : dump->entries) {
+          if (e.collective_seq_id == mismatch.seq) {
+            time = e.time_created_ns;
+            break;
+          }
+        }
+      }
+      finding_time_[report->findings_size() - 1] = time;
+    }
+  }
+
+  // A rank consistently last to enqueue, by a margin well above clock noise, in a healthy job.
+  void FindStragglers(Report* report) {
+    struct Lateness {
+      std::vector<double> late_ms;
+      int last = 0;
+      int compared = 0;
+      uint32_t group = 0;
+    };
+    std::map<int64_t, Lateness> per_rank;
+    std::vector<std::pair<double, int64_t>> times;
+    for (uint32_t g = 0; g < index_.groups.size(); ++g) {
+      const JobGroup& group = index_.groups[g];
+      if (group.members.size() < 3) continue;
+      std::vector<size_t> cursor(group.members.size(), 0);
+      // Walk the seqs every member completed, aligned by seq.
+      int64_t lo = kUnknown;
+      for (const GroupMember& member : group.members) {
+        if (member.dump < 0 || member.units.empty()) {
+          lo = kUnknown;
+          break;
+        }
+        lo = std::max(lo, member.units.front().seq);
+      }
+      if (lo == kUnknown) continue;
+      for (size_t m = 0; m < group.members.size(); ++m) {
+        const auto& units = group.members[m].units;
+        while (cursor[m] < units.size() && units[cursor[m]].seq < lo) ++cursor[m];
+      }
+      while (true) {
+        times.clear();
+        int64_t seq = kUnknown;
+        bool complete = true;
+        for (size_t m = 0; m < group.members.size() && complete; ++m) {
+          const auto& units = group.members[m].units;
+          if (cursor[m] >= units.size()) {
+            complete = false;
+            break;
+          }
+          const CollectiveUnit& unit = units[cursor[m]];
+          if (seq == kUnknown) seq = unit.seq;
+          if (unit.seq != seq || unit.state != EntryState::kCompleted ||
+              unit.time_created_ns == kUnknown) {
+            complete = false;
+          }
+          times.emplace_back(static_cast<double>(unit.time_created_ns), group.members[m].rank);
+        }
+        if (times.size() != group.members.size()) break;
+        for (size_t m = 0; m < group.members.size(); ++m) ++cursor[m];
+        if (!complete) continue;
+        std::vector<double> sorted;
+        for (const auto& [t, r] : times) sorted.push_back(t);
+        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+        double median = sorted[sorted.size() / 2];
+        auto latest = std::max_element(times.begin(), times.end());
+        for (const auto& [t, r] : times) {
+          Lateness& lateness = per_rank[r];
+          lateness.late_ms.push_back((t - median) / 1e6);
+          ++lateness.compared;
+          if (r == latest->second) {
+            ++lateness.last;
+            lateness.group = g;
+          }
+        }
+      }
+    }
+    if (per_rank.empty()) return;
+    std::vector<double> all_medians;
+    std::map<int64_t, double> median_of;
+    for (auto& [rank, lateness] : per_rank) {
+      auto& v = lateness.late_ms;
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      median_of[rank] = v[v.size() / 2];
+      all_medians.push_back(std::abs(v[v.size() / 2]));
+    }
+    std::nth_element(all_medians.begin(), all_medians.begin() + all_medians.size() / 2,
+                     all_medians.end());
+    double typical = all_medians[all_medians.size() / 2];
+    // Clock skew between hosts is microseconds to a millisecond; a straggler is far beyond both.
+    double threshold = std::max(5.0, 10 * typical);
+    for (auto& [rank, lateness] : per_rank) {
+      double fraction_last = static_cast<double>(lateness.last) / lateness.compared;
+      if (median_of[rank] < threshold || fraction_last < 0.5 || lateness.compared < 5) continue;
+      auto* straggler = report->add_stragglers();
+      straggler->set_rank(static_cast<int32_t>(rank));
+      FillGroupRef(index_.groups[lateness.group], straggler->mutable_process_group());
+      straggler->set_median_lateness_ms(median_of[rank]);
+      straggler->set_fraction_last(fraction_last);
+      straggler->set_collectives_compared(lateness.compared);
+      Finding* finding = report->add_findings();
+      finding->set_kind("straggler");
+      finding->add_ranks(static_cast<int32_t>(rank));
+      FillGroupRef(index_.groups[lateness.group], finding->mutable_process_group());
+      finding->set_collective_seq_id(-1);
+      finding->set_confidence(fraction_last > 0.9 ? "high" : "medium");
+      finding->set_summary(fmt::format(
+          "Rank {} enqueued its collectives {:.1f} ms after the median member (last in {:.0f}% "
+          "of {} collectives): it slows every group it is in.",
+          rank, median_of[rank], 100 * fraction_last, lateness.compared));
+      finding_time_[report->findings_size() - 1] = std::numeric_limits<int64_t>::max() - 1;
+    }
+  }
+
+  void SortFindings(Report* report) {
+    std::vector<std::pair<int64_t, int>> order;
+    for (int i = 0; i < report->findings_size(); ++i) {
+      auto it = finding_time_.find(i);
+      int64_t time = it == finding_time_.end() || it->second == kUnknown
+                         ? std::numeric_limits<int64_t>::max()
+                         : it->second;
+      order.emplace_back(time, i);
+    }
+    std::stable_sort(order.begin(), order.end());
+    google::protobuf::RepeatedPtrField<Finding> sorted;
+    for (const auto& [time, i] : order) *sorted.Add() = report->findings(i);
+    report->mutable_findings()->Swap(&sorted);
+  }
+
+  void AddDataLossFindings(Report* report) {
+    if (trace_.rejected.empty() && trace_.conflicts.empty()) return;
+    Finding* finding = report->add_findings();
+    finding->set_kind("data_loss");
+    std::set<int64_t> ranks;
+    for (const RejectedFile& file : trace_.rejected) {
+      if (file.rank != kUnknown) ranks.insert(file.rank);
+      finding->add_evidence(file.error);
+    }
+    for (const RankConflict& conflict : trace_.conflicts) {
+      ranks.insert(conflict.rank);
+      finding->add_evidence(fmt::format("rank {}: several files ({}), none used", conflict.rank,
+                                        fmt::join(conflict.paths, ", ")));
+    }
+    for (int64_t r : ranks) finding->add_ranks(static_cast<int32_t>(r));
+    finding->set_collective_seq_id(-1);
+    finding->set_confidence("high");
+    finding->set_summary(fmt::format("{} file(s) could not be used; the analysis treats their "
+                                     "ranks as having no dump.",
+                                     trace_.rejected.size() + trace_.conflicts.size()));
+  }
+
+  bool IsCulpritKind(const std::string& kind) const {
+    return kind == "missing_participant" || kind == "gpu_stall" || kind == "p2p_unmatched" ||
+           kind.ends_with("_mismatch");
+  }
+
+  void FillVerdict(const WaitForGraph& graph, Report* report) {
+    auto* verdict = report->mutable_verdict();
+    verdict->set_collective_seq_id(-1);
+    const Finding* lead = nullptr;
+    std::set<int64_t> culprits;
+    for (const Finding& finding : report->findings()) {
+      if (IsCulpritKind(finding.kind())) {
+        if (lead == nullptr) lead = &finding;
+        culprits.insert(finding.ranks().begin(), finding.ranks().end());
+      }
+    }
+    if (lead == nullptr) {
+      for (const Finding& finding : report->findings()) {
+        if (finding.kind() == "stuck_collective") {
+          lead = &finding;
+          break;
+        }
+      }
+    }
+    size_t expected = trace_.ranks.size() + static_cast<size_t>(report->inputs().ranks_missing_size());
+    bool too_few = trace_.ranks.size() < 2 || trace_.ranks.size() * 2 < expected;
+    std::string failure_class = "none";
+    std::string confidence = "high";
+    std::string summary;
+    if (lead != nullptr) {
+      failure_class = lead->kind();
+      confidence = lead->confidence();
+      if (culprits.size() > lead->ranks_size() && lead->kind() != "stuck_collective") {
+        summary = fmt::format("{} Other independent culprits: {}.", lead->summary(),
+                              FormatRankSet(std::vector<int64_t>(culprits.begin(), culprits.end())));
+      } else {
+        summary = lead->summary();
+      }
+      *verdict->mutable_process_group() = lead->process_group();
+      verdict->set_collective_seq_id(lead->collective_seq_id());
+      verdict->set_op(lead->op());
+      if (too_few && confidence == "high") confidence = "medium";
+    } else if (too_few) {
+      failure_class = "insufficient_evidence";
+      confidence = "low";
+      summary = fmt::format(
+          "Only {} of {} ranks' dumps could be read: too few to tell culprits from victims. The "
+          "dumps of ranks {} would settle it.",
+          trace_.ranks.size(), expected,
+          FormatRankSet(std::vector<int64_t>(report->inputs().ranks_missing().begin(),
+                                             report->inputs().ranks_missing().end())));
+    } else if (matched_.in_flight_ops > 0) {
+      summary = fmt::format(
+          "No collective is stuck: {} op(s) were in flight but younger than their timeout when "
+          "the dumps were taken, and every completed collective matched.",
+          matched_.in_flight_ops);
+    } else {
+      summary = "Every collective in the dumps is matched across its group and nothing is stuck.";
+    }
+    if (failure_class == "none" && report->stragglers_size() > 0) {
+      summary += fmt::format(" Rank {} is a straggler (see findings).",
+                             report->stragglers(0).rank());
+    }
+    verdict->set_failure_class(failure_class);
+    for (int64_t r : culprits) verdict->add_culprit_ranks(static_cast<int32_t>(r));
+    verdict->set_confidence(confidence);
+    verdict->set_summary(summary);
+    for (int64_t r : graph.victims()) verdict->add_victim_ranks(static_cast<int32_t>(r));
+    NextActionContext context;
+    context.failure_class = failure_class;
+    context.culprits.assign(culprits.begin(), culprits.end());
+    context.culprit_dump_missing = lead != nullptr && lead->summary().find("left no dump") !=
+                                                          std::string::npos;
+    context.timing_known = TimingSeen();
+    context.buffer_wrapped = BufferWrapped();
+    context.ranks_missing.assign(report->inputs().ranks_missing().begin(),
+                                 report->inputs().ranks_missing().end());
+    context.has_stragglers = report->stragglers_size() > 0;
+    for (const std::string& action : NextActions(context)) verdict->add_next_actions(action);
+    AddChains(graph, verdict);
+  }
+
+  bool TimingSeen() const {
+    for (const RankDump& dump : trace_.ranks) {
+      for (const Entry& entry : dump.entries) {
+        if (entry.time_discovered_started_ns != kUnknown || entry.state == EntryState::kStarted) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Entries rolled out of some ring buffer: pg_status knows more than the entries.
+  bool BufferWrapped() const {
+    for (const JobGroup& group : index_.groups) {
+      for (const GroupMember& member : group.members) {
+        if (member.first_seq_in_buffer > 1) return true;
+      }
+    }
+    return false;
+  }
+
+  void AddChains(const WaitForGraph& graph, report::Verdict* verdict) {
+    // The most informative chains are the longest: they cross groups (a DP waiter blocked by a
+    // PP peer blocked by the culprit). Ties go to the lowest rank.
+    std::vector<std::pair<int, int64_t>> candidates;
+    for (int64_t victim : graph.victims()) candidates.emplace_back(-graph.Distance(victim), victim);
+    std::sort(candidates.begin(), candidates.end());
+    std::set<std::vector<uint32_t>> seen_paths;
+    for (const auto& [negative_distance, victim] : candidates) {
+      if (verdict->chains_size() >= kMaxChains) break;
+      std::vector<WaitHop> chain = graph.ChainFrom(victim);
+      if (chain.empty()) continue;
+      std::vector<uint32_t> path;
+      for (const WaitHop& hop : chain) path.push_back(hop.block);
+      if (!seen_paths.insert(path).second) continue;
+      auto* out = verdict->add_chains();
+      for (const WaitHop& hop : chain) {
+        const Block& block = matched_.blocks[hop.block];
+        auto* edge = out->add_edges();
+        edge->set_waiter(static_cast<int32_t>(hop.waiter));
+        edge->set_waits_for(static_cast<int32_t>(hop.waits_for));
+        FillGroupRef(index_.groups[block.group], edge->mutable_process_group());
+        edge->set_op(block.op);
+        edge->set_seq_id(static_cast<int32_t>(block.seq));
+        edge->set_reason(block.reason);
+      }
+    }
+  }
+
+  bool GroupSelected(const JobGroup& group) const {
+    if (options_.pg_filter.empty()) return true;
+    for (const std::string& wanted : options_.pg_filter) {
+      if (wanted == group.name || wanted == group.desc) return true;
+    }
+    return false;
+  }
+
+  void FillProcessGroups(Report* report) {
+    for (uint32_t g = 0; g < index_.groups.size(); ++g) {
+      const JobGroup& group = index_.groups[g];
+      if (!GroupSelected(group)) continue;
+      const GroupMatch& match = matched_.groups[g];
+      auto* out = report->add_process_groups();
+      FillGroupRef(group, out->mutable_group());
+      for (const GroupMember& member : group.members) {
+        if (member.dump >= 0) out->add_ranks_loaded(static_cast<int32_t>(member.rank));
+      }
+      out->set_window_first_seq(static_cast<int32_t>(match.window_first));
+      out->set_window_last_seq(static_cast<int32_t>(match.window_last));
+      out->set_first_divergence_seq(static_cast<int32_t>(match.first_divergence));
+      out->set_collectives_matched(static_cast<int32_t>(match.collectives_matched));
+      std::map<std::tuple<std::string, int64_t, std::string>, std::vector<int64_t>> grouped;
+      for (const MemberState& state : match.members) {
+        grouped[{state.state, state.seq, state.op}].push_back(state.rank);
+      }
+      // Largest set first: "[0-4095 except 17] started ..." then "[17] ...".
+      std::vector<std::pair<std::tuple<std::string, int64_t, std::string>, std::vector<int64_t>>>
+          sorted(grouped.begin(), grouped.end());
+      std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+        return a.second.size() > b.second.size();
+      });
+      for (const auto& [key, ranks] : sorted) {
+        auto* state = out->add_states();
+        for (int64_t r : ranks) state->add_ranks(static_cast<int32_t>(r));
+        state->set_ranks_text(FormatRankSetWithin(ranks, group.ranks));
+        state->set_state(std::get<0>(key));
+        state->set_seq_id(static_cast<int32_t>(std::get<1>(key)));
+        state->set_op(std::get<2>(key));
+      }
+    }
+  }
+
+  void FillRanks(const WaitForGraph& graph, Report* report) {
+    std::set<int64_t> culprits(report->verdict().culprit_ranks().begin(),
+                               report->verdict().culprit_ranks().end());
+    std::set<int64_t> victims(graph.victims().begin(), graph.victims().end());
+    std::set<int64_t> all;
+    for (const RankDump& dump : trace_.ranks) all.insert(dump.rank);
+    for (int32_t r : report->inputs().ranks_missing()) all.insert(r);
+    for (int64_t rank : all) {
+      auto* out = report->add_ranks();
+      out->set_rank(static_cast<int32_t>(rank));
+      const RankDump* dump = DumpOf(rank);
+      std::string role = culprits.contains(rank) ? "culprit"
+                         : victims.contains(rank) ? "victim"
+                         : dump == nullptr         ? "missing"
+                                                   : "healthy";
+      out->set_role(role);
+      if (dump != nullptr) {
+        // The oldest op that did not complete, else the newest op.
+        const Entry* shown = nullptr;
+        for (const Entry& entry : dump->entries) {
+          if (entry.state != EntryState::kCompleted) {
+            shown = &entry;
+            break;
+          }
+        }
+        if (shown == nullptr && !dump->entries.empty()) shown = &dump->entries.back();
+        if (shown != nullptr) out->set_last_op(DescribeEntry(*dump, *shown));
+      }
+    }
+  }
+
+  void FillStats(Report* report) {
+    auto* stats = report->mutable_stats();
+    stats->set_ranks_loaded(static_cast<int32_t>(trace_.ranks.size()));
+    stats->set_ranks_expected(
+        static_cast<int32_t>(trace_.ranks.size() + report->inputs().ranks_missing_size()));
+    stats->set_entries(index_.entries);
+    stats->set_process_groups(static_cast<int32_t>(index_.groups.size()));
+    stats->set_collectives_checked(static_cast<int32_t>(matched_.collectives_checked));
+    stats->set_p2p_ops_checked(static_cast<int32_t>(matched_.p2p_ops_checked));
+    auto& counters = *stats->mutable_counters();
+    for (const RankDump& dump : trace_.ranks) {
+      for (const auto& [name, count] : dump.oddities) counters[name] += count;
+    }
+    if (matched_.in_flight_ops > 0) counters["ops_in_flight_not_stuck"] = matched_.in_flight_ops;
+    if (!trace_.rejected.empty()) counters["files_rejected"] = trace_.rejected.size();
+    if (!trace_.skipped.empty()) counters["files_skipped"] = trace_.skipped.size();
+    for (const auto& [kind, count] : dropped_) counters["findings_not_listed:" + kind] = count;
+  }
+
+  const LoadedTrace& trace_;
+  const AnalyzeOptions& options_;
+  std::map<int64_t, size_t> dump_of_rank_;
+  JobIndex index_;
+  MatchResult matched_;
+  std::map<int, int64_t> finding_time_;  // finding index -> time of its cause
+  std::map<std::string, int64_t> dropped_;
+};
+
+}  // namespace
+
+Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options) {
+  return Analyzer(trace, options).Run();
+}
+
+bool IsFailure(const Report& report) {
+  const std::string& failure_class = report.verdict().failure_class();
+  return failure_class != "none" && failure_class != "insufficient_evidence";
+}
+
+}  // namespace fr

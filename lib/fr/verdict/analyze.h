@@ -1,0 +1,43 @@
+// The verdict: from the per-rank dumps of a hung or crashed job to a Report that names the
+// initiating rank(s), separates them from the victims, classifies the failure, shows the evidence
+// and says what to do next (shared design: failure classes and report contract).
+//
+//   FR_ASSIGN_OR_RETURN(LoadedTrace trace, LoadTrace(dir));
+//   report::Report report = Analyze(trace, {.source = dir});
+//   report.verdict().failure_class();   // "missing_participant"
+//   report.verdict().culprit_ranks();   // {37}
+//
+// The stages: BuildJobIndex (groups across ranks) -> MatchJob (per-group matching, blocked heads)
+// -> WaitForGraph (culprits are its sinks) -> classification, findings, stragglers -> Report.
+#ifndef FR_VERDICT_ANALYZE_H_
+#define FR_VERDICT_ANALYZE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fr/load/load.h"
+#include "fr/report.pb.h"
+
+namespace fr {
+
+struct AnalyzeOptions {
+  // The directory or files analysed, echoed in the report.
+  std::string source;
+  // When the dumps were taken (ns since the epoch); kUnknown: from the files' modification times.
+  int64_t dump_time_ns = kUnknown;
+  // Only report process groups whose name or desc is listed (empty: all). Matching still uses
+  // every group, so a culprit outside the filter is still found.
+  std::vector<std::string> pg_filter;
+  // Findings per kind beyond which only a count is kept (the analysis itself never stops early).
+  int max_findings_per_kind = 20;
+};
+
+report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);
+
+// True when the verdict is a failure (exit status 1 of `fr-analyze analyze`).
+bool IsFailure(const report::Report& report);
+
+}  // namespace fr
+
+#endif  // FR_VERDICT_ANALYZE_H_

@@ -1,0 +1,26 @@
+// What to do next, per failure class: concrete steps an engineer can take on the culprit, plus
+// what to change so that the next dump carries the evidence this one lacked.
+#ifndef FR_VERDICT_NEXT_ACTIONS_H_
+#define FR_VERDICT_NEXT_ACTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fr {
+
+struct NextActionContext {
+  std::string failure_class;
+  std::vector<int64_t> culprits;
+  bool culprit_dump_missing = false;
+  bool timing_known = false;   // TORCH_NCCL_ENABLE_TIMING was on
+  bool buffer_wrapped = false; // entries rolled out of a ring buffer
+  std::vector<int64_t> ranks_missing;
+  bool has_stragglers = false;
+};
+
+std::vector<std::string> NextActions(const NextActionContext& context);
+
+}  // namespace fr
+
+#endif  // FR_VERDICT_NEXT_ACTIONS_H_
