@@ -29,6 +29,8 @@
 #include "fr/report/report_format.h"
 #include "fr/verdict/analyze.h"
 #include "fr/simulate/example_job.h"
+#include "fr/simulate/job_simulator.h"
+#include "fr/simulate/job_writer.h"
 #include "fr/write/dump_writer.h"
 
 namespace fr {
@@ -62,6 +64,18 @@ constexpr std::string_view kUsage = R"(usage:
       --stuck-rank R                   a rank that never reaches the last all_reduce (default 5;
                                        -1 for a healthy job)
       --dump-version V                 dump version to write (default 2.10)
+  fr-analyze simulate DIR [options]    simulate a TP x PP x DP job with one fault, write its dumps
+      --tp N --pp N --dp N             parallel sizes (default 2 2 2)
+      --steps N                        training steps (default 16)
+      --fault KIND                     none, stuck_before_op, crashed_rank, op_mismatch,
+                                       size_mismatch, dtype_mismatch, missing_send, missing_recv,
+                                       gpu_stall, transport_stall, straggler (default
+                                       stuck_before_op)
+      --fault-rank R --fault-step S    where the fault strikes (default 5, 12)
+      --fault-group world|tp|pp|dp     the group of the faulty op (default dp)
+      --no-timing                      as without TORCH_NCCL_ENABLE_TIMING
+      --buffer N                       ring-buffer entries (default 2000)
+      --json                           write the JSON variant instead of pickles
 )";
 
 int UsageError(std::string_view message) {
@@ -313,6 +327,95 @@ int RunExample(Args& args) {
   return kExitOk;
 }
 
+int RunSimulate(Args& args) {
+  std::string directory;
+  JobSimulatorOptions options;
+  options.steps = 16;
+  options.fault.kind = FaultKind::kStuckBeforeOp;
+  options.fault.rank = 5;
+  options.fault.step = 12;
+  JobWriteOptions write;
+  while (!args.empty()) {
+    bool missing = false;
+    int64_t number = 0;
+    auto number_flag = [&](std::initializer_list<std::string_view> names, int64_t* target) {
+      if (auto v = args.Flag(names, &missing)) {
+        if (!ParseInt(*v, &number)) return -1;
+        *target = number;
+        return 1;
+      }
+      return 0;
+    };
+    int matched = 0;
+    for (auto [names, target] :
+         std::initializer_list<std::pair<std::initializer_list<std::string_view>, int64_t*>>{
+             {{"--tp"}, &options.tensor_parallel},
+             {{"--pp"}, &options.pipeline_parallel},
+             {{"--dp"}, &options.data_parallel},
+             {{"--steps"}, &options.steps},
+             {{"--fault-rank"}, &options.fault.rank},
+             {{"--fault-step"}, &options.fault.step},
+             {{"--buffer"}, &options.buffer_size}}) {
+      matched = number_flag(names, target);
+      if (matched != 0) break;
+    }
+    if (matched < 0) return UsageError("a number is needed");
+    if (matched > 0) continue;
+    if (args.Peek() == "--no-timing") {
+      args.Next();
+      options.timing = false;
+    } else if (args.Peek() == "--json") {
+      args.Next();
+      write.encoding = DumpEncoding::kJson;
+    } else if (auto v = args.Flag({"--fault"}, &missing)) {
+      bool known = false;
+      for (int k = 0; k <= static_cast<int>(FaultKind::kStraggler); ++k) {
+        if (FaultKindName(static_cast<FaultKind>(k)) == *v) {
+          options.fault.kind = static_cast<FaultKind>(k);
+          known = true;
+        }
+      }
+      if (!known) return UsageError(fmt::format("unknown fault {}", *v));
+    } else if (auto v = args.Flag({"--fault-group"}, &missing)) {
+      if (*v == "world") {
+        options.fault.group = GroupKind::kWorld;
+      } else if (*v == "tp") {
+        options.fault.group = GroupKind::kTensor;
+      } else if (*v == "pp") {
+        options.fault.group = GroupKind::kPipeline;
+      } else if (*v == "dp") {
+        options.fault.group = GroupKind::kData;
+      } else {
+        return UsageError(fmt::format("unknown group kind {}", *v));
+      }
+    } else if (missing) {
+      return UsageError(fmt::format("{} needs a value", args.Peek()));
+    } else if (directory.empty() && !args.Peek().starts_with("-")) {
+      directory = args.Next();
+    } else {
+      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    }
+  }
+  if (directory.empty()) return UsageError("simulate needs an output directory");
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  if (!job.ok()) {
+    std::fprintf(stderr, "fr-analyze: %s\n", std::string(job.status().message()).c_str());
+    return kExitUsage;
+  }
+  absl::StatusOr<JobWriteStats> written = WriteSimulatedJob(*job, directory, write);
+  if (!written.ok()) {
+    std::fprintf(stderr, "fr-analyze: %s\n", std::string(written.status().message()).c_str());
+    return kExitUsage;
+  }
+  const GroundTruth& truth = job->ground_truth();
+  std::printf("wrote %lld dumps (%llu bytes) to %s\ninjected: %s\nexpected verdict: %s, culprits [%s]\n",
+              static_cast<long long>(written->files),
+              static_cast<unsigned long long>(written->bytes_written), directory.c_str(),
+              truth.description.c_str(), truth.failure_class.c_str(),
+              fmt::format("{}", fmt::join(truth.culprit_ranks, ",")).c_str());
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   Args args(argc, argv);
   if (args.empty()) return UsageError("no directory given");
@@ -328,6 +431,10 @@ int Main(int argc, char** argv) {
   if (first == "example") {
     args.Next();
     return RunExample(args);
+  }
+  if (first == "simulate") {
+    args.Next();
+    return RunSimulate(args);
   }
   if (first == "load") {
     args.Next();

@@ -135,9 +135,11 @@ std::vector<int64_t> Sorted(std::vector<int64_t> ranks) {
 
 class GroupMatcher {
  public:
-  GroupMatcher(const LoadedTrace& trace, const JobGroup& group, uint32_t group_index,
-               const MatchOptions& options, MatchResult* result)
+  GroupMatcher(const LoadedTrace& trace, const std::vector<int64_t>& first_pending,
+               const JobGroup& group, uint32_t group_index, const MatchOptions& options,
+               MatchResult* result)
       : trace_(trace),
+        first_pending_(first_pending),
         group_(group),
         group_index_(group_index),
         options_(options),
@@ -432,7 +434,7 @@ class GroupMatcher {
     std::string op(first_dump.strings.view(head_entry.op_name));
     int64_t created = head_unit->time_created_ns;
 
-    std::vector<int64_t> missing, not_issued, not_started;
+    std::vector<int64_t> missing, not_issued, not_started, blocked_behind;
     std::vector<std::pair<size_t, const CollectiveUnit*>> issued;
     bool any_started = false;
     bool all_started = true;
@@ -451,7 +453,11 @@ class GroupMatcher {
           all_started = false;
           break;
         case Progress::kScheduled:
-          not_started.push_back(member.rank);
+          if (unit != nullptr && BlockedBehindEarlierOp(member, unit->first_entry)) {
+            blocked_behind.push_back(member.rank);
+          } else {
+            not_started.push_back(member.rank);
+          }
           all_started = false;
           break;
         case Progress::kStarted:
@@ -499,6 +505,7 @@ class GroupMatcher {
     }
     AddBlock(false, seq, op, waiters, not_issued, "never issued", created);
     AddBlock(false, seq, op, waiters, missing, "dump missing", created);
+    AddBlock(false, seq, op, waiters, blocked_behind, "blocked behind an earlier op", created);
     // Without timing every pending op reads "scheduled": only timing can show who did not start.
     if (timing_known_ && any_started) {
       std::vector<int64_t> started_waiters;
@@ -510,6 +517,7 @@ class GroupMatcher {
       AddBlock(false, seq, op, started_waiters, not_started, "issued but not started", created);
     }
     bool nobody_blocks = mismatched.empty() && not_issued.empty() && missing.empty() &&
+                         blocked_behind.empty() &&
                          (!timing_known_ || !any_started || not_started.empty());
     if (nobody_blocks && !any_completed) {
       StuckOp stuck;
@@ -547,6 +555,8 @@ class GroupMatcher {
       const RankDump& dump = *DumpOf(member);
       const Entry& entry = dump.entries[e];
       ++result_.p2p_ops_checked;
+      // Not yet started and stuck behind this rank's own older op: it waits there, not here.
+      if (entry.state == EntryState::kScheduled && BlockedBehindEarlierOp(member, e)) continue;
       std::string op(dump.strings.view(entry.op_name));
       if (entry.peer_rank == kUnknown) continue;
       auto peer_it = member_of_rank.find(entry.peer_rank);
@@ -562,9 +572,33 @@ class GroupMatcher {
       int64_t position = pending_on_channel(member, entry.op, entry.peer_rank, e, true);
       int64_t partner_posted = pending_on_channel(
           peer, partner_kind, member.rank, std::numeric_limits<uint32_t>::max(), true);
-      if (partner_posted < position) {
+      const Entry* partner = nullptr;
+      uint32_t partner_index = 0;
+      if (partner_posted >= position) {
+        // The partner's position-th pending op on this channel.
+        const RankDump& peer_dump = *DumpOf(peer);
+        int64_t seen = 0;
+        for (uint32_t pe : peer.p2p_entries) {
+          const Entry& candidate = peer_dump.entries[pe];
+          if (candidate.op == partner_kind && candidate.peer_rank == member.rank &&
+              candidate.state != EntryState::kCompleted && ++seen == position) {
+            partner = &candidate;
+            partner_index = pe;
+            break;
+          }
+        }
+      }
+      if (partner == nullptr) {
         AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank},
                  entry.op == OpKind::kSend ? "no matching recv" : "no matching send",
+                 entry.time_created_ns);
+      } else if (partner->state == EntryState::kScheduled &&
+                 BlockedBehindEarlierOp(peer, partner_index)) {
+        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank},
+                 "blocked behind an earlier op", entry.time_created_ns);
+      } else if (partner->state == EntryState::kScheduled && timing_known_ &&
+                 entry.state == EntryState::kStarted) {
+        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, "issued but not started",
                  entry.time_created_ns);
       } else if (entry.op == OpKind::kSend) {
         // Both sides posted and neither completed: the transport (reported once, by the sender).
@@ -625,7 +659,15 @@ class GroupMatcher {
     }
   }
 
+  // A member that issued an op but has an older unfinished op (in any group) is blocked behind
+  // that one: its GPU runs ops in order once the compute stream waits on them.
+  bool BlockedBehindEarlierOp(const GroupMember& member, uint32_t entry) const {
+    int64_t first = first_pending_[member.dump];
+    return first >= 0 && first < static_cast<int64_t>(entry);
+  }
+
   const LoadedTrace& trace_;
+  const std::vector<int64_t>& first_pending_;
   const JobGroup& group_;
   uint32_t group_index_;
   const MatchOptions& options_;
@@ -661,8 +703,19 @@ MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, const Matc
     result.dump_time_source =
         result.dump_time_ns == kUnknown ? "unknown" : "file modification time";
   }
+  // Each dump's oldest entry that did not complete, or -1.
+  std::vector<int64_t> first_pending(trace.ranks.size(), -1);
+  for (size_t d = 0; d < trace.ranks.size(); ++d) {
+    const auto& entries = trace.ranks[d].entries;
+    for (size_t e = 0; e < entries.size(); ++e) {
+      if (entries[e].state != EntryState::kCompleted && !(entries[e].op == OpKind::kCoalesced)) {
+        first_pending[d] = static_cast<int64_t>(e);
+        break;
+      }
+    }
+  }
   for (uint32_t g = 0; g < index.groups.size(); ++g) {
-    GroupMatcher(trace, index.groups[g], g, options, &result).Run();
+    GroupMatcher(trace, first_pending, index.groups[g], g, options, &result).Run();
   }
   return result;
 }

@@ -33,8 +33,9 @@ std::string GroupLabel(const JobGroup& group) {
                             : fmt::format("group {} ({})", group.name, group.desc);
 }
 
-// Precedence when one culprit is blocking others for several reasons: the most specific wins.
+// Precedence between causes created at the same time: the most specific wins.
 int ReasonPriority(const std::string& reason) {
+  if (reason == "blocked behind an earlier op") return 5;
   if (reason.ends_with("_mismatch")) return 0;
   if (reason == "issued but not started") return 1;
   if (reason == "no matching recv" || reason == "no matching send") return 2;
@@ -163,9 +164,17 @@ class Analyzer {
       uint32_t best = *std::min_element(blocks.begin(), blocks.end(), [&](uint32_t a, uint32_t b) {
         const Block& x = matched_.blocks[a];
         const Block& y = matched_.blocks[b];
-        return std::make_tuple(ReasonPriority(x.reason), x.time_created_ns, a) <
-               std::make_tuple(ReasonPriority(y.reason), y.time_created_ns, b);
+        // The earliest op others wait in is the root: what the culprit failed to do first.
+        // Everything after it (sends it never reached, later collectives) follows from it.
+        // "Blocked behind an earlier op" only relays a wait: prefer any direct cause.
+        bool x_relay = x.reason == "blocked behind an earlier op";
+        bool y_relay = y.reason == "blocked behind an earlier op";
+        return std::make_tuple(x_relay, x.time_created_ns, ReasonPriority(x.reason), a) <
+               std::make_tuple(y_relay, y.time_created_ns, ReasonPriority(y.reason), b);
       });
+      // A rank that others wait for only because it is itself stuck in an earlier op that
+      // blames no one (a stalled transport, an op still in flight) is not a culprit.
+      if (matched_.blocks[best].reason == "blocked behind an earlier op") continue;
       by_block[best].block = best;
       by_block[best].culprits.push_back(culprit);
     }

@@ -1,0 +1,241 @@
+// The culprit analysis end to end on simulated jobs: simulate a TP x PP x DP job with one injected
+// fault, write every surviving rank's dump to disk, load the directory and analyse it. The
+// expectation is the simulator's ground truth, never the analyzer's own output.
+#include "fr/verdict/analyze.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "fr/load/load.h"
+#include "fr/report/report_format.h"
+#include "fr/simulate/job_simulator.h"
+#include "fr/simulate/job_writer.h"
+
+namespace fr {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+struct Analysis {
+  GroundTruth truth;
+  report::Report report;
+};
+
+fs::path TempDir(const std::string& name) {
+  fs::path dir = fs::path(::testing::TempDir()) /
+                 fmt::format("fr_analyze_{}_{}", ::getpid(), name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+Analysis SimulateAndAnalyze(const JobSimulatorOptions& options, const JobWriteOptions& write,
+                            const std::string& name) {
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return {};
+  fs::path dir = TempDir(name);
+  absl::StatusOr<JobWriteStats> written = WriteSimulatedJob(*job, dir.string(), write);
+  EXPECT_TRUE(written.ok()) << written.status();
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir.string());
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  Analysis analysis;
+  analysis.truth = job->ground_truth();
+  if (trace.ok()) {
+    EXPECT_TRUE(trace->rejected.empty()) << trace->rejected.front().error;
+    analysis.report = Analyze(*trace, AnalyzeOptions{.source = dir.string()});
+  }
+  fs::remove_all(dir);
+  return analysis;
+}
+
+std::vector<int32_t> Ranks(const google::protobuf::RepeatedField<int32_t>& field) {
+  return {field.begin(), field.end()};
+}
+
+std::vector<int32_t> Ranks(const std::vector<int64_t>& ranks) {
+  return {ranks.begin(), ranks.end()};
+}
+
+void ExpectVerdictMatchesTruth(const Analysis& analysis) {
+  const report::Verdict& verdict = analysis.report.verdict();
+  const GroundTruth& truth = analysis.truth;
+  SCOPED_TRACE(truth.description);
+  SCOPED_TRACE(FormatReportText(analysis.report));
+  EXPECT_EQ(verdict.failure_class(), truth.failure_class);
+  EXPECT_THAT(Ranks(verdict.culprit_ranks()), ElementsAreArray(Ranks(truth.culprit_ranks)));
+  if (truth.failure_class != "none" && !truth.process_group.name.empty()) {
+    EXPECT_EQ(verdict.process_group().name(), truth.process_group.name);
+    EXPECT_THAT(Ranks(verdict.process_group().ranks()),
+                ElementsAreArray(Ranks(truth.process_group.ranks)));
+  }
+  if (truth.collective_seq_id >= 0) {
+    EXPECT_EQ(verdict.collective_seq_id(), truth.collective_seq_id);
+  }
+  EXPECT_FALSE(verdict.summary().empty());
+  if (truth.failure_class != "none") EXPECT_FALSE(verdict.next_actions().empty());
+  // Culprits are never also victims.
+  for (int32_t culprit : verdict.culprit_ranks()) {
+    EXPECT_THAT(Ranks(verdict.victim_ranks()), ::testing::Not(::testing::Contains(culprit)));
+  }
+}
+
+struct FaultCase {
+  FaultKind kind;
+  GroupKind group;
+  bool timing;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<FaultCase>& info) {
+  return std::string(FaultKindName(info.param.kind)) + (info.param.timing ? "_timing" : "");
+}
+
+class EveryFaultAt8RanksTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(EveryFaultAt8RanksTest, VerdictMatchesTheInjectedFault) {
+  JobSimulatorOptions options;  // 2 x 2 x 2
+  options.steps = 16;
+  options.timing = GetParam().timing;
+  options.fault.kind = GetParam().kind;
+  options.fault.rank = 5;
+  options.fault.step = 12;
+  options.fault.group = GetParam().group;
+  ExpectVerdictMatchesTruth(SimulateAndAnalyze(options, {}, CaseName({GetParam(), 0})));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, EveryFaultAt8RanksTest,
+    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
+                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, false},
+                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
+                      FaultCase{FaultKind::kCrashedRank, GroupKind::kData, true},
+                      FaultCase{FaultKind::kOpMismatch, GroupKind::kTensor, true},
+                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
+                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kData, true},
+                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, true},
+                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, false},
+                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kTransportStall, GroupKind::kTensor, false},
+                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
+    CaseName);
+
+class EveryFaultAt512RanksTest : public ::testing::TestWithParam<FaultCase> {};
+
+// 4 x 4 x 32 ranks, the culprit in a middle pipeline stage, every ring buffer wrapped.
+TEST_P(EveryFaultAt512RanksTest, CulpritDeepInThePipelineIsFound) {
+  JobSimulatorOptions options;
+  options.tensor_parallel = 4;
+  options.pipeline_parallel = 4;
+  options.data_parallel = 32;
+  options.steps = 12;
+  options.buffer_size = 300;
+  options.timing = GetParam().timing;
+  options.fault.kind = GetParam().kind;
+  options.fault.rank = 7 * 16 + 2 * 4 + 1;  // dp 7, stage 2, tp 1
+  options.fault.step = 9;
+  options.fault.group = GetParam().group;
+  Analysis analysis = SimulateAndAnalyze(options, {}, "large_" + CaseName({GetParam(), 0}));
+  ExpectVerdictMatchesTruth(analysis);
+  if (analysis.truth.failure_class != "none") {
+    // Most of the job is blocked behind the culprit, and the report says how.
+    EXPECT_GT(analysis.report.verdict().victim_ranks_size(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, EveryFaultAt512RanksTest,
+    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
+                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
+                      FaultCase{FaultKind::kCrashedRank, GroupKind::kTensor, false},
+                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
+                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, true},
+                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true}),
+    CaseName);
+
+class EveryVersionTest
+    : public ::testing::TestWithParam<std::tuple<std::string, DumpEncoding>> {};
+
+TEST_P(EveryVersionTest, StuckRankIsFoundInEveryVersionAndEncoding) {
+  const auto& [version, encoding] = GetParam();
+  JobSimulatorOptions options;
+  options.steps = 16;
+  options.timing = false;
+  options.version = version;
+  options.fault.kind = FaultKind::kStuckBeforeOp;
+  options.fault.rank = 6;
+  options.fault.step = 12;
+  JobWriteOptions write;
+  write.encoding = encoding;
+  write.compression = encoding == DumpEncoding::kJson ? DumpCompression::kGzip
+                                                      : DumpCompression::kZstd;
+  write.naming = DumpNaming::kHostSubdirectory;
+  Analysis analysis = SimulateAndAnalyze(
+      options, write, fmt::format("v{}_{}", version, encoding == DumpEncoding::kJson));
+  EXPECT_EQ(analysis.report.verdict().failure_class(), "missing_participant");
+  EXPECT_THAT(Ranks(analysis.report.verdict().culprit_ranks()), ElementsAreArray({6}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Versions, EveryVersionTest,
+    ::testing::Combine(::testing::Values("2.3", "2.7", "2.9", "2.10"),
+                       ::testing::Values(DumpEncoding::kPickle, DumpEncoding::kJson)),
+    [](const auto& info) {
+      std::string name = "v" + std::get<0>(info.param) +
+                         (std::get<1>(info.param) == DumpEncoding::kJson ? "_json" : "_pickle");
+      for (char& c : name) {
+        if (c == '.') c = '_';
+      }
+      return name;
+    });
+
+TEST(AnalyzeTest, OnDemandDumpOfAHealthyJobIsNotAHang) {
+  JobSimulatorOptions options;
+  options.steps = 16;
+  options.fault.kind = FaultKind::kNone;
+  Analysis analysis = SimulateAndAnalyze(options, {}, "on_demand");
+  EXPECT_EQ(analysis.report.verdict().failure_class(), "none");
+  // The same dumps judged long after the fact: the in-flight ops now look stuck.
+  EXPECT_GT(analysis.report.stats().counters().at("ops_in_flight_not_stuck"), 0);
+}
+
+TEST(AnalyzeTest, TooFewDumpsIsInsufficientEvidence) {
+  JobSimulatorOptions options;
+  options.steps = 8;
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  ASSERT_TRUE(job.ok());
+  fs::path dir = TempDir("too_few");
+  ASSERT_TRUE(WriteSimulatedJob(*job, dir.string(), {}).ok());
+  // Keep 2 of 8 dumps.
+  for (int rank = 2; rank < 8; ++rank) fs::remove(dir / fmt::format("nccl_trace_rank_{}", rank));
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir.string());
+  ASSERT_TRUE(trace.ok());
+  report::Report report = Analyze(*trace, {});
+  fs::remove_all(dir);
+  EXPECT_EQ(report.verdict().failure_class(), "insufficient_evidence");
+  EXPECT_THAT(report.verdict().summary(), HasSubstr("2-7"));
+}
+
+TEST(AnalyzeTest, SameInputGivesTheSameBytes) {
+  JobSimulatorOptions options;
+  options.steps = 16;
+  options.fault.kind = FaultKind::kStuckBeforeOp;
+  options.fault.rank = 3;
+  options.fault.step = 12;
+  Analysis first = SimulateAndAnalyze(options, {}, "det1");
+  Analysis second = SimulateAndAnalyze(options, {}, "det2");
+  // Paths differ between the two runs; everything else must not.
+  first.report.mutable_inputs()->clear_source();
+  second.report.mutable_inputs()->clear_source();
+  EXPECT_EQ(FormatReportText(first.report), FormatReportText(second.report));
+  EXPECT_EQ(FormatReportProto(first.report), FormatReportProto(second.report));
+}
+
+}  // namespace
+}  // namespace fr
