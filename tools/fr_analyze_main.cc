@@ -347,16 +347,13 @@ int RunSimulate(Args& args) {
       return 0;
     };
     int matched = 0;
-    for (auto [names, target] :
-         std::initializer_list<std::pair<std::initializer_list<std::string_view>, int64_t*>>{
-             {{"--tp"}, &options.tensor_parallel},
-             {{"--pp"}, &options.pipeline_parallel},
-             {{"--dp"}, &options.data_parallel},
-             {{"--steps"}, &options.steps},
-             {{"--fault-rank"}, &options.fault.rank},
-             {{"--fault-step"}, &options.fault.step},
-             {{"--buffer"}, &options.buffer_size}}) {
-      matched = number_flag(names, target);
+    const std::pair<std::string_view, int64_t*> number_flags[] = {
+        {"--tp", &options.tensor_parallel},     {"--pp", &options.pipeline_parallel},
+        {"--dp", &options.data_parallel},       {"--steps", &options.steps},
+        {"--fault-rank", &options.fault.rank},  {"--fault-step", &options.fault.step},
+        {"--buffer", &options.buffer_size}};
+    for (const auto& [name, target] : number_flags) {
+      matched = number_flag({name}, target);
       if (matched != 0) break;
     }
     if (matched < 0) return UsageError("a number is needed");
