@@ -27,10 +27,82 @@ std::string_view ValueKindName(ValueKind kind) {
   return "unknown";
 }
 
-double Document::float_value(ValueId id) const { return std::bit_cast<double>(nodes_[id].payload); }
+namespace document_internal {
+namespace {
+
+// Arrays larger than this are freed rather than pooled, so that one unusually large input does not
+// pin its memory for the life of the thread.
+constexpr size_t kMaxPooledBytes = size_t{32} << 20;
+
+// The pool lives on the heap behind a trivially destructible pointer, so that documents destroyed
+// during thread or program exit (after the pool itself) simply free their memory.
+thread_local Storage* pool = nullptr;
+thread_local bool pool_closed = false;
+
+struct PoolOwner {
+  ~PoolOwner() {
+    delete pool;
+    pool = nullptr;
+    pool_closed = true;
+  }
+};
+
+Storage* ThreadPool() {
+  if (pool == nullptr && !pool_closed) {
+    thread_local PoolOwner owner;
+    pool = new Storage;
+  }
+  return pool;
+}
+
+template <typename T>
+void Give(PodArray<T>& from, PodArray<T>& to) {
+  if (from.capacity() == 0) return;
+  if (to.capacity() < from.capacity() && from.capacity() * sizeof(T) <= kMaxPooledBytes) {
+    to = std::move(from);
+    to.clear();
+  } else {
+    from = PodArray<T>();
+  }
+}
+
+template <typename T>
+void Take(PodArray<T>& from, PodArray<T>& to) {
+  if (to.capacity() == 0 && from.capacity() != 0) to = std::move(from);
+}
+
+}  // namespace
+
+void Recycle(Storage& storage) {
+  if (storage.nodes.capacity() == 0 && storage.tags.capacity() == 0 &&
+      storage.children.capacity() == 0) {
+    return;
+  }
+  Storage* pooled = ThreadPool();
+  if (pooled == nullptr) {
+    storage = Storage();
+    return;
+  }
+  Give(storage.nodes, pooled->nodes);
+  Give(storage.tags, pooled->tags);
+  Give(storage.children, pooled->children);
+}
+
+void Reuse(Storage& storage) {
+  if (pool == nullptr) return;
+  Take(pool->nodes, storage.nodes);
+  Take(pool->tags, storage.tags);
+  Take(pool->children, storage.children);
+}
+
+}  // namespace document_internal
+
+double Document::float_value(ValueId id) const {
+  return std::bit_cast<double>(storage_.nodes[id].payload);
+}
 
 std::string_view Document::string_value(ValueId id) const {
-  const Node& node = nodes_[id];
+  const Node& node = storage_.nodes[id];
   if (node.payload & kArenaBit) {
     return std::string_view(arena_).substr(node.payload & ~kArenaBit, node.count);
   }
@@ -38,11 +110,11 @@ std::string_view Document::string_value(ValueId id) const {
 }
 
 ValueId Document::Find(ValueId dict, std::string_view key) const {
-  if (dict == kNoValue || nodes_[dict].kind != ValueKind::kDict) return kNoValue;
+  if (dict == kNoValue || kind(dict) != ValueKind::kDict) return kNoValue;
   std::span<const ValueId> pairs = items(dict);
   ValueId found = kNoValue;
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-    if (nodes_[pairs[i]].kind == ValueKind::kString && string_value(pairs[i]) == key) {
+    if (kind(pairs[i]) == ValueKind::kString && string_value(pairs[i]) == key) {
       found = pairs[i + 1];
     }
   }
@@ -51,41 +123,19 @@ ValueId Document::Find(ValueId dict, std::string_view key) const {
 
 void DocumentBuilder::Reset(std::shared_ptr<const Buffer> input) {
   input_ = std::move(input);
-  nodes_.clear();
+  document_internal::Reuse(storage_);
+  storage_.nodes.clear();
+  storage_.tags.clear();
+  storage_.children.clear();
   chunks_.clear();
-  pending_.clear();
+  chunked_.clear();
   arena_.clear();
 }
 
 void DocumentBuilder::Reserve(size_t values, size_t children) {
-  nodes_.reserve(values);
-  pending_.reserve(children);
-}
-
-ValueId DocumentBuilder::AddNode(ValueKind kind, uint64_t payload, uint32_t count,
-                                 uint32_t source_offset) {
-  nodes_.push_back(Node{payload, count, source_offset, kind});
-  return static_cast<ValueId>(nodes_.size() - 1);
-}
-
-ValueId DocumentBuilder::AddNone(uint32_t source_offset) {
-  return AddNode(ValueKind::kNone, 0, 0, source_offset);
-}
-
-ValueId DocumentBuilder::AddBool(bool value, uint32_t source_offset) {
-  return AddNode(ValueKind::kBool, value ? 1 : 0, 0, source_offset);
-}
-
-ValueId DocumentBuilder::AddInt(int64_t value, uint32_t source_offset) {
-  return AddNode(ValueKind::kInt, static_cast<uint64_t>(value), 0, source_offset);
-}
-
-ValueId DocumentBuilder::AddFloat(double value, uint32_t source_offset) {
-  return AddNode(ValueKind::kFloat, std::bit_cast<uint64_t>(value), 0, source_offset);
-}
-
-ValueId DocumentBuilder::AddInputString(uint32_t offset, uint32_t length, uint32_t source_offset) {
-  return AddNode(ValueKind::kString, offset, length, source_offset);
+  storage_.nodes.reserve(values);
+  storage_.tags.reserve(values);
+  storage_.children.reserve(children);
 }
 
 ValueId DocumentBuilder::AddOwnedString(std::string_view value, uint32_t source_offset) {
@@ -95,69 +145,51 @@ ValueId DocumentBuilder::AddOwnedString(std::string_view value, uint32_t source_
                  static_cast<uint32_t>(value.size()), source_offset);
 }
 
-ValueId DocumentBuilder::AddContainer(ValueKind kind, uint32_t source_offset) {
-  uint64_t no_chunks = (uint64_t{kNoChunk} << 32) | kNoChunk;
-  return AddNode(kind, no_chunks, 0, source_offset);
-}
-
-void DocumentBuilder::Append(ValueId container, std::span<const ValueId> children) {
+void DocumentBuilder::AppendChunk(Node& node, std::span<const ValueId> children) {
   if (children.empty()) return;
-  Node& node = nodes_[container];
-  uint32_t first = static_cast<uint32_t>(node.payload);
-  uint32_t last = static_cast<uint32_t>(node.payload >> 32);
-  // Consecutive batches for the same container (the common case) extend its last chunk.
-  if (last != kNoChunk && chunks_[last].begin + chunks_[last].count == pending_.size()) {
-    pending_.insert(pending_.end(), children.begin(), children.end());
-    chunks_[last].count += static_cast<uint32_t>(children.size());
+  uint32_t begin = static_cast<uint32_t>(storage_.children.size());
+  uint32_t chunk = static_cast<uint32_t>(chunks_.size());
+  if (node.payload & kChunkedBit) {
+    Chunked& chunked = chunked_[node.payload & ~kChunkedBit];
+    chunks_[chunked.last_chunk].next = chunk;
+    chunked.last_chunk = chunk;
   } else {
-    uint32_t chunk = static_cast<uint32_t>(chunks_.size());
-    chunks_.push_back(Chunk{static_cast<uint32_t>(pending_.size()),
-                            static_cast<uint32_t>(children.size()), kNoChunk});
-    pending_.insert(pending_.end(), children.begin(), children.end());
-    if (last == kNoChunk) {
-      first = chunk;
-    } else {
-      chunks_[last].next = chunk;
-    }
-    last = chunk;
+    // The container's children so far become its first chunk, where they are.
+    chunks_.push_back(Chunk{static_cast<uint32_t>(node.payload), node.count, chunk + 1});
+    chunked_.push_back(
+        Chunked{static_cast<ValueId>(&node - storage_.nodes.data()), chunk, chunk + 1});
+    node.payload = kChunkedBit | (chunked_.size() - 1);
+    ++chunk;
   }
+  chunks_.push_back(Chunk{begin, static_cast<uint32_t>(children.size()), kNoChunk});
+  storage_.children.append(children.data(), children.size());
   node.count += static_cast<uint32_t>(children.size());
-  node.payload = (uint64_t{last} << 32) | first;
 }
 
 Document DocumentBuilder::Finish(ValueId root) {
-  // Containers with one chunk already own a contiguous range of pending_; the rest are copied to
-  // its end, which at most doubles it.
-  for (Node& node : nodes_) {
-    if (node.kind != ValueKind::kList && node.kind != ValueKind::kTuple &&
-        node.kind != ValueKind::kDict) {
-      continue;
-    }
-    uint32_t first = static_cast<uint32_t>(node.payload);
-    if (first == kNoChunk) {
-      node.payload = 0;
-      continue;
-    }
-    if (chunks_[first].next == kNoChunk) {
-      node.payload = chunks_[first].begin;
-      continue;
-    }
-    uint64_t begin = pending_.size();
-    for (uint32_t c = first; c != kNoChunk; c = chunks_[c].next) {
-      // Copy by index: insert may reallocate pending_.
-      for (uint32_t i = 0; i < chunks_[c].count; ++i) {
-        pending_.push_back(pending_[chunks_[c].begin + i]);
-      }
+  // Containers with one chunk already own a contiguous range of the children; the rest are copied
+  // to its end, which at most doubles it.
+  size_t copied = 0;
+  for (const Chunked& chunked : chunked_) copied += storage_.nodes[chunked.container].count;
+  // Reserved once, so that the copies below never move their source.
+  storage_.children.reserve(storage_.children.size() + copied);
+  for (const Chunked& chunked : chunked_) {
+    Node& node = storage_.nodes[chunked.container];
+    uint64_t begin = storage_.children.size();
+    for (uint32_t c = chunked.first_chunk; c != kNoChunk; c = chunks_[c].next) {
+      storage_.children.append(storage_.children.data() + chunks_[c].begin, chunks_[c].count);
     }
     node.payload = begin;
   }
   Document document;
   document.input_ = std::move(input_);
-  document.nodes_ = std::move(nodes_);
-  document.children_ = std::move(pending_);
+  document.storage_ = std::move(storage_);
   document.arena_ = std::move(arena_);
   document.root_ = root;
-  Reset(nullptr);
+  input_ = nullptr;
+  chunks_.clear();
+  chunked_.clear();
+  arena_.clear();
   return document;
 }
 

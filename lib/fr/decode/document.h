@@ -19,14 +19,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <new>
-#include <type_traits>
-#include <utility>
 #include <limits>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "fr/base/buffer.h"
@@ -279,8 +279,8 @@ class DocumentBuilder {
   // document ignores them.
   uint32_t flags(ValueId id) const { return storage_.tags[id] >> document_internal::kKindBits; }
   void set_flags(ValueId id, uint32_t flags) {
-    storage_.tags[id] =
-        (storage_.tags[id] & document_internal::kKindMask) | (flags << document_internal::kKindBits);
+    storage_.tags[id] = (storage_.tags[id] & document_internal::kKindMask) |
+                        (flags << document_internal::kKindBits);
   }
 
   // Returns the finished document rooted at `root` and leaves the builder empty.

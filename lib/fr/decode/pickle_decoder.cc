@@ -19,31 +19,27 @@
 namespace fr {
 namespace {
 
-// Per-value facts the machine needs again after a value was created, kept beside the builder's
-// nodes (indexed by ValueId) so that checks never touch the larger nodes:
-//   - height: 0 for scalars, 1 + the highest child for containers. Children are sealed (see
-//     below) before they are counted, so a height never changes after a parent used it and the
-//     document's depth is known exactly without walking it.
-//   - kind bits for the SETITEMS/APPENDS target checks.
+// Per-value facts the machine needs again after a value was created, kept in the builder's
+// per-value flags (DocumentBuilder::flags), which stay 0 for scalars:
+//   - height: 0 for scalars, 1 + the highest child for containers (so never 0 for a container).
+//     Children are sealed (see below) before they are counted, so a height never changes after a
+//     parent used it and the document's depth is known exactly without walking it.
 //   - unhashable: lists, dicts and tuples holding one; Python refuses them as dict keys.
 //   - sealed: the value is already a child of some container. Appending to a sealed container is
 //     refused: no producer does it (both PyTorch and CPython fill a container before its parent
 //     takes it), and refusing it makes cycles impossible, so every consumer can walk the
 //     document without cycle checks and never deeper than PickleLimits::max_depth.
-constexpr uint32_t kHeightMask = 0x00ffffff;
-constexpr uint32_t kIsList = uint32_t{1} << 24;
-constexpr uint32_t kIsDict = uint32_t{1} << 25;
-constexpr uint32_t kIsTuple = uint32_t{1} << 26;
-constexpr uint32_t kUnhashable = uint32_t{1} << 27;
-constexpr uint32_t kSealed = uint32_t{1} << 28;
+constexpr uint32_t kUnhashable = uint32_t{1} << 0;
+constexpr uint32_t kSealed = uint32_t{1} << 1;
+constexpr uint32_t kHeightShift = 2;
+constexpr uint32_t kMaxHeight = (uint32_t{1} << (DocumentBuilder::kFlagBits - kHeightShift)) - 1;
 
 // Scratch space reused across calls on one thread, so that decoding many files allocates the
 // stack, marks and memo once.
 struct Scratch {
-  std::vector<ValueId> stack;
-  std::vector<uint32_t> marks;  // stack sizes at each open MARK
-  std::vector<uint32_t> meta;   // see kHeightMask...
-  std::vector<ValueId> memo;    // dense memo ids; kNoValue where never put
+  document_internal::PodArray<ValueId> stack;
+  document_internal::PodArray<uint32_t> marks;  // stack sizes at each open MARK
+  document_internal::PodArray<ValueId> memo;    // dense memo ids; kNoValue where never put
   DocumentBuilder builder;
 };
 
@@ -105,18 +101,15 @@ class PickleMachine {
   PickleMachine(std::string_view input, const PickleLimits& limits, Scratch& scratch)
       : begin_(reinterpret_cast<const uint8_t*>(input.data())),
         end_(begin_ + input.size()),
-        max_depth_(std::min<uint32_t>(limits.max_depth, kHeightMask)),
+        max_depth_(std::min<uint32_t>(limits.max_depth, kMaxHeight)),
         builder_(scratch.builder),
         stack_(scratch.stack),
         marks_(scratch.marks),
-        meta_(scratch.meta),
         memo_(scratch.memo) {
     stack_.clear();
+    stack_.reserve(64);
     marks_.clear();
-    meta_.clear();
     memo_.clear();
-    // A value costs at least one input byte; most cost several (strings, 8-byte LONG1s).
-    meta_.reserve(input.size() / 4 + 16);
   }
 
   // Runs to STOP; returns the root.
@@ -126,33 +119,25 @@ class PickleMachine {
   uint32_t Offset(const uint8_t* at) const { return static_cast<uint32_t>(at - begin_); }
   size_t Left(const uint8_t* at) const { return static_cast<size_t>(end_ - at); }
 
-  // Values above the innermost open MARK; only those may be consumed.
-  size_t Available() const { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
-
-  [[gnu::always_inline]] void PushScalar(ValueId id) {
-    meta_.push_back(0);
-    stack_.push_back(id);
+  // Makes room for at least one more value above `top`, the stack's end; returns the new end.
+  [[gnu::noinline]] ValueId* GrowStack(ValueId* top) {
+    size_t size = static_cast<size_t>(top - stack_.data());
+    stack_.shrink_to(size);
+    stack_.reserve(size * 2);
+    return stack_.data() + size;
   }
 
-  [[gnu::always_inline]] ValueId NewContainer(ValueKind kind, uint32_t kind_bits,
-                                              uint32_t source_offset) {
-    ValueId id = builder_.AddContainer(kind, source_offset);
-    meta_.push_back(kind_bits | 1);
-    return id;
-  }
-
-  // Adds `children` to `container`: checks dict keys, seals the children and updates the height.
-  bool AddChildren(ValueId container, std::span<const ValueId> children, bool dict,
-                   const uint8_t* op);
+  // Adds `count` values from `children` to `container`: checks dict keys, seals the children and
+  // updates the height.
+  inline bool AddChildren(ValueId container, const ValueId* children, size_t count, bool dict,
+                          const uint8_t* op);
 
   // These return false after storing the error in error_: a bool keeps the hot loop free of
   // absl::Status construction, checks and destruction.
-  bool MemoPut(uint32_t id, const uint8_t* op);
+  bool MemoPut(uint32_t id, ValueId value);
   bool MemoGet(uint32_t id, const uint8_t* op, ValueId* value);
-  bool AddString(const uint8_t* op, const uint8_t* text, uint64_t length);
-  bool AddLong(const uint8_t* op, const uint8_t* bytes, size_t length);
-  bool ClosedMark(const uint8_t* op, size_t* mark);
-  bool MakeTuple(const uint8_t* op, size_t first);
+  bool AddString(const uint8_t* op, const uint8_t* text, uint64_t length, ValueId* value);
+  bool AddLong(const uint8_t* op, const uint8_t* bytes, size_t length, ValueId* value);
   bool Fail(absl::Status status) {
     error_ = std::move(status);
     return false;
@@ -169,25 +154,37 @@ class PickleMachine {
                                            Offset(op), PickleOpcodeInfo(*op).name, needed,
                                            Left(at)));
   }
-  [[gnu::cold, gnu::noinline]] absl::Status Underflow(const uint8_t* op, size_t needed) const {
+  // `available`: values above the innermost open MARK.
+  [[gnu::cold, gnu::noinline]] absl::Status Underflow(const uint8_t* op, size_t needed,
+                                                      size_t available) const {
     return Invalid(
         op, fmt::format("stack underflow: {} needs {} value{} above the last MARK, {} "
                         "there",
-                        PickleOpcodeInfo(*op).name, needed, needed == 1 ? "" : "s", Available()));
+                        PickleOpcodeInfo(*op).name, needed, needed == 1 ? "" : "s", available));
   }
   [[gnu::cold, gnu::noinline]] absl::Status TooDeep(const uint8_t* op) const {
     return Invalid(op, fmt::format("nesting deeper than {} levels", max_depth_));
   }
+  [[gnu::cold, gnu::noinline]] absl::Status NoMark(const uint8_t* op) const {
+    return Invalid(op, fmt::format("{} without a MARK", PickleOpcodeInfo(*op).name));
+  }
+  [[gnu::cold, gnu::noinline]] absl::Status WrongTarget(const uint8_t* op, ValueId target,
+                                                        bool dict) const {
+    return Invalid(op, fmt::format("{} on a {}, not a {}", PickleOpcodeInfo(*op).name,
+                                   ValueKindName(builder_.kind(target)), dict ? "dict" : "list"));
+  }
+  enum class BadChildReason { kSealedContainer, kUnhashableKey, kItself };
+  [[gnu::cold, gnu::noinline]] bool BadChild(const uint8_t* op, ValueId container, ValueId child,
+                                             BadChildReason reason);
   [[gnu::cold, gnu::noinline]] absl::Status Refused(const uint8_t* op) const;
 
   const uint8_t* const begin_;
   const uint8_t* const end_;
   const uint32_t max_depth_;
   DocumentBuilder& builder_;
-  std::vector<ValueId>& stack_;
-  std::vector<uint32_t>& marks_;
-  std::vector<uint32_t>& meta_;
-  std::vector<ValueId>& memo_;
+  document_internal::PodArray<ValueId>& stack_;
+  document_internal::PodArray<uint32_t>& marks_;
+  document_internal::PodArray<ValueId>& memo_;
   std::unordered_map<uint32_t, ValueId, MixedIdHash> sparse_memo_;
   uint32_t memo_count_ = 0;  // distinct ids put, as CPython counts them for MEMOIZE
   absl::Status error_;
@@ -213,49 +210,59 @@ absl::Status PickleMachine::Refused(const uint8_t* op) const {
   return Invalid(op, fmt::format("opcode {} is not allowed: {}", OpcodeLabel(*op), why));
 }
 
-bool PickleMachine::AddChildren(ValueId container, std::span<const ValueId> children, bool dict,
-                                const uint8_t* op) {
-  uint32_t container_meta = meta_[container];
-  if (container_meta & kSealed) [[unlikely]] {
+// The errors of AddChildren.
+bool PickleMachine::BadChild(const uint8_t* op, ValueId container, ValueId child,
+                             BadChildReason reason) {
+  if (reason == BadChildReason::kSealedContainer) {
     return Fail(Invalid(
         op, fmt::format("{} on a {} that is already inside another container (only "
                         "acyclic data filled before use is supported)",
                         PickleOpcodeInfo(*op).name, ValueKindName(builder_.kind(container)))));
   }
+  if (reason == BadChildReason::kItself) {
+    return Fail(
+        Invalid(op, fmt::format("{} would put a {} inside itself", PickleOpcodeInfo(*op).name,
+                                ValueKindName(builder_.kind(container)))));
+  }
+  return Fail(Invalid(
+      op, fmt::format("unhashable dict key of type {}", ValueKindName(builder_.kind(child)))));
+}
+
+[[gnu::always_inline]] inline bool PickleMachine::AddChildren(ValueId container,
+                                                              const ValueId* children, size_t count,
+                                                              bool dict, const uint8_t* op) {
+  uint32_t container_flags = builder_.flags(container);
+  if (container_flags & kSealed) [[unlikely]] {
+    return BadChild(op, container, kNoValue, BadChildReason::kSealedContainer);
+  }
   // Only tuples take on the unhashability of their items.
-  const uint32_t inherited = (container_meta & kIsTuple) ? kUnhashable : 0;
-  uint32_t height = container_meta & kHeightMask;
-  for (size_t i = 0; i < children.size(); ++i) {
+  const uint32_t inherited = builder_.kind(container) == ValueKind::kTuple ? kUnhashable : 0;
+  uint32_t height = container_flags >> kHeightShift;
+  for (size_t i = 0; i < count; ++i) {
     ValueId child = children[i];
-    uint32_t child_meta = meta_[child];
+    uint32_t child_flags = builder_.flags(child);
     // Scalars, most children, have nothing to check, seal or count.
-    if (child_meta == 0) continue;
-    if (dict && (i & 1) == 0 && (child_meta & kUnhashable)) [[unlikely]] {
-      return Fail(Invalid(
-          op, fmt::format("unhashable dict key of type {}", ValueKindName(builder_.kind(child)))));
+    if (child_flags == 0) continue;
+    if (dict && (i & 1) == 0 && (child_flags & kUnhashable)) [[unlikely]] {
+      return BadChild(op, container, child, BadChildReason::kUnhashableKey);
     }
     if (child == container) [[unlikely]] {
-      return Fail(
-          Invalid(op, fmt::format("{} would put a {} inside itself", PickleOpcodeInfo(*op).name,
-                                  ValueKindName(builder_.kind(container)))));
+      return BadChild(op, container, child, BadChildReason::kItself);
     }
-    height = std::max(height, (child_meta & kHeightMask) + 1);
-    container_meta |= child_meta & inherited;
-    meta_[child] = child_meta | kSealed;
+    height = std::max(height, (child_flags >> kHeightShift) + 1);
+    container_flags |= child_flags & inherited;
+    builder_.set_flags(child, child_flags | kSealed);
   }
   if (height > max_depth_) [[unlikely]] {
     return Fail(TooDeep(op));
   }
-  meta_[container] = (container_meta & ~kHeightMask) | height;
-  builder_.Append(container, children);
+  builder_.set_flags(container, (container_flags & ((uint32_t{1} << kHeightShift) - 1)) |
+                                    (height << kHeightShift));
+  builder_.Append(container, {children, count});
   return true;
 }
 
-bool PickleMachine::MemoPut(uint32_t id, const uint8_t* op) {
-  if (Available() == 0) [[unlikely]] {
-    return Fail(Underflow(op, 1));
-  }
-  ValueId value = stack_.back();
+bool PickleMachine::MemoPut(uint32_t id, ValueId value) {
   if (id == memo_.size()) [[likely]] {  // torch and CPython both number memo entries 0, 1, 2...
     memo_.push_back(value);
     ++memo_count_;
@@ -264,7 +271,7 @@ bool PickleMachine::MemoPut(uint32_t id, const uint8_t* op) {
   // Every put takes at least two input bytes, so denser ids than the input size are impossible:
   // ids below it may use the vector without letting a file choose its size.
   if (id < memo_.size() || id < static_cast<size_t>(end_ - begin_)) {
-    if (id >= memo_.size()) memo_.resize(size_t{id} + 1, kNoValue);
+    while (id >= memo_.size()) memo_.push_back(kNoValue);
     if (memo_[id] == kNoValue) ++memo_count_;
     memo_[id] = value;
     return true;
@@ -287,7 +294,8 @@ bool PickleMachine::MemoGet(uint32_t id, const uint8_t* op, ValueId* value) {
       op, fmt::format("{} of memo id {}, which was never put", PickleOpcodeInfo(*op).name, id)));
 }
 
-bool PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length) {
+bool PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length,
+                              ValueId* value) {
   if (length > Left(text)) [[unlikely]] {
     if (length > DocumentBuilder::kMaxInputSize) {
       return Fail(Invalid(op, fmt::format("{} length {} is absurd (the input has {} bytes)",
@@ -299,13 +307,13 @@ bool PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t l
     return Fail(Invalid(op, fmt::format("{} string at byte {} is not valid UTF-8",
                                         PickleOpcodeInfo(*op).name, Offset(text))));
   }
-  PushScalar(builder_.AddInputString(Offset(text), static_cast<uint32_t>(length), Offset(op)));
+  *value = builder_.AddInputString(Offset(text), static_cast<uint32_t>(length), Offset(op));
   return true;
 }
 
 // Python ints are unbounded; dumps only hold int64 (torch writes every LONG1 with 8 bytes,
 // CPython the fewest two's-complement bytes).
-bool PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t length) {
+bool PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t length, ValueId* id) {
   uint64_t value;
   if (length == 8) {
     value = LoadLe64(bytes);
@@ -321,30 +329,7 @@ bool PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t leng
       if (bytes[i] != fill) return Fail(Invalid(op, "integer does not fit in 64 bits"));
     }
   }
-  PushScalar(builder_.AddInt(static_cast<int64_t>(value), Offset(op)));
-  return true;
-}
-
-// Pops the innermost MARK into `mark` (the stack size when it was pushed).
-bool PickleMachine::ClosedMark(const uint8_t* op, size_t* mark) {
-  if (marks_.empty()) [[unlikely]] {
-    return Fail(Invalid(op, fmt::format("{} without a MARK", PickleOpcodeInfo(*op).name)));
-  }
-  *mark = marks_.back();
-  marks_.pop_back();
-  return true;
-}
-
-// Replaces stack_[first...] by one tuple of those values.
-bool PickleMachine::MakeTuple(const uint8_t* op, size_t first) {
-  ValueId tuple = NewContainer(ValueKind::kTuple, kIsTuple, Offset(op));
-  if (max_depth_ < 1) [[unlikely]] {
-    return Fail(TooDeep(op));
-  }
-  std::span<const ValueId> items(stack_.data() + first, stack_.size() - first);
-  if (!AddChildren(tuple, items, /*dict=*/false, op)) return false;
-  stack_.resize(first);
-  stack_.push_back(tuple);
+  *id = builder_.AddInt(static_cast<int64_t>(value), Offset(op));
   return true;
 }
 
@@ -362,8 +347,53 @@ bool PickleMachine::MakeTuple(const uint8_t* op, size_t first) {
       return Truncated(op, p, (n)); \
   } while (false)
 
+// The value stack lives in locals while the loop runs: `top` is its end, `stack` its start and
+// `stack_end` its capacity, reloaded whenever it grows.
+#define FR_PICKLE_PUSH(value)                \
+  do {                                       \
+    ValueId pushed_ = (value);               \
+    if (top == stack_end) [[unlikely]] {     \
+      top = GrowStack(top);                  \
+      stack = stack_.data();                 \
+      stack_end = stack + stack_.capacity(); \
+    }                                        \
+    *top++ = pushed_;                        \
+  } while (false)
+
+// Pops the innermost MARK into `mark` (the stack size when it was pushed).
+#define FR_PICKLE_CLOSE_MARK(mark)              \
+  do {                                          \
+    if (marks_.empty()) [[unlikely]] {          \
+      return NoMark(op);                        \
+    }                                           \
+    mark = marks_.back();                       \
+    marks_.pop_back();                          \
+    floor = marks_.empty() ? 0 : marks_.back(); \
+  } while (false)
+
 absl::StatusOr<ValueId> PickleMachine::Run() {
   const uint8_t* p = begin_;
+  ValueId* stack = stack_.data();
+  ValueId* top = stack;
+  ValueId* stack_end = stack + stack_.capacity();
+  // The stack size at the innermost open MARK (0 when none): only values above it may be used.
+  size_t floor = 0;
+  auto available = [&] { return static_cast<size_t>(top - stack) - floor; };
+  // Replaces the values from stack[first] up by one tuple of them.
+  auto make_tuple = [&](const uint8_t* op, size_t first) {
+    ValueId tuple =
+        builder_.AddContainer(ValueKind::kTuple, Offset(op), uint32_t{1} << kHeightShift);
+    if (max_depth_ < 1) [[unlikely]] {
+      return Fail(TooDeep(op));
+    }
+    if (!AddChildren(tuple, stack + first, static_cast<size_t>(top - stack) - first,
+                     /*dict=*/false, op)) {
+      return false;
+    }
+    top = stack + first;
+    FR_PICKLE_PUSH(tuple);
+    return true;
+  };
   while (p < end_) {
     const uint8_t* op = p++;
     switch (static_cast<PickleOpcode>(*op)) {
@@ -385,7 +415,8 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
         if (marks_.size() >= max_depth_) [[unlikely]] {
           return TooDeep(op);
         }
-        marks_.push_back(static_cast<uint32_t>(stack_.size()));
+        floor = static_cast<size_t>(top - stack);
+        marks_.push_back(static_cast<uint32_t>(floor));
         break;
       case PickleOpcode::kEmptyDict:
       case PickleOpcode::kEmptyList:
@@ -395,85 +426,87 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
         }
         ValueId id;
         if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyDict)) {
-          id = NewContainer(ValueKind::kDict, kIsDict | kUnhashable, Offset(op));
+          id = builder_.AddContainer(ValueKind::kDict, Offset(op),
+                                     kUnhashable | (uint32_t{1} << kHeightShift));
         } else if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyList)) {
-          id = NewContainer(ValueKind::kList, kIsList | kUnhashable, Offset(op));
+          id = builder_.AddContainer(ValueKind::kList, Offset(op),
+                                     kUnhashable | (uint32_t{1} << kHeightShift));
         } else {
-          id = NewContainer(ValueKind::kTuple, kIsTuple, Offset(op));
+          id = builder_.AddContainer(ValueKind::kTuple, Offset(op), uint32_t{1} << kHeightShift);
         }
-        stack_.push_back(id);
+        FR_PICKLE_PUSH(id);
         break;
       }
       case PickleOpcode::kSetItems:
       case PickleOpcode::kAppends: {
         size_t mark;
-        FR_PICKLE_TRY(ClosedMark(op, &mark));
+        FR_PICKLE_CLOSE_MARK(mark);
         bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItems);
         // The container sits just below the MARK and must itself be above the enclosing one.
-        if (mark <= (marks_.empty() ? 0 : marks_.back())) [[unlikely]] {
+        if (mark <= floor) [[unlikely]] {
           return Invalid(op, fmt::format("stack underflow: {} has no {} below its MARK",
                                          PickleOpcodeInfo(*op).name, dict ? "dict" : "list"));
         }
-        ValueId target = stack_[mark - 1];
-        if (!(meta_[target] & (dict ? kIsDict : kIsList))) [[unlikely]] {
-          return Invalid(op,
-                         fmt::format("{} on a {}, not a {}", PickleOpcodeInfo(*op).name,
-                                     ValueKindName(builder_.kind(target)), dict ? "dict" : "list"));
+        ValueId target = stack[mark - 1];
+        if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
+          return WrongTarget(op, target, dict);
         }
-        size_t count = stack_.size() - mark;
+        size_t count = static_cast<size_t>(top - stack) - mark;
         if (dict && (count & 1)) [[unlikely]] {
           return Invalid(op, fmt::format("SETITEMS with an odd number of items ({})", count));
         }
-        FR_PICKLE_TRY(AddChildren(target, {stack_.data() + mark, count}, dict, op));
-        stack_.resize(mark);
+        FR_PICKLE_TRY(AddChildren(target, stack + mark, count, dict, op));
+        top = stack + mark;
         break;
       }
       case PickleOpcode::kSetItem:
       case PickleOpcode::kAppend: {
         bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItem);
         size_t count = dict ? 2 : 1;
-        if (Available() < count + 1) [[unlikely]] {
-          return Underflow(op, count + 1);
+        if (available() < count + 1) [[unlikely]] {
+          return Underflow(op, count + 1, available());
         }
-        size_t first = stack_.size() - count;
-        ValueId target = stack_[first - 1];
-        if (!(meta_[target] & (dict ? kIsDict : kIsList))) [[unlikely]] {
-          return Invalid(op,
-                         fmt::format("{} on a {}, not a {}", PickleOpcodeInfo(*op).name,
-                                     ValueKindName(builder_.kind(target)), dict ? "dict" : "list"));
+        ValueId* first = top - count;
+        ValueId target = first[-1];
+        if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
+          return WrongTarget(op, target, dict);
         }
-        FR_PICKLE_TRY(AddChildren(target, {stack_.data() + first, count}, dict, op));
-        stack_.resize(first);
+        FR_PICKLE_TRY(AddChildren(target, first, count, dict, op));
+        top = first;
         break;
       }
       case PickleOpcode::kTuple: {
         size_t mark;
-        FR_PICKLE_TRY(ClosedMark(op, &mark));
-        FR_PICKLE_TRY(MakeTuple(op, mark));
+        FR_PICKLE_CLOSE_MARK(mark);
+        FR_PICKLE_TRY(make_tuple(op, mark));
         break;
       }
       case PickleOpcode::kTuple1:
       case PickleOpcode::kTuple2:
       case PickleOpcode::kTuple3: {
         size_t count = *op - static_cast<uint8_t>(PickleOpcode::kTuple1) + 1;
-        if (Available() < count) [[unlikely]] {
-          return Underflow(op, count);
+        if (available() < count) [[unlikely]] {
+          return Underflow(op, count, available());
         }
-        FR_PICKLE_TRY(MakeTuple(op, stack_.size() - count));
+        FR_PICKLE_TRY(make_tuple(op, static_cast<size_t>(top - stack) - count));
         break;
       }
       case PickleOpcode::kBinUnicode: {
         FR_PICKLE_NEED(4);
         uint32_t length = LoadLe32(p);
         p += 4;
-        FR_PICKLE_TRY(AddString(op, p, length));
+        ValueId id;
+        FR_PICKLE_TRY(AddString(op, p, length, &id));
+        FR_PICKLE_PUSH(id);
         p += length;
         break;
       }
       case PickleOpcode::kShortBinUnicode: {
         FR_PICKLE_NEED(1);
         uint32_t length = *p++;
-        FR_PICKLE_TRY(AddString(op, p, length));
+        ValueId id;
+        FR_PICKLE_TRY(AddString(op, p, length, &id));
+        FR_PICKLE_PUSH(id);
         p += length;
         break;
       }
@@ -481,37 +514,60 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
         FR_PICKLE_NEED(8);
         uint64_t length = LoadLe64(p);
         p += 8;
-        FR_PICKLE_TRY(AddString(op, p, length));
+        ValueId id;
+        FR_PICKLE_TRY(AddString(op, p, length, &id));
+        FR_PICKLE_PUSH(id);
         p += length;
         break;
       }
       case PickleOpcode::kBinPut:
-        FR_PICKLE_NEED(1);
-        FR_PICKLE_TRY(MemoPut(*p, op));
-        p += 1;
-        break;
       case PickleOpcode::kLongBinPut:
-        FR_PICKLE_NEED(4);
-        FR_PICKLE_TRY(MemoPut(LoadLe32(p), op));
-        p += 4;
-        break;
-      case PickleOpcode::kMemoize:
-        FR_PICKLE_TRY(MemoPut(memo_count_, op));
-        break;
-      case PickleOpcode::kBinGet:
-      case PickleOpcode::kLongBinGet: {
-        bool long_id = *op == static_cast<uint8_t>(PickleOpcode::kLongBinGet);
-        FR_PICKLE_NEED(long_id ? 4u : 1u);
-        uint32_t id = long_id ? LoadLe32(p) : *p;
-        p += long_id ? 4 : 1;
-        // The fast path of MemoGet, inline: nearly every string in a torch dump is a memo hit.
-        if (id < memo_.size() && memo_[id] != kNoValue) [[likely]] {
-          stack_.push_back(memo_[id]);
+      case PickleOpcode::kMemoize: {
+        uint32_t id;
+        if (*op == static_cast<uint8_t>(PickleOpcode::kBinPut)) {
+          FR_PICKLE_NEED(1);
+          id = *p;
+        } else if (*op == static_cast<uint8_t>(PickleOpcode::kLongBinPut)) {
+          FR_PICKLE_NEED(4);
+          id = LoadLe32(p);
         } else {
-          ValueId value;
-          FR_PICKLE_TRY(MemoGet(id, op, &value));
-          stack_.push_back(value);
+          id = memo_count_;
         }
+        if (available() == 0) [[unlikely]] {
+          return Underflow(op, 1, 0);
+        }
+        MemoPut(id, top[-1]);
+        if (*op == static_cast<uint8_t>(PickleOpcode::kBinPut)) {
+          p += 1;
+        } else if (*op == static_cast<uint8_t>(PickleOpcode::kLongBinPut)) {
+          p += 4;
+        }
+        break;
+      }
+      case PickleOpcode::kBinGet: {
+        FR_PICKLE_NEED(1);
+        uint32_t id = *p++;
+        // The fast path of MemoGet, inline: nearly every string in a torch dump is a memo hit.
+        ValueId value;
+        if (id < memo_.size() && memo_[id] != kNoValue) [[likely]] {
+          value = memo_[id];
+        } else {
+          FR_PICKLE_TRY(MemoGet(id, op, &value));
+        }
+        FR_PICKLE_PUSH(value);
+        break;
+      }
+      case PickleOpcode::kLongBinGet: {
+        FR_PICKLE_NEED(4);
+        uint32_t id = LoadLe32(p);
+        p += 4;
+        ValueId value;
+        if (id < memo_.size() && memo_[id] != kNoValue) [[likely]] {
+          value = memo_[id];
+        } else {
+          FR_PICKLE_TRY(MemoGet(id, op, &value));
+        }
+        FR_PICKLE_PUSH(value);
         break;
       }
       case PickleOpcode::kPut:
@@ -535,34 +591,43 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
         }
         p = newline + 1;
         if (*op == static_cast<uint8_t>(PickleOpcode::kPut)) {
-          FR_PICKLE_TRY(MemoPut(static_cast<uint32_t>(id), op));
+          if (available() == 0) [[unlikely]] {
+            return Underflow(op, 1, 0);
+          }
+          MemoPut(static_cast<uint32_t>(id), top[-1]);
         } else {
           ValueId value;
           FR_PICKLE_TRY(MemoGet(static_cast<uint32_t>(id), op, &value));
-          stack_.push_back(value);
+          FR_PICKLE_PUSH(value);
         }
         break;
       }
       case PickleOpcode::kBinInt1:
         FR_PICKLE_NEED(1);
-        PushScalar(builder_.AddInt(*p, Offset(op)));
+        FR_PICKLE_PUSH(builder_.AddInt(*p, Offset(op)));
         p += 1;
         break;
       case PickleOpcode::kBinInt2:
         FR_PICKLE_NEED(2);
-        PushScalar(builder_.AddInt(p[0] | (p[1] << 8), Offset(op)));
+        FR_PICKLE_PUSH(builder_.AddInt(p[0] | (p[1] << 8), Offset(op)));
         p += 2;
         break;
       case PickleOpcode::kBinInt:
         FR_PICKLE_NEED(4);
-        PushScalar(builder_.AddInt(static_cast<int32_t>(LoadLe32(p)), Offset(op)));
+        FR_PICKLE_PUSH(builder_.AddInt(static_cast<int32_t>(LoadLe32(p)), Offset(op)));
         p += 4;
         break;
       case PickleOpcode::kLong1: {
         FR_PICKLE_NEED(1);
         size_t length = *p++;
         if (Left(p) < length) return Truncated(op, p, length);
-        FR_PICKLE_TRY(AddLong(op, p, length));
+        ValueId id;
+        if (length == 8) [[likely]] {  // torch's form
+          id = builder_.AddInt(static_cast<int64_t>(LoadLe64(p)), Offset(op));
+        } else {
+          FR_PICKLE_TRY(AddLong(op, p, length, &id));
+        }
+        FR_PICKLE_PUSH(id);
         p += length;
         break;
       }
@@ -572,40 +637,42 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
         p += 4;
         if (length < 0) return Invalid(op, fmt::format("LONG4 with negative length {}", length));
         if (Left(p) < static_cast<size_t>(length)) return Truncated(op, p, length);
-        FR_PICKLE_TRY(AddLong(op, p, static_cast<size_t>(length)));
+        ValueId id;
+        FR_PICKLE_TRY(AddLong(op, p, static_cast<size_t>(length), &id));
+        FR_PICKLE_PUSH(id);
         p += length;
         break;
       }
       case PickleOpcode::kBinFloat:
         FR_PICKLE_NEED(8);
-        PushScalar(builder_.AddFloat(std::bit_cast<double>(LoadBe64(p)), Offset(op)));
+        FR_PICKLE_PUSH(builder_.AddFloat(std::bit_cast<double>(LoadBe64(p)), Offset(op)));
         p += 8;
         break;
       case PickleOpcode::kNewTrue:
       case PickleOpcode::kNewFalse:
-        PushScalar(
+        FR_PICKLE_PUSH(
             builder_.AddBool(*op == static_cast<uint8_t>(PickleOpcode::kNewTrue), Offset(op)));
         break;
       case PickleOpcode::kNone:
-        PushScalar(builder_.AddNone(Offset(op)));
+        FR_PICKLE_PUSH(builder_.AddNone(Offset(op)));
         break;
       case PickleOpcode::kStop: {
         if (!marks_.empty()) {
           return Invalid(op, fmt::format("STOP with {} MARK{} still open", marks_.size(),
                                          marks_.size() == 1 ? "" : "s"));
         }
-        if (stack_.empty()) return Underflow(op, 1);
+        size_t depth = static_cast<size_t>(top - stack);
+        if (depth == 0) return Underflow(op, 1, 0);
         // CPython ignores values left below the result; no producer leaves any, so they are
         // treated as the corruption they are.
-        if (stack_.size() > 1) {
-          return Invalid(
-              op, fmt::format("STOP leaves {} values on the stack, expected 1", stack_.size()));
+        if (depth > 1) {
+          return Invalid(op, fmt::format("STOP leaves {} values on the stack, expected 1", depth));
         }
         if (p != end_) {
           return Invalid(
               p, fmt::format("{} trailing byte{} after STOP", Left(p), Left(p) == 1 ? "" : "s"));
         }
-        return stack_[0];
+        return stack[0];
       }
       default:
         return Refused(op);
@@ -616,14 +683,16 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
       fmt::format("byte {}: truncated: the stream ends without STOP", Offset(end_)));
 }
 
+#undef FR_PICKLE_PUSH
+#undef FR_PICKLE_CLOSE_MARK
 #undef FR_PICKLE_NEED
 #undef FR_PICKLE_TRY
 
 // Drops scratch capacity that one unusually large input left behind.
 template <typename T>
-void TrimScratch(std::vector<T>& v) {
+void TrimScratch(document_internal::PodArray<T>& v) {
   constexpr size_t kKeepBytes = size_t{16} << 20;
-  if (v.capacity() * sizeof(T) > kKeepBytes) v = std::vector<T>();
+  if (v.capacity() * sizeof(T) > kKeepBytes) v = document_internal::PodArray<T>();
 }
 
 }  // namespace
@@ -647,7 +716,6 @@ absl::StatusOr<Document> DecodePickle(std::shared_ptr<const Buffer> input,
   scratch.builder.Reset(nullptr);
   TrimScratch(scratch.stack);
   TrimScratch(scratch.marks);
-  TrimScratch(scratch.meta);
   TrimScratch(scratch.memo);
   return result;
 }
