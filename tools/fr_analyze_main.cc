@@ -21,16 +21,16 @@
 #include "fmt/format.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
+#include "fr/index/job_index.h"
 #include "fr/load/load.h"
 #include "fr/read/input_file.h"
-#include "fr/index/job_index.h"
 #include "fr/report/entries_view.h"
 #include "fr/report/load_summary.h"
 #include "fr/report/report_format.h"
-#include "fr/verdict/analyze.h"
 #include "fr/simulate/example_job.h"
 #include "fr/simulate/job_simulator.h"
 #include "fr/simulate/job_writer.h"
+#include "fr/verdict/analyze.h"
 #include "fr/write/dump_writer.h"
 
 namespace fr {
@@ -348,9 +348,9 @@ int RunSimulate(Args& args) {
     };
     int matched = 0;
     const std::pair<std::string_view, int64_t*> number_flags[] = {
-        {"--tp", &options.tensor_parallel},     {"--pp", &options.pipeline_parallel},
-        {"--dp", &options.data_parallel},       {"--steps", &options.steps},
-        {"--fault-rank", &options.fault.rank},  {"--fault-step", &options.fault.step},
+        {"--tp", &options.tensor_parallel},    {"--pp", &options.pipeline_parallel},
+        {"--dp", &options.data_parallel},      {"--steps", &options.steps},
+        {"--fault-rank", &options.fault.rank}, {"--fault-step", &options.fault.step},
         {"--buffer", &options.buffer_size}};
     for (const auto& [name, target] : number_flags) {
       matched = number_flag({name}, target);
@@ -405,11 +405,12 @@ int RunSimulate(Args& args) {
     return kExitUsage;
   }
   const GroundTruth& truth = job->ground_truth();
-  std::printf("wrote %lld dumps (%llu bytes) to %s\ninjected: %s\nexpected verdict: %s, culprits [%s]\n",
-              static_cast<long long>(written->files),
-              static_cast<unsigned long long>(written->bytes_written), directory.c_str(),
-              truth.description.c_str(), truth.failure_class.c_str(),
-              fmt::format("{}", fmt::join(truth.culprit_ranks, ",")).c_str());
+  std::printf(
+      "wrote %lld dumps (%llu bytes) to %s\ninjected: %s\nexpected verdict: %s, culprits [%s]\n",
+      static_cast<long long>(written->files),
+      static_cast<unsigned long long>(written->bytes_written), directory.c_str(),
+      truth.description.c_str(), truth.failure_class.c_str(),
+      fmt::format("{}", fmt::join(truth.culprit_ranks, ",")).c_str());
   return kExitOk;
 }
 

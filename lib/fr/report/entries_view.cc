@@ -51,7 +51,8 @@ std::string FormatEntriesView(const LoadedTrace& trace, const JobIndex& index,
     for (const GroupMember* member : columns) {
       for (const CollectiveUnit& unit : member->units) seqs.insert(unit.seq);
     }
-    std::string label = group.desc.empty() ? group.name : fmt::format("{} ({})", group.name, group.desc);
+    std::string label =
+        group.desc.empty() ? group.name : fmt::format("{} ({})", group.name, group.desc);
     out += fmt::format("group {} [{}]", label, FormatRankSet(group.ranks));
     if (static_cast<int>(group.members.size()) > static_cast<int>(columns.size())) {
       out += fmt::format(" showing {} of {} ranks", columns.size(), group.members.size());
@@ -77,8 +78,7 @@ std::string FormatEntriesView(const LoadedTrace& trace, const JobIndex& index,
                                      [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
           if (it != member->units.end() && it->seq == seq) {
             const RankDump& dump = trace.ranks[member->dump];
-            cell = fmt::format("{} {}",
-                               dump.strings.view(dump.entries[it->first_entry].op_name),
+            cell = fmt::format("{} {}", dump.strings.view(dump.entries[it->first_entry].op_name),
                                ShortState(it->state));
             if (it->entry_count > 1) cell += fmt::format(" x{}", it->entry_count);
           } else if (member->first_seq_in_buffer != kUnknown && seq < member->first_seq_in_buffer) {

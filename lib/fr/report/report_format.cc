@@ -109,8 +109,8 @@ void AppendGroups(const Report& report, std::string* out) {
   int shown = 0;
   for (const auto* group : healthy) {
     if (shown++ == kHealthyGroupsShown) {
-      *out += fmt::format("  ... and {} more healthy groups\n",
-                          healthy.size() - kHealthyGroupsShown);
+      *out +=
+          fmt::format("  ... and {} more healthy groups\n", healthy.size() - kHealthyGroupsShown);
       break;
     }
     append(*group);
@@ -127,23 +127,23 @@ void AppendFindings(const Report& report, std::string* out) {
     for (const std::string& line : finding.evidence()) *out += fmt::format("       {}\n", line);
   }
   for (const auto& straggler : report.stragglers()) {
-    *out += fmt::format("  straggler: rank {} in {}, {:.1f} ms late (median), last in {:.0f}% of "
-                        "{} collectives\n",
-                        straggler.rank(), GroupLabel(straggler.process_group()),
-                        straggler.median_lateness_ms(), 100 * straggler.fraction_last(),
-                        straggler.collectives_compared());
+    *out += fmt::format(
+        "  straggler: rank {} in {}, {:.1f} ms late (median), last in {:.0f}% of "
+        "{} collectives\n",
+        straggler.rank(), GroupLabel(straggler.process_group()), straggler.median_lateness_ms(),
+        100 * straggler.fraction_last(), straggler.collectives_compared());
   }
 }
 
 void AppendInputs(const Report& report, std::string* out) {
   const auto& in = report.inputs();
-  *out += fmt::format("\ninputs: {} ranks loaded [{}] from {}; missing: {}; versions: {}\n",
-                      in.ranks_loaded_size(), FormatRankSet(Ranks(in.ranks_loaded())),
-                      in.source().empty() ? "-" : in.source(),
-                      in.ranks_missing_size() == 0 ? "none"
-                                                   : FormatRankSet(Ranks(in.ranks_missing())),
-                      in.versions_size() == 0 ? "-" : fmt::format("{}", fmt::join(in.versions(), ", ")));
-  for (const auto& file : in.files_rejected()) *out += fmt::format("  rejected: {}\n", file.error());
+  *out += fmt::format(
+      "\ninputs: {} ranks loaded [{}] from {}; missing: {}; versions: {}\n", in.ranks_loaded_size(),
+      FormatRankSet(Ranks(in.ranks_loaded())), in.source().empty() ? "-" : in.source(),
+      in.ranks_missing_size() == 0 ? "none" : FormatRankSet(Ranks(in.ranks_missing())),
+      in.versions_size() == 0 ? "-" : fmt::format("{}", fmt::join(in.versions(), ", ")));
+  for (const auto& file : in.files_rejected())
+    *out += fmt::format("  rejected: {}\n", file.error());
   if (in.files_skipped_size() > 0) {
     *out += fmt::format("  skipped {} files that are not dumps (pipes, logs, cores)\n",
                         in.files_skipped_size());

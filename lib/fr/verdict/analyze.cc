@@ -38,7 +38,7 @@ int ReasonPriority(const std::string& reason) {
   if (reason == "blocked behind an earlier op") return 5;
   if (reason.ends_with("_mismatch")) return 0;
   if (reason == "issued but not started") return 1;
-  if (reason == "no matching recv" || reason == "no matching send") return 2;
+  if (reason.starts_with("no matching") || reason.ends_with("incomplete batch")) return 2;
   if (reason == "never issued") return 3;
   return 4;  // dump missing
 }
@@ -46,7 +46,9 @@ int ReasonPriority(const std::string& reason) {
 std::string ClassOfReason(const std::string& reason) {
   if (reason.ends_with("_mismatch")) return reason;
   if (reason == "issued but not started") return "gpu_stall";
-  if (reason == "no matching recv" || reason == "no matching send") return "p2p_unmatched";
+  if (reason.starts_with("no matching") || reason.ends_with("incomplete batch")) {
+    return "p2p_unmatched";
+  }
   return "missing_participant";
 }
 
@@ -128,9 +130,8 @@ class Analyzer {
 
   std::string DescribeEntry(const RankDump& dump, const Entry& entry) const {
     const ProcessGroup& group = dump.groups[entry.group];
-    std::string seq = IsPointToPoint(entry.op)
-                          ? fmt::format("p2p #{}", entry.p2p_seq_id)
-                          : fmt::format("#{}", entry.collective_seq_id);
+    std::string seq = IsPointToPoint(entry.op) ? fmt::format("p2p #{}", entry.p2p_seq_id)
+                                               : fmt::format("#{}", entry.collective_seq_id);
     std::string desc(dump.strings.view(group.desc));
     return fmt::format("{} {} in group {}{} ({})", dump.strings.view(entry.op_name), seq,
                        dump.strings.view(group.name), desc.empty() ? "" : " " + desc,
@@ -158,6 +159,8 @@ class Analyzer {
       std::vector<int64_t> culprits;
     };
     std::map<uint32_t, Cause> by_block;
+    std::vector<uint32_t> relay_cycle;
+    std::vector<int64_t> relay_ranks;
     for (int64_t culprit : graph.culprits()) {
       std::vector<uint32_t> blocks = graph.BlocksOn(culprit);
       if (blocks.empty()) continue;
@@ -169,18 +172,50 @@ class Analyzer {
         // "Blocked behind an earlier op" only relays a wait: prefer any direct cause.
         bool x_relay = x.reason == "blocked behind an earlier op";
         bool y_relay = y.reason == "blocked behind an earlier op";
-        return std::make_tuple(x_relay, x.time_created_ns, ReasonPriority(x.reason), a) <
-               std::make_tuple(y_relay, y.time_created_ns, ReasonPriority(y.reason), b);
+        // Collectives align by seq across ranks; p2p waits only say "not yet", and a peer posts
+        // its recv long before the culprit would have reached the send. So a collective the
+        // culprit failed to join names the root better than a p2p op it failed to match.
+        return std::make_tuple(x_relay, x.is_p2p, x.time_created_ns, ReasonPriority(x.reason), a) <
+               std::make_tuple(y_relay, y.is_p2p, y.time_created_ns, ReasonPriority(y.reason), b);
       });
       // A rank that others wait for only because it is itself stuck in an earlier op that
-      // blames no one (a stalled transport, an op still in flight) is not a culprit.
-      if (matched_.blocks[best].reason == "blocked behind an earlier op") continue;
+      // blames no one (a stalled transport, an op still in flight) is not a culprit. If it is in
+      // no stuck op either, it waits in a cycle of such relays: send/recv queued behind each
+      // other (a p2p ordering deadlock), kept for below.
+      if (matched_.blocks[best].reason == "blocked behind an earlier op") {
+        if (!InStuckOp(culprit)) relay_ranks.push_back(culprit);
+        continue;
+      }
       by_block[best].block = best;
       by_block[best].culprits.push_back(culprit);
+    }
+    if (by_block.empty() && relay_ranks.size() > 1) {
+      // The waits among the deadlocked ranks themselves.
+      std::sort(relay_ranks.begin(), relay_ranks.end());
+      auto among = [&](const std::vector<int64_t>& ranks) {
+        return std::any_of(ranks.begin(), ranks.end(), [&](int64_t r) {
+          return std::binary_search(relay_ranks.begin(), relay_ranks.end(), r);
+        });
+      };
+      for (uint32_t b = 0; b < matched_.blocks.size(); ++b) {
+        if (among(matched_.blocks[b].waiters) && among(matched_.blocks[b].blockers)) {
+          relay_cycle.push_back(b);
+        }
+      }
+      if (!relay_cycle.empty()) AddDeadlockFinding(relay_cycle, relay_ranks, report);
     }
     for (auto& [b, cause] : by_block) {
       const Block& block = matched_.blocks[b];
       const JobGroup& group = index_.groups[block.group];
+      bool batch_shift = block.reason.ends_with("incomplete batch");
+      if (batch_shift) {
+        // Batched p2p stuck against each other: a skipped or extra op on either side of the
+        // channel shifts the FIFO pairing; both sides are named.
+        cause.culprits.insert(cause.culprits.end(), block.waiters.begin(), block.waiters.end());
+        std::sort(cause.culprits.begin(), cause.culprits.end());
+        cause.culprits.erase(std::unique(cause.culprits.begin(), cause.culprits.end()),
+                             cause.culprits.end());
+      }
       Finding* finding = report->add_findings();
       std::string kind = ClassOfReason(block.reason);
       finding->set_kind(kind);
@@ -190,8 +225,8 @@ class Analyzer {
       finding->set_op(block.op);
       std::string culprits = FormatRankSetWithin(cause.culprits, group.ranks);
       std::string plural = cause.culprits.size() > 1 ? "ranks" : "rank";
-      std::string seq = block.is_p2p ? fmt::format("p2p #{}", block.seq)
-                                     : fmt::format("#{}", block.seq);
+      std::string seq =
+          block.is_p2p ? fmt::format("p2p #{}", block.seq) : fmt::format("#{}", block.seq);
       std::string waiters = fmt::format("{} {} {}", block.waiters.size(),
                                         block.waiters.size() == 1 ? "rank" : "ranks",
                                         block.waiters.size() == 1 ? "is" : "are");
@@ -211,9 +246,17 @@ class Analyzer {
             cause.culprits.size() > 1 ? "them" : "it"));
       } else if (block.reason == "issued but not started") {
         finding->set_summary(fmt::format(
-            "{} {} enqueued {} {} in {} but {} GPU never started it, while its peers did.",
-            plural, culprits, block.op, seq, GroupLabel(group),
+            "{} {} enqueued {} {} in {} but {} GPU never started it, while its peers did.", plural,
+            culprits, block.op, seq, GroupLabel(group),
             cause.culprits.size() > 1 ? "their" : "its"));
+      } else if (batch_shift) {
+        confidence = "low";
+        finding->set_summary(fmt::format(
+            "Ranks {} are stuck in batched sends/recvs (batch_isend_irecv) on the same channel in "
+            "{}, each batch holding an op the other side cannot match: one of them skipped or "
+            "added a p2p op, shifting the FIFO pairing. Which one is not in the dumps; compare "
+            "their pipeline schedules.",
+            culprits, GroupLabel(group)));
       } else if (block.reason == "no matching recv" || block.reason == "no matching send") {
         finding->set_summary(fmt::format(
             "{} {} never posted the {} that {} {} in {} needs ({} {} waiting).", plural, culprits,
@@ -231,10 +274,10 @@ class Analyzer {
         std::string what = block.reason == "op_mismatch"      ? "a different op"
                            : block.reason == "dtype_mismatch" ? "a different dtype"
                                                               : "different tensor sizes";
-        finding->set_summary(fmt::format("{} {} issued {} than the other members at {} {} in {}, "
-                                         "so the collective cannot complete.",
-                                         plural, culprits, what, block.op, seq,
-                                         GroupLabel(group)));
+        finding->set_summary(
+            fmt::format("{} {} issued {} than the other members at {} {} in {}, "
+                        "so the collective cannot complete.",
+                        plural, culprits, what, block.op, seq, GroupLabel(group)));
       }
       // Sentences start with a capital even when they start with "rank".
       std::string summary = finding->summary();
@@ -258,9 +301,9 @@ class Analyzer {
             fmt::format("rank {} last recorded {}", culprit, DescribeEntry(*dump, *last)));
         for (const GroupMember& member : group.members) {
           if (member.rank == culprit && member.last_enqueued != kUnknown && !block.is_p2p) {
-            finding->add_evidence(fmt::format(
-                "rank {} in {}: last issued #{}, last completed #{}", culprit, GroupLabel(group),
-                member.last_enqueued, member.last_completed));
+            finding->add_evidence(fmt::format("rank {} in {}: last issued #{}, last completed #{}",
+                                              culprit, GroupLabel(group), member.last_enqueued,
+                                              member.last_completed));
           }
         }
       }
@@ -270,6 +313,50 @@ class Analyzer {
       }
       finding_time_[report->findings_size() - 1] = block.time_created_ns;
     }
+  }
+
+  bool InStuckOp(int64_t rank) const {
+    for (const StuckOp& stuck : matched_.stuck) {
+      if (std::binary_search(stuck.ranks.begin(), stuck.ranks.end(), rank)) return true;
+    }
+    return false;
+  }
+
+  // Ranks that wait on each other with every op queued behind another pending op of their own:
+  // typically sends and recvs posted in an order the peers do not mirror (a skipped or extra p2p
+  // op shifts the FIFO pairing). The dumps cannot say which side deviated.
+  void AddDeadlockFinding(const std::vector<uint32_t>& blocks, const std::vector<int64_t>& ranks,
+                          Report* report) {
+    uint32_t earliest =
+        *std::min_element(blocks.begin(), blocks.end(), [&](uint32_t a, uint32_t b) {
+          return matched_.blocks[a].time_created_ns < matched_.blocks[b].time_created_ns;
+        });
+    const Block& first = matched_.blocks[earliest];
+    bool p2p = std::any_of(blocks.begin(), blocks.end(),
+                           [&](uint32_t b) { return matched_.blocks[b].is_p2p; });
+    const JobGroup& group = index_.groups[first.group];
+    Finding* finding = report->add_findings();
+    finding->set_kind(p2p ? "p2p_unmatched" : "missing_participant");
+    std::vector<int64_t> sorted = ranks;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t r : sorted) finding->add_ranks(static_cast<int32_t>(r));
+    FillGroupRef(group, finding->mutable_process_group());
+    finding->set_collective_seq_id(static_cast<int32_t>(first.seq));
+    finding->set_op(first.op);
+    finding->set_confidence("low");
+    finding->set_summary(fmt::format(
+        "Ranks {} wait on each other: each one's pending {} is queued behind another pending op "
+        "of its own, so none can progress (sends and recvs posted in an order the peers do not "
+        "mirror, e.g. one skipped or extra p2p op). Which side deviated is not in the dumps.",
+        FormatRankSet(sorted), p2p ? "send/recv" : "op"));
+    for (uint32_t b : blocks) {
+      const Block& block = matched_.blocks[b];
+      finding->add_evidence(fmt::format(
+          "rank {} waits in {} {} in {} for rank {}", FormatRankSet(block.waiters), block.op,
+          block.is_p2p ? fmt::format("p2p #{}", block.seq) : fmt::format("#{}", block.seq),
+          GroupLabel(index_.groups[block.group]), FormatRankSet(block.blockers)));
+    }
+    finding_time_[report->findings_size() - 1] = first.time_created_ns;
   }
 
   void AddStuckFindings(Report* report) {
@@ -342,8 +429,8 @@ class Analyzer {
           "{} {} disagreed with the other members of {} at collective #{} ({}){}.",
           mismatch.minority.size() > 1 ? "Ranks" : "Rank",
           FormatRankSetWithin(mismatch.minority, group.ranks), GroupLabel(group), mismatch.seq,
-          kind, mismatch.completed ? ", and the collective completed anyway: results are suspect"
-                                   : ""));
+          kind,
+          mismatch.completed ? ", and the collective completed anyway: results are suspect" : ""));
       for (const std::string& line : mismatch.evidence) finding->add_evidence(line);
       int64_t time = kUnknown;
       if (dump != nullptr) {
@@ -492,9 +579,10 @@ class Analyzer {
     for (int64_t r : ranks) finding->add_ranks(static_cast<int32_t>(r));
     finding->set_collective_seq_id(-1);
     finding->set_confidence("high");
-    finding->set_summary(fmt::format("{} file(s) could not be used; the analysis treats their "
-                                     "ranks as having no dump.",
-                                     trace_.rejected.size() + trace_.conflicts.size()));
+    finding->set_summary(
+        fmt::format("{} file(s) could not be used; the analysis treats their "
+                    "ranks as having no dump.",
+                    trace_.rejected.size() + trace_.conflicts.size()));
   }
 
   bool IsCulpritKind(const std::string& kind) const {
@@ -521,7 +609,8 @@ class Analyzer {
         }
       }
     }
-    size_t expected = trace_.ranks.size() + static_cast<size_t>(report->inputs().ranks_missing_size());
+    size_t expected =
+        trace_.ranks.size() + static_cast<size_t>(report->inputs().ranks_missing_size());
     bool too_few = trace_.ranks.size() < 2 || trace_.ranks.size() * 2 < expected;
     std::string failure_class = "none";
     std::string confidence = "high";
@@ -530,8 +619,9 @@ class Analyzer {
       failure_class = lead->kind();
       confidence = lead->confidence();
       if (culprits.size() > lead->ranks_size() && lead->kind() != "stuck_collective") {
-        summary = fmt::format("{} Other independent culprits: {}.", lead->summary(),
-                              FormatRankSet(std::vector<int64_t>(culprits.begin(), culprits.end())));
+        summary =
+            fmt::format("{} Other independent culprits: {}.", lead->summary(),
+                        FormatRankSet(std::vector<int64_t>(culprits.begin(), culprits.end())));
       } else {
         summary = lead->summary();
       }
@@ -557,8 +647,8 @@ class Analyzer {
       summary = "Every collective in the dumps is matched across its group and nothing is stuck.";
     }
     if (failure_class == "none" && report->stragglers_size() > 0) {
-      summary += fmt::format(" Rank {} is a straggler (see findings).",
-                             report->stragglers(0).rank());
+      summary +=
+          fmt::format(" Rank {} is a straggler (see findings).", report->stragglers(0).rank());
     }
     verdict->set_failure_class(failure_class);
     for (int64_t r : culprits) verdict->add_culprit_ranks(static_cast<int32_t>(r));
@@ -568,8 +658,8 @@ class Analyzer {
     NextActionContext context;
     context.failure_class = failure_class;
     context.culprits.assign(culprits.begin(), culprits.end());
-    context.culprit_dump_missing = lead != nullptr && lead->summary().find("left no dump") !=
-                                                          std::string::npos;
+    context.culprit_dump_missing =
+        lead != nullptr && lead->summary().find("left no dump") != std::string::npos;
     context.timing_known = TimingSeen();
     context.buffer_wrapped = BufferWrapped();
     context.ranks_missing.assign(report->inputs().ranks_missing().begin(),
@@ -682,10 +772,10 @@ class Analyzer {
       auto* out = report->add_ranks();
       out->set_rank(static_cast<int32_t>(rank));
       const RankDump* dump = DumpOf(rank);
-      std::string role = culprits.contains(rank) ? "culprit"
+      std::string role = culprits.contains(rank)  ? "culprit"
                          : victims.contains(rank) ? "victim"
-                         : dump == nullptr         ? "missing"
-                                                   : "healthy";
+                         : dump == nullptr        ? "missing"
+                                                  : "healthy";
       out->set_role(role);
       if (dump != nullptr) {
         // The oldest op that did not complete, else the newest op.

@@ -7,10 +7,9 @@ namespace fr {
 
 std::vector<std::string> NextActions(const NextActionContext& c) {
   std::vector<std::string> actions;
-  std::string who = c.culprits.empty()
-                        ? std::string("the culprit")
-                        : fmt::format("rank{} {}", c.culprits.size() > 1 ? "s" : "",
-                                      FormatRankSet(c.culprits));
+  std::string who = c.culprits.empty() ? std::string("the culprit")
+                                       : fmt::format("rank{} {}", c.culprits.size() > 1 ? "s" : "",
+                                                     FormatRankSet(c.culprits));
   const std::string& fc = c.failure_class;
   if (fc == "missing_participant" && c.culprit_dump_missing) {
     actions.push_back(fmt::format(
@@ -21,10 +20,11 @@ std::vector<std::string> NextActions(const NextActionContext& c) {
         "Write dumps to shared storage (TORCH_FR_DUMP_TEMP_FILE on a network filesystem) so a "
         "crashed node's file survives.");
   } else if (fc == "missing_participant") {
-    actions.push_back(fmt::format(
-        "Read {}'s stack in the evidence: it is stuck outside communication (data loading, checkpoint I/O, "
-        "a host sync) or took a data-dependent branch that skips the collective.",
-        who));
+    actions.push_back(
+        fmt::format("Read {}'s stack in the evidence: it is stuck outside communication (data "
+                    "loading, checkpoint I/O, "
+                    "a host sync) or took a data-dependent branch that skips the collective.",
+                    who));
     actions.push_back(fmt::format(
         "Check {}'s log around the time of its last op for an exception caught and swallowed, "
         "and dump its Python threads (py-spy dump --pid) if the job is still up.",
@@ -79,9 +79,10 @@ std::vector<std::string> NextActions(const NextActionContext& c) {
         "keep more history.");
   }
   if (!c.ranks_missing.empty() && fc != "insufficient_evidence" && !c.culprit_dump_missing) {
-    actions.push_back(fmt::format("Dumps of ranks {} are missing; adding them would firm up the "
-                                  "verdict.",
-                                  FormatRankSet(c.ranks_missing)));
+    actions.push_back(
+        fmt::format("Dumps of ranks {} are missing; adding them would firm up the "
+                    "verdict.",
+                    FormatRankSet(c.ranks_missing)));
   }
   return actions;
 }

@@ -13,8 +13,8 @@ struct NextActionContext {
   std::string failure_class;
   std::vector<int64_t> culprits;
   bool culprit_dump_missing = false;
-  bool timing_known = false;   // TORCH_NCCL_ENABLE_TIMING was on
-  bool buffer_wrapped = false; // entries rolled out of a ring buffer
+  bool timing_known = false;    // TORCH_NCCL_ENABLE_TIMING was on
+  bool buffer_wrapped = false;  // entries rolled out of a ring buffer
   std::vector<int64_t> ranks_missing;
   bool has_stragglers = false;
 };
