@@ -4,8 +4,12 @@ times, because these machines are shared and noisy).
 
 1. Decode throughput, one thread: fr-analyze's pickle decoder vs CPython's C pickle.loads on the
    same realistic 2000-entry dump with stacks.
-2. Directory load: `fr-analyze DIR` on N such dumps (1 and 2 threads) vs CPython merely
+2. Directory load: `fr-analyze load DIR` on N such dumps (1 and 2 threads) vs CPython merely
    unpickling the same files; wall time, peak RSS, bytes on disk.
+3. The whole analysis at scale: a simulated TP x PP x DP job (default 1024 ranks x 2000 entries
+   with stacks, one rank stuck) from files on disk to the JSON report, vs CPython merely
+   unpickling the same files; the split between reading, decoding and matching; optionally a
+   4096-rank job (--large-job) for peak RSS against the input size.
 
     bench/run_benchmarks.py --build build            # full run (1024 ranks x 2000 entries)
     bench/run_benchmarks.py --build build --smoke    # seconds; part of the test suite
@@ -63,6 +67,54 @@ def cpython_loads_rate(data, min_seconds):
             return len(data) * runs / elapsed
 
 
+def analyse_simulated_job(cli, workdir, ranks, smoke):
+    """Simulates a hung job of `ranks` ranks, then times CPython unpickling its files and
+    `fr-analyze DIR --format json` (2 threads) on them."""
+    job = os.path.join(workdir, f"job{ranks}")
+    shutil.rmtree(job, ignore_errors=True)
+    if smoke:
+        shape = ["--tp", "2", "--pp", "2", "--dp", str(max(1, ranks // 4)), "--steps", "8"]
+    else:
+        shape = ["--tp", "8", "--pp", "4", "--dp", str(ranks // 32), "--steps", "36"]
+    stuck = ranks // 2 + 3
+    run([cli, "simulate", job, *shape, "--fault", "stuck_before_op", "--fault-rank", str(stuck),
+         "--fault-step", "6" if smoke else "30"])
+    paths = []
+    for root, _, files in os.walk(job):
+        paths.extend(os.path.join(root, f) for f in files)
+    paths.sort()
+    total = sum(os.path.getsize(p) for p in paths)
+    cpython_unpickle_seconds(paths, 1)  # warm the page cache
+    cpython_seconds = cpython_unpickle_seconds(paths, 1)
+    start = time.perf_counter()
+    proc = subprocess.Popen([cli, job, "--format", "json", "--jobs", "2", "--timings"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"fr-analyze failed on the simulated job:\n{err.decode(errors='replace')}")
+    # Peak RSS from a second, identical run under wait4 (Popen.communicate reaps the child).
+    wall2, rss, _ = run([cli, job, "--format", "json", "--jobs", "2"])
+    report = json.loads(out)
+    verdict = report["verdict"]
+    timings = err.decode(errors="replace").strip().splitlines()[-1]
+    shutil.rmtree(job, ignore_errors=True)
+    return {
+        "ranks": ranks,
+        "input_bytes": total,
+        "entries": int(report["stats"]["entries"]),
+        "cpython_unpickle_s": cpython_seconds,
+        "fr_analyze_wall_s": min(wall, wall2),
+        "ratio": cpython_seconds / min(wall, wall2),
+        "peak_rss_bytes": rss,
+        "peak_rss_over_input": rss / total,
+        "stage_timings": timings,
+        "verdict": verdict["failure_class"],
+        "culprits": verdict["culprit_ranks"],
+        "expected_culprit": stuck,
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", required=True, help="CMake build directory")
@@ -72,9 +124,13 @@ def main():
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--out", help="write the figures here as JSON")
     parser.add_argument("--workdir", help="where to write the dumps (default: a temp dir)")
+    parser.add_argument("--job-ranks", type=int, default=1024,
+                        help="ranks of the simulated job for the analysis benchmark")
+    parser.add_argument("--large-job", action="store_true",
+                        help="also analyse a 4096-rank job (several GB of disk, minutes)")
     args = parser.parse_args()
     if args.smoke:
-        args.ranks, args.entries = 16, 200
+        args.ranks, args.entries, args.job_ranks = 16, 200, 16
 
     cli = os.path.join(args.build, "tools", "fr-analyze")
     decode_bench = os.path.join(args.build, "bench", "decode_bench")
@@ -118,7 +174,7 @@ def main():
         for jobs in (1, 2):
             best = None
             for _ in range(repeats):
-                wall, rss, _ = run([cli, dumps, "--jobs", str(jobs), "--format", "json"])
+                wall, rss, _ = run([cli, "load", dumps, "--jobs", str(jobs), "--format", "json"])
                 if best is None or wall < best[0]:
                     best = (wall, rss)
             load[f"fr_wall_s_{jobs}_threads"] = best[0]
@@ -129,6 +185,12 @@ def main():
             max(load["fr_peak_rss_bytes_1_threads"], load["fr_peak_rss_bytes_2_threads"])
             / total_bytes)
         figures["directory_load"] = load
+        shutil.rmtree(dumps, ignore_errors=True)
+
+        # 3. Culprit analysis of simulated jobs at scale.
+        sizes = [args.job_ranks] + ([4096] if args.large_job and not args.smoke else [])
+        figures["analysis"] = [
+            analyse_simulated_job(cli, workdir, ranks, args.smoke) for ranks in sizes]
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -144,6 +206,13 @@ def main():
           f"scaling {l['scaling_1_to_2_threads']:.2f}x")
     print(f"peak RSS: {max(l['fr_peak_rss_bytes_1_threads'], l['fr_peak_rss_bytes_2_threads']) / 1e6:.0f} MB"
           f" = {l['peak_rss_over_input']:.2f} of the input size")
+    for a in figures["analysis"]:
+        print(f"analysis, {a['ranks']} ranks ({a['entries']} entries, {a['input_bytes'] / 1e6:.0f} MB):"
+              f" CPython unpickle {a['cpython_unpickle_s']:.2f} s; fr-analyze to JSON report "
+              f"{a['fr_analyze_wall_s']:.2f} s ({a['ratio']:.1f}x); peak RSS "
+              f"{a['peak_rss_bytes'] / 1e6:.0f} MB = {a['peak_rss_over_input']:.2f} of the input;"
+              f" verdict {a['verdict']} {a['culprits']} (injected: rank {a['expected_culprit']})")
+        print(f"  {a['stage_timings']}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(figures, f, indent=2)
@@ -156,6 +225,13 @@ def main():
             missed.append("directory load ratio < 10")
         if l["peak_rss_over_input"] >= 1:
             missed.append("peak RSS not below the input size")
+        for a in figures["analysis"]:
+            if a["ranks"] <= 1024 and a["ratio"] < 5:
+                missed.append(f"analysis of {a['ranks']} ranks only {a['ratio']:.1f}x CPython")
+            if a["peak_rss_over_input"] >= 1:
+                missed.append(f"analysis of {a['ranks']} ranks: peak RSS not below the input")
+            if a["culprits"] != [a["expected_culprit"]]:
+                missed.append(f"analysis of {a['ranks']} ranks blamed {a['culprits']}")
         if missed:
             print("targets missed: " + "; ".join(missed))
             return 1

@@ -10,6 +10,7 @@
 //
 // Exit status: 0 no failure found, 1 a failure verdict, 2 usage errors or nothing readable.
 // Output on stdout; errors on stderr.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -52,6 +53,7 @@ constexpr std::string_view kUsage = R"(usage:
       --dump-time NS                   when the dumps were taken (ns since the epoch);
                                        default: the files' modification times
       --allow-incomplete-ranks         accepted for torchfrtrace compatibility (always on)
+      --timings                        print time per stage (read, decode, analysis) on stderr
       -j, --jobs N                     threads for reading and decoding (default: all cores)
   fr-analyze load DIR [--format text|json]
                                        what was loaded: ranks, versions, groups, bad files
@@ -162,6 +164,7 @@ int RunAnalyze(Args& args, Mode mode) {
   LoadOptions options;
   AnalyzeOptions analyze;
   EntriesViewOptions entries;
+  bool timings = false;
   while (!args.empty()) {
     bool missing = false;
     int64_t number = 0;
@@ -182,6 +185,9 @@ int RunAnalyze(Args& args, Mode mode) {
     } else if (auto v = args.Flag({"--last"}, &missing)) {
       if (!ParseInt(*v, &number) || number < 1) return UsageError("--last needs a number");
       entries.last_seqs = static_cast<int>(number);
+    } else if (args.Peek() == "--timings") {
+      args.Next();
+      timings = true;
     } else if (auto v = args.Flag({"--dump-time"}, &missing)) {
       if (!ParseInt(*v, &number)) return UsageError("--dump-time needs nanoseconds");
       analyze.dump_time_ns = number;
@@ -232,7 +238,20 @@ int RunAnalyze(Args& args, Mode mode) {
     return WriteOutput(FormatEntriesView(*trace, BuildJobIndex(*trace), entries), output);
   }
   analyze.source = path;
+  auto analysis_started = std::chrono::steady_clock::now();
   report::Report report = Analyze(*trace, analyze);
+  if (timings) {
+    // On stderr, so that the report stays byte-for-byte deterministic.
+    double analysis_ms = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - analysis_started)
+                             .count();
+    const LoadTimings& t = trace->timings;
+    std::fprintf(stderr,
+                 "timings: discover %.1f ms; read %.1f ms, decode %.1f ms, normalize %.1f ms "
+                 "(summed over threads); load wall %.1f ms; analysis %.1f ms\n",
+                 t.discover_ns / 1e6, t.read_ns / 1e6, t.decode_ns / 1e6, t.normalize_ns / 1e6,
+                 t.wall_ns / 1e6, analysis_ms);
+  }
   std::string text;
   if (format == "json") {
     absl::StatusOr<std::string> json = FormatReportJson(report);
