@@ -87,6 +87,13 @@ void ExpectVerdictMatchesTruth(const Analysis& analysis) {
     EXPECT_EQ(verdict.collective_seq_id(), truth.collective_seq_id);
   }
   EXPECT_FALSE(verdict.summary().empty());
+  if (truth.straggler_rank >= 0) {
+    ASSERT_GT(analysis.report.stragglers_size(), 0);
+    EXPECT_EQ(analysis.report.stragglers(0).rank(), truth.straggler_rank);
+    EXPECT_GT(analysis.report.stragglers(0).median_lateness_ms(), 1.0);
+  } else {
+    EXPECT_EQ(analysis.report.stragglers_size(), 0);
+  }
   if (truth.failure_class != "none") EXPECT_FALSE(verdict.next_actions().empty());
   // Culprits are never also victims.
   for (int32_t culprit : verdict.culprit_ranks()) {

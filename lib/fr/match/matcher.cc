@@ -240,6 +240,7 @@ class GroupMatcher {
       }
     }
     if (issued.size() < 2) return agree;
+    if (!CheckAllToAllTotals(seq, issued)) agree = false;
     // The common case: everyone agrees with the first member.
     std::vector<Signature> signatures;
     signatures.reserve(issued.size());
@@ -250,6 +251,36 @@ class GroupMatcher {
     }
     if (all_equal) return agree;
     ReportMismatch(seq, issued, signatures);
+    return false;
+  }
+
+  // all_to_all may split unevenly per rank, but what all members send must equal what they all
+  // receive. Only checkable when every member's entry is in hand.
+  bool CheckAllToAllTotals(int64_t seq,
+                           const std::vector<std::pair<size_t, const CollectiveUnit*>>& issued) {
+    if (issued.size() != group_.members.size()) return true;
+    int64_t sent = 0, received = 0;
+    for (const auto& [m, unit] : issued) {
+      const RankDump& dump = *DumpOf(group_.members[m]);
+      const Entry& entry = dump.entries[unit->first_entry];
+      if (entry.op != OpKind::kAllToAll || unit->entry_count != 1) return true;
+      sent += Numel(dump.ShapeList(entry.input_sizes));
+      received += Numel(dump.ShapeList(entry.output_sizes));
+    }
+    if (sent == received) return true;
+    Mismatch mismatch;
+    mismatch.group = group_index_;
+    mismatch.seq = seq;
+    mismatch.kind = MismatchKind::kSize;
+    mismatch.tie = true;  // the totals disagree, but no single rank is shown to be the odd one
+    mismatch.completed = std::all_of(issued.begin(), issued.end(), [](const auto& item) {
+      return item.second->state == EntryState::kCompleted;
+    });
+    for (const auto& [m, unit] : issued) mismatch.majority.push_back(group_.members[m].rank);
+    mismatch.evidence.push_back(fmt::format(
+        "all_to_all #{}: the members send {} elements in all but receive {}", seq, sent, received));
+    NoteDivergence(seq);
+    result_.mismatches.push_back(std::move(mismatch));
     return false;
   }
 

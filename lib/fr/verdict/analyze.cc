@@ -457,7 +457,7 @@ class Analyzer {
     std::vector<std::pair<double, int64_t>> times;
     for (uint32_t g = 0; g < index_.groups.size(); ++g) {
       const JobGroup& group = index_.groups[g];
-      if (group.members.size() < 3) continue;
+      if (group.members.size() < 2) continue;
       std::vector<size_t> cursor(group.members.size(), 0);
       // Walk the seqs every member completed, aligned by seq.
       int64_t lo = kUnknown;
@@ -496,8 +496,12 @@ class Analyzer {
         if (!complete) continue;
         std::vector<double> sorted;
         for (const auto& [t, r] : times) sorted.push_back(t);
-        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-        double median = sorted[sorted.size() / 2];
+        // The true median (mean of the middle two for an even count): in a group of two the
+        // late member must come out late, not equal to the median.
+        std::sort(sorted.begin(), sorted.end());
+        size_t half = sorted.size() / 2;
+        double median =
+            sorted.size() % 2 == 1 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
         auto latest = std::max_element(times.begin(), times.end());
         for (const auto& [t, r] : times) {
           Lateness& lateness = per_rank[r];
