@@ -33,7 +33,18 @@ void AppendVerdict(const Report& report, std::string* out) {
   *out += fmt::format("fr-analyze: {} (confidence {})\n", v.failure_class(), v.confidence());
   *out += fmt::format("  {}\n", v.summary());
   if (v.culprit_ranks_size() > 0) {
-    *out += fmt::format("  culprits: {}\n", FormatRankSet(Ranks(v.culprit_ranks())));
+    std::vector<std::string> hosts;
+    for (const auto& rank : report.ranks()) {
+      if (rank.role() == "culprit" && !rank.host().empty()) {
+        hosts.push_back(fmt::format("{} on {}", rank.rank(), rank.host()));
+      }
+    }
+    // With a few culprits on known hosts, say where they ran: "5 on node01".
+    bool with_hosts = !hosts.empty() &&
+                      hosts.size() == static_cast<size_t>(v.culprit_ranks_size()) &&
+                      hosts.size() <= 4;
+    *out += fmt::format("  culprits: {}\n", with_hosts ? fmt::format("{}", fmt::join(hosts, ", "))
+                                                       : FormatRankSet(Ranks(v.culprit_ranks())));
   }
   if (v.victim_ranks_size() > 0) {
     *out += fmt::format("  victims:  {} ranks [{}]\n", v.victim_ranks_size(),

@@ -1,6 +1,8 @@
 #include "fr/verdict/analyze.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
@@ -50,6 +52,37 @@ std::string ClassOfReason(const std::string& reason) {
     return "p2p_unmatched";
   }
   return "missing_participant";
+}
+
+// The host a dump came from, when its path says: a per-host subfolder ("node03/nccl_trace_rank_5")
+// or a host inside the file name ("nccl_trace_rank_container-node02_5"). Empty otherwise.
+std::string HostFromPath(const std::string& path, const std::string& source) {
+  std::string relative = path;
+  if (!source.empty() && relative.starts_with(source)) {
+    relative = relative.substr(source.size());
+    while (!relative.empty() && relative.front() == '/') relative.erase(0, 1);
+  }
+  if (size_t slash = relative.rfind('/'); slash != std::string::npos) {
+    std::string folder = relative.substr(0, slash);
+    if (size_t parent = folder.rfind('/'); parent != std::string::npos) {
+      folder = folder.substr(parent + 1);
+    }
+    return folder;
+  }
+  std::string name = relative;
+  for (const char* extension : {".zst", ".gz", ".json", ".pkl", ".pickle"}) {
+    if (name.ends_with(extension)) name.resize(name.size() - std::strlen(extension));
+  }
+  while (!name.empty() && std::isdigit(static_cast<unsigned char>(name.back()))) name.pop_back();
+  while (!name.empty() && (name.back() == '_' || name.back() == '-')) name.pop_back();
+  for (const char* prefix : {"nccl_trace_rank", "comm_lib_trace_rank", "rank"}) {
+    if (name.starts_with(prefix)) {
+      std::string host = name.substr(std::strlen(prefix));
+      while (!host.empty() && (host.front() == '_' || host.front() == '-')) host.erase(0, 1);
+      return host;
+    }
+  }
+  return "";
 }
 
 class Analyzer {
@@ -781,6 +814,7 @@ class Analyzer {
                          : dump == nullptr        ? "missing"
                                                   : "healthy";
       out->set_role(role);
+      if (dump != nullptr) out->set_host(HostFromPath(dump->path, options_.source));
       if (dump != nullptr) {
         // The oldest op that did not complete, else the newest op.
         const Entry* shown = nullptr;
