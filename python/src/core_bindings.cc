@@ -4,9 +4,20 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "fr/index/job_index.h"
 #include "fr/load/load.h"
 #include "fr/model/rank_dump.h"
+#include "fr/report/collective_table.h"
 #include "fr/report/load_summary.h"
+#include "fr/report/report_format.h"
+#include "fr/verdict/analyze.h"
 
 namespace py = pybind11;
 
@@ -28,7 +39,8 @@ namespace {
       name = "DumpNotFoundError";
       break;
     case absl::StatusCode::kCancelled:
-      throw py::error_already_set();  // KeyboardInterrupt was already raised by the signal check
+      if (PyErr_Occurred() == nullptr) PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
     default:
       break;
   }
@@ -42,6 +54,62 @@ T ValueOrThrow(absl::StatusOr<T> result) {
   return *std::move(result);
 }
 
+// Runs `load` (which honours `cancel`) on a helper thread while this thread, the one Python
+// delivers signals to, waits without the GIL and checks for Ctrl-C every 50 ms. `progress` is
+// called with the GIL held from the loader's threads; an exception it raises cancels the load and
+// is re-raised here.
+LoadedTrace RunInterruptibly(const std::function<absl::StatusOr<LoadedTrace>(LoadOptions&)>& load,
+                             LoadOptions options, std::function<void(size_t, size_t)> progress) {
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  std::optional<py::error_already_set> callback_error;
+  if (progress) {
+    options.progress = [&](size_t done, size_t total) {
+      py::gil_scoped_acquire gil;
+      if (cancel) return;
+      try {
+        progress(done, total);
+      } catch (py::error_already_set& error) {
+        cancel = true;
+        callback_error.emplace(std::move(error));
+      }
+    };
+  }
+  std::optional<absl::StatusOr<LoadedTrace>> result;
+  bool interrupted = false;
+  {
+    py::gil_scoped_release release;
+    std::mutex mutex;
+    std::condition_variable finished;
+    std::thread worker([&] {
+      absl::StatusOr<LoadedTrace> loaded = load(options);
+      std::lock_guard<std::mutex> lock(mutex);
+      result.emplace(std::move(loaded));
+      finished.notify_one();
+    });
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!result.has_value()) {
+      if (finished.wait_for(lock, std::chrono::milliseconds(50)) == std::cv_status::timeout &&
+          !result.has_value() && !interrupted) {
+        lock.unlock();
+        {
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt is now set on this thread
+            interrupted = true;
+            cancel = true;
+          }
+        }
+        lock.lock();
+      }
+    }
+    lock.unlock();
+    worker.join();
+  }
+  if (interrupted) throw py::error_already_set();
+  if (callback_error.has_value()) throw std::move(*callback_error);
+  return ValueOrThrow(std::move(*result));
+}
+
 LoadedTrace Load(const std::string& path, const std::string& prefix,
                  const std::string& rank_pattern, int jobs,
                  std::function<void(size_t, size_t)> progress) {
@@ -49,26 +117,8 @@ LoadedTrace Load(const std::string& path, const std::string& prefix,
   options.discover.prefix = prefix;
   options.discover.rank_pattern = rank_pattern;
   options.jobs = jobs;
-  std::atomic<bool> cancel{false};
-  options.cancel = &cancel;
-  if (progress) {
-    // Called from worker threads: take the GIL for the callback, and turn Ctrl-C (seen by
-    // PyErr_CheckSignals) into cancellation.
-    options.progress = [&](size_t done, size_t total) {
-      py::gil_scoped_acquire gil;
-      if (PyErr_CheckSignals() != 0) {
-        cancel = true;
-        return;
-      }
-      progress(done, total);
-    };
-  }
-  absl::StatusOr<LoadedTrace> trace;
-  {
-    py::gil_scoped_release release;
-    trace = LoadTrace(path, options);
-  }
-  return ValueOrThrow(std::move(trace));
+  return RunInterruptibly([&](LoadOptions& o) { return LoadTrace(path, o); }, std::move(options),
+                          std::move(progress));
 }
 
 LoadedTrace LoadBytes(const std::map<int64_t, py::bytes>& dumps, int jobs) {
@@ -78,12 +128,30 @@ LoadedTrace LoadBytes(const std::map<int64_t, py::bytes>& dumps, int jobs) {
   }
   LoadOptions options;
   options.jobs = jobs;
-  absl::StatusOr<LoadedTrace> trace;
-  {
-    py::gil_scoped_release release;
-    trace = LoadTraceFromBytes(buffers, options);
-  }
-  return ValueOrThrow(std::move(trace));
+  return RunInterruptibly([&](LoadOptions& o) { return LoadTraceFromBytes(buffers, o); },
+                          std::move(options), nullptr);
+}
+
+report::Report RunAnalyze(const LoadedTrace& trace, const std::string& source,
+                          const std::vector<std::string>& pg_filter, int64_t dump_time_ns) {
+  AnalyzeOptions options;
+  options.source = source;
+  options.pg_filter = pg_filter;
+  options.dump_time_ns = dump_time_ns;
+  py::gil_scoped_release release;
+  return Analyze(trace, options);
+}
+
+// (groups as (name, desc, ranks), rows whose `group` indexes them).
+using GroupKey = std::tuple<std::string, std::string, std::vector<int64_t>>;
+std::pair<std::vector<GroupKey>, std::vector<CollectiveRow>> CollectiveTable(
+    const LoadedTrace& trace) {
+  py::gil_scoped_release release;
+  JobIndex index = BuildJobIndex(trace);
+  std::vector<GroupKey> groups;
+  for (const JobGroup& group : index.groups)
+    groups.emplace_back(group.name, group.desc, group.ranks);
+  return {std::move(groups), BuildCollectiveTable(trace, index)};
 }
 
 }  // namespace
@@ -203,6 +271,25 @@ PYBIND11_MODULE(_core, m) {
       .def("summary_text", &FormatLoadSummaryText, py::arg("source"))
       .def("summary_json", &FormatLoadSummaryJson, py::arg("source"));
 
+  py::class_<report::Report>(m, "Report")
+      .def("text", &FormatReportText)
+      .def("json", [](const report::Report& r) { return ValueOrThrow(FormatReportJson(r)); })
+      .def("proto_bytes", [](const report::Report& r) { return py::bytes(FormatReportProto(r)); })
+      .def("is_failure", &IsFailure);
+
+  py::class_<CollectiveRow>(m, "CollectiveRow")
+      .def_readonly("group", &CollectiveRow::group)
+      .def_readonly("seq", &CollectiveRow::seq)
+      .def_readonly("op", &CollectiveRow::op)
+      .def_readonly("issued", &CollectiveRow::issued)
+      .def_readonly("started", &CollectiveRow::started)
+      .def_readonly("completed", &CollectiveRow::completed)
+      .def_readonly("not_issued", &CollectiveRow::not_issued)
+      .def_readonly("dump_missing", &CollectiveRow::dump_missing);
+
+  m.def("analyze", &RunAnalyze, py::arg("trace"), py::arg("source") = "",
+        py::arg("pg_filter") = std::vector<std::string>{}, py::arg("dump_time_ns") = kUnknown);
+  m.def("collective_table", &CollectiveTable, py::arg("trace"));
   m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",
         py::arg("jobs") = 0, py::arg("progress") = nullptr);
   m.def("load_bytes", &LoadBytes, py::arg("dumps"), py::arg("jobs") = 0);
