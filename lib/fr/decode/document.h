@@ -94,7 +94,10 @@ class PodArray {
     if (static_cast<size_t>(capacity_end_ - end_) < n) [[unlikely]] {
       Grow(n);
     }
-    if (n != 0) std::memcpy(end_, values, n * sizeof(T));
+    // A plain loop: batches are short (a dict's pairs, a list's items), and an inlined memcpy of
+    // unknown size becomes `rep movs`, whose startup costs more than such a copy.
+    T* out = end_;
+    for (size_t i = 0; i < n; ++i) out[i] = values[i];
     end_ += n;
   }
 

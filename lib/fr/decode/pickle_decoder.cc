@@ -110,6 +110,7 @@ class PickleMachine {
     stack_.reserve(64);
     marks_.clear();
     memo_.clear();
+    for (int i = 0; i < 256; ++i) memo_.push_back(kNoValue);
   }
 
   // Runs to STOP; returns the root.
@@ -134,13 +135,19 @@ class PickleMachine {
 
   // These return false after storing the error in error_: a bool keeps the hot loop free of
   // absl::Status construction, checks and destruction.
-  bool MemoPut(uint32_t id, ValueId value);
-  bool MemoGet(uint32_t id, const uint8_t* op, ValueId* value);
-  bool AddString(const uint8_t* op, const uint8_t* text, uint64_t length, ValueId* value);
-  bool AddLong(const uint8_t* op, const uint8_t* bytes, size_t length, ValueId* value);
+  // The value-returning ones return kNoValue instead (never a real id: ids are below the input
+  // size), so that results stay in registers.
+  void MemoPut(uint32_t id, ValueId value);
+  [[gnu::noinline]] ValueId MemoGet(uint32_t id, const uint8_t* op);
+  [[gnu::noinline]] ValueId AddString(const uint8_t* op, const uint8_t* text, uint64_t length);
+  [[gnu::noinline]] ValueId AddLong(const uint8_t* op, const uint8_t* bytes, size_t length);
   bool Fail(absl::Status status) {
     error_ = std::move(status);
     return false;
+  }
+  ValueId FailValue(absl::Status status) {
+    error_ = std::move(status);
+    return kNoValue;
   }
 
   // Errors. Kept out of line: the loop should not carry their code.
@@ -262,58 +269,46 @@ bool PickleMachine::BadChild(const uint8_t* op, ValueId container, ValueId child
   return true;
 }
 
-bool PickleMachine::MemoPut(uint32_t id, ValueId value) {
-  if (id == memo_.size()) [[likely]] {  // torch and CPython both number memo entries 0, 1, 2...
-    memo_.push_back(value);
-    ++memo_count_;
-    return true;
-  }
+void PickleMachine::MemoPut(uint32_t id, ValueId value) {
   // Every put takes at least two input bytes, so denser ids than the input size are impossible:
-  // ids below it may use the vector without letting a file choose its size.
-  if (id < memo_.size() || id < static_cast<size_t>(end_ - begin_)) {
+  // ids below it may use the vector without letting a file choose its size. torch and CPython
+  // both number memo entries 0, 1, 2...
+  if (id < memo_.size() || id < static_cast<size_t>(end_ - begin_)) [[likely]] {
     while (id >= memo_.size()) memo_.push_back(kNoValue);
     if (memo_[id] == kNoValue) ++memo_count_;
     memo_[id] = value;
-    return true;
+    return;
   }
   auto [it, inserted] = sparse_memo_.insert_or_assign(id, value);
   if (inserted) ++memo_count_;
-  return true;
 }
 
-bool PickleMachine::MemoGet(uint32_t id, const uint8_t* op, ValueId* value) {
-  if (id < memo_.size() && memo_[id] != kNoValue) {
-    *value = memo_[id];
-    return true;
-  }
-  if (auto it = sparse_memo_.find(id); it != sparse_memo_.end()) {
-    *value = it->second;
-    return true;
-  }
-  return Fail(Invalid(
+ValueId PickleMachine::MemoGet(uint32_t id, const uint8_t* op) {
+  if (id < memo_.size() && memo_[id] != kNoValue) return memo_[id];
+  if (auto it = sparse_memo_.find(id); it != sparse_memo_.end()) return it->second;
+  Fail(Invalid(
       op, fmt::format("{} of memo id {}, which was never put", PickleOpcodeInfo(*op).name, id)));
+  return kNoValue;
 }
 
-bool PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length,
-                              ValueId* value) {
+ValueId PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length) {
   if (length > Left(text)) [[unlikely]] {
     if (length > DocumentBuilder::kMaxInputSize) {
-      return Fail(Invalid(op, fmt::format("{} length {} is absurd (the input has {} bytes)",
-                                          PickleOpcodeInfo(*op).name, length, end_ - begin_)));
+      return FailValue(Invalid(op, fmt::format("{} length {} is absurd (the input has {} bytes)",
+                                               PickleOpcodeInfo(*op).name, length, end_ - begin_)));
     }
-    return Fail(Truncated(op, text, length));
+    return FailValue(Truncated(op, text, length));
   }
   if (!IsValidUtf8(text, length)) [[unlikely]] {
-    return Fail(Invalid(op, fmt::format("{} string at byte {} is not valid UTF-8",
-                                        PickleOpcodeInfo(*op).name, Offset(text))));
+    return FailValue(Invalid(op, fmt::format("{} string at byte {} is not valid UTF-8",
+                                             PickleOpcodeInfo(*op).name, Offset(text))));
   }
-  *value = builder_.AddInputString(Offset(text), static_cast<uint32_t>(length), Offset(op));
-  return true;
+  return builder_.AddInputString(Offset(text), static_cast<uint32_t>(length), Offset(op));
 }
 
 // Python ints are unbounded; dumps only hold int64 (torch writes every LONG1 with 8 bytes,
 // CPython the fewest two's-complement bytes).
-bool PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t length, ValueId* id) {
+ValueId PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t length) {
   uint64_t value;
   if (length == 8) {
     value = LoadLe64(bytes);
@@ -326,11 +321,10 @@ bool PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t leng
     // Longer encodings fit when the extra bytes only repeat the sign.
     uint8_t fill = (bytes[7] & 0x80) ? 0xff : 0x00;
     for (size_t i = 8; i < length; ++i) {
-      if (bytes[i] != fill) return Fail(Invalid(op, "integer does not fit in 64 bits"));
+      if (bytes[i] != fill) return FailValue(Invalid(op, "integer does not fit in 64 bits"));
     }
   }
-  *id = builder_.AddInt(static_cast<int64_t>(value), Offset(op));
-  return true;
+  return builder_.AddInt(static_cast<int64_t>(value), Offset(op));
 }
 
 #define FR_PICKLE_TRY(expr)     \
@@ -371,6 +365,43 @@ bool PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t leng
     floor = marks_.empty() ? 0 : marks_.back(); \
   } while (false)
 
+// Values above the innermost open MARK; only those may be consumed.
+#define FR_PICKLE_AVAILABLE() (static_cast<size_t>(top - stack) - floor)
+
+// Replaces the values from stack[first] up by one tuple of them.
+#define FR_PICKLE_MAKE_TUPLE(first)                                                              \
+  do {                                                                                           \
+    size_t first_ = (first);                                                                     \
+    ValueId tuple_ =                                                                             \
+        builder_.AddContainer(ValueKind::kTuple, Offset(op), uint32_t{1} << kHeightShift);       \
+    if (max_depth_ < 1) [[unlikely]] {                                                           \
+      return TooDeep(op);                                                                        \
+    }                                                                                            \
+    FR_PICKLE_TRY(AddChildren(tuple_, stack + first_, static_cast<size_t>(top - stack) - first_, \
+                              /*dict=*/false, op));                                              \
+    top = stack + first_;                                                                        \
+    FR_PICKLE_PUSH(tuple_);                                                                      \
+  } while (false)
+
+// Sets `var` to `expr`, a value-returning helper, or returns its error.
+#define FR_PICKLE_TRY_VALUE(var, expr)  \
+  do {                                  \
+    var = (expr);                       \
+    if (var == kNoValue) [[unlikely]] { \
+      return std::move(error_);         \
+    }                                   \
+  } while (false)
+
+// Dispatches the next opcode, or leaves the loop at the end of the input.
+#define FR_PICKLE_NEXT()          \
+  do {                            \
+    if (p == end_) [[unlikely]] { \
+      goto out_of_input;          \
+    }                             \
+    op = p++;                     \
+    goto* dispatch[*op];          \
+  } while (false)
+
 absl::StatusOr<ValueId> PickleMachine::Run() {
   const uint8_t* p = begin_;
   ValueId* stack = stack_.data();
@@ -378,312 +409,335 @@ absl::StatusOr<ValueId> PickleMachine::Run() {
   ValueId* stack_end = stack + stack_.capacity();
   // The stack size at the innermost open MARK (0 when none): only values above it may be used.
   size_t floor = 0;
-  auto available = [&] { return static_cast<size_t>(top - stack) - floor; };
-  // Replaces the values from stack[first] up by one tuple of them.
-  auto make_tuple = [&](const uint8_t* op, size_t first) {
-    ValueId tuple =
-        builder_.AddContainer(ValueKind::kTuple, Offset(op), uint32_t{1} << kHeightShift);
-    if (max_depth_ < 1) [[unlikely]] {
-      return Fail(TooDeep(op));
-    }
-    if (!AddChildren(tuple, stack + first, static_cast<size_t>(top - stack) - first,
-                     /*dict=*/false, op)) {
-      return false;
-    }
-    top = stack + first;
-    FR_PICKLE_PUSH(tuple);
-    return true;
-  };
-  while (p < end_) {
-    const uint8_t* op = p++;
-    switch (static_cast<PickleOpcode>(*op)) {
-      case PickleOpcode::kProto: {
-        FR_PICKLE_NEED(1);
-        if (*p > 5) return Invalid(op, fmt::format("unsupported pickle protocol {}", *p));
-        ++p;
-        break;
-      }
-      case PickleOpcode::kFrame: {
-        // Frames only tell a streaming reader how much to prefetch; the whole input is here.
-        FR_PICKLE_NEED(8);
-        uint64_t length = LoadLe64(p);
-        p += 8;
-        if (length > Left(p)) return Truncated(op, p, length);
-        break;
-      }
-      case PickleOpcode::kMark:
-        if (marks_.size() >= max_depth_) [[unlikely]] {
-          return TooDeep(op);
-        }
-        floor = static_cast<size_t>(top - stack);
-        marks_.push_back(static_cast<uint32_t>(floor));
-        break;
-      case PickleOpcode::kEmptyDict:
-      case PickleOpcode::kEmptyList:
-      case PickleOpcode::kEmptyTuple: {
-        if (max_depth_ < 1) [[unlikely]] {
-          return TooDeep(op);
-        }
-        ValueId id;
-        if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyDict)) {
-          id = builder_.AddContainer(ValueKind::kDict, Offset(op),
-                                     kUnhashable | (uint32_t{1} << kHeightShift));
-        } else if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyList)) {
-          id = builder_.AddContainer(ValueKind::kList, Offset(op),
-                                     kUnhashable | (uint32_t{1} << kHeightShift));
-        } else {
-          id = builder_.AddContainer(ValueKind::kTuple, Offset(op), uint32_t{1} << kHeightShift);
-        }
-        FR_PICKLE_PUSH(id);
-        break;
-      }
-      case PickleOpcode::kSetItems:
-      case PickleOpcode::kAppends: {
-        size_t mark;
-        FR_PICKLE_CLOSE_MARK(mark);
-        bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItems);
-        // The container sits just below the MARK and must itself be above the enclosing one.
-        if (mark <= floor) [[unlikely]] {
-          return Invalid(op, fmt::format("stack underflow: {} has no {} below its MARK",
-                                         PickleOpcodeInfo(*op).name, dict ? "dict" : "list"));
-        }
-        ValueId target = stack[mark - 1];
-        if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
-          return WrongTarget(op, target, dict);
-        }
-        size_t count = static_cast<size_t>(top - stack) - mark;
-        if (dict && (count & 1)) [[unlikely]] {
-          return Invalid(op, fmt::format("SETITEMS with an odd number of items ({})", count));
-        }
-        FR_PICKLE_TRY(AddChildren(target, stack + mark, count, dict, op));
-        top = stack + mark;
-        break;
-      }
-      case PickleOpcode::kSetItem:
-      case PickleOpcode::kAppend: {
-        bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItem);
-        size_t count = dict ? 2 : 1;
-        if (available() < count + 1) [[unlikely]] {
-          return Underflow(op, count + 1, available());
-        }
-        ValueId* first = top - count;
-        ValueId target = first[-1];
-        if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
-          return WrongTarget(op, target, dict);
-        }
-        FR_PICKLE_TRY(AddChildren(target, first, count, dict, op));
-        top = first;
-        break;
-      }
-      case PickleOpcode::kTuple: {
-        size_t mark;
-        FR_PICKLE_CLOSE_MARK(mark);
-        FR_PICKLE_TRY(make_tuple(op, mark));
-        break;
-      }
-      case PickleOpcode::kTuple1:
-      case PickleOpcode::kTuple2:
-      case PickleOpcode::kTuple3: {
-        size_t count = *op - static_cast<uint8_t>(PickleOpcode::kTuple1) + 1;
-        if (available() < count) [[unlikely]] {
-          return Underflow(op, count, available());
-        }
-        FR_PICKLE_TRY(make_tuple(op, static_cast<size_t>(top - stack) - count));
-        break;
-      }
-      case PickleOpcode::kBinUnicode: {
-        FR_PICKLE_NEED(4);
-        uint32_t length = LoadLe32(p);
-        p += 4;
-        ValueId id;
-        FR_PICKLE_TRY(AddString(op, p, length, &id));
-        FR_PICKLE_PUSH(id);
-        p += length;
-        break;
-      }
-      case PickleOpcode::kShortBinUnicode: {
-        FR_PICKLE_NEED(1);
-        uint32_t length = *p++;
-        ValueId id;
-        FR_PICKLE_TRY(AddString(op, p, length, &id));
-        FR_PICKLE_PUSH(id);
-        p += length;
-        break;
-      }
-      case PickleOpcode::kBinUnicode8: {
-        FR_PICKLE_NEED(8);
-        uint64_t length = LoadLe64(p);
-        p += 8;
-        ValueId id;
-        FR_PICKLE_TRY(AddString(op, p, length, &id));
-        FR_PICKLE_PUSH(id);
-        p += length;
-        break;
-      }
-      case PickleOpcode::kBinPut:
-      case PickleOpcode::kLongBinPut:
-      case PickleOpcode::kMemoize: {
-        uint32_t id;
-        if (*op == static_cast<uint8_t>(PickleOpcode::kBinPut)) {
-          FR_PICKLE_NEED(1);
-          id = *p;
-        } else if (*op == static_cast<uint8_t>(PickleOpcode::kLongBinPut)) {
-          FR_PICKLE_NEED(4);
-          id = LoadLe32(p);
-        } else {
-          id = memo_count_;
-        }
-        if (available() == 0) [[unlikely]] {
-          return Underflow(op, 1, 0);
-        }
-        MemoPut(id, top[-1]);
-        if (*op == static_cast<uint8_t>(PickleOpcode::kBinPut)) {
-          p += 1;
-        } else if (*op == static_cast<uint8_t>(PickleOpcode::kLongBinPut)) {
-          p += 4;
-        }
-        break;
-      }
-      case PickleOpcode::kBinGet: {
-        FR_PICKLE_NEED(1);
-        uint32_t id = *p++;
-        // The fast path of MemoGet, inline: nearly every string in a torch dump is a memo hit.
-        ValueId value;
-        if (id < memo_.size() && memo_[id] != kNoValue) [[likely]] {
-          value = memo_[id];
-        } else {
-          FR_PICKLE_TRY(MemoGet(id, op, &value));
-        }
-        FR_PICKLE_PUSH(value);
-        break;
-      }
-      case PickleOpcode::kLongBinGet: {
-        FR_PICKLE_NEED(4);
-        uint32_t id = LoadLe32(p);
-        p += 4;
-        ValueId value;
-        if (id < memo_.size() && memo_[id] != kNoValue) [[likely]] {
-          value = memo_[id];
-        } else {
-          FR_PICKLE_TRY(MemoGet(id, op, &value));
-        }
-        FR_PICKLE_PUSH(value);
-        break;
-      }
-      case PickleOpcode::kPut:
-      case PickleOpcode::kGet: {
-        // Text forms: a decimal id and a newline.
-        const uint8_t* newline =
-            static_cast<const uint8_t*>(std::memchr(p, '\n', static_cast<size_t>(end_ - p)));
-        if (newline == nullptr) {
-          return absl::DataLossError(fmt::format("byte {}: truncated: {} has no newline",
-                                                 Offset(op), PickleOpcodeInfo(*op).name));
-        }
-        uint64_t id = 0;
-        bool ok = newline > p && newline - p <= 10;
-        for (const uint8_t* d = p; ok && d < newline; ++d) {
-          ok = *d >= '0' && *d <= '9';
-          id = id * 10 + (*d - '0');
-        }
-        if (!ok || id > UINT32_MAX) {
-          return Invalid(op, fmt::format("{} needs a memo id from 0 to {}",
-                                         PickleOpcodeInfo(*op).name, UINT32_MAX));
-        }
-        p = newline + 1;
-        if (*op == static_cast<uint8_t>(PickleOpcode::kPut)) {
-          if (available() == 0) [[unlikely]] {
-            return Underflow(op, 1, 0);
-          }
-          MemoPut(static_cast<uint32_t>(id), top[-1]);
-        } else {
-          ValueId value;
-          FR_PICKLE_TRY(MemoGet(static_cast<uint32_t>(id), op, &value));
-          FR_PICKLE_PUSH(value);
-        }
-        break;
-      }
-      case PickleOpcode::kBinInt1:
-        FR_PICKLE_NEED(1);
-        FR_PICKLE_PUSH(builder_.AddInt(*p, Offset(op)));
-        p += 1;
-        break;
-      case PickleOpcode::kBinInt2:
-        FR_PICKLE_NEED(2);
-        FR_PICKLE_PUSH(builder_.AddInt(p[0] | (p[1] << 8), Offset(op)));
-        p += 2;
-        break;
-      case PickleOpcode::kBinInt:
-        FR_PICKLE_NEED(4);
-        FR_PICKLE_PUSH(builder_.AddInt(static_cast<int32_t>(LoadLe32(p)), Offset(op)));
-        p += 4;
-        break;
-      case PickleOpcode::kLong1: {
-        FR_PICKLE_NEED(1);
-        size_t length = *p++;
-        if (Left(p) < length) return Truncated(op, p, length);
-        ValueId id;
-        if (length == 8) [[likely]] {  // torch's form
-          id = builder_.AddInt(static_cast<int64_t>(LoadLe64(p)), Offset(op));
-        } else {
-          FR_PICKLE_TRY(AddLong(op, p, length, &id));
-        }
-        FR_PICKLE_PUSH(id);
-        p += length;
-        break;
-      }
-      case PickleOpcode::kLong4: {
-        FR_PICKLE_NEED(4);
-        int32_t length = static_cast<int32_t>(LoadLe32(p));
-        p += 4;
-        if (length < 0) return Invalid(op, fmt::format("LONG4 with negative length {}", length));
-        if (Left(p) < static_cast<size_t>(length)) return Truncated(op, p, length);
-        ValueId id;
-        FR_PICKLE_TRY(AddLong(op, p, static_cast<size_t>(length), &id));
-        FR_PICKLE_PUSH(id);
-        p += length;
-        break;
-      }
-      case PickleOpcode::kBinFloat:
-        FR_PICKLE_NEED(8);
-        FR_PICKLE_PUSH(builder_.AddFloat(std::bit_cast<double>(LoadBe64(p)), Offset(op)));
-        p += 8;
-        break;
-      case PickleOpcode::kNewTrue:
-      case PickleOpcode::kNewFalse:
-        FR_PICKLE_PUSH(
-            builder_.AddBool(*op == static_cast<uint8_t>(PickleOpcode::kNewTrue), Offset(op)));
-        break;
-      case PickleOpcode::kNone:
-        FR_PICKLE_PUSH(builder_.AddNone(Offset(op)));
-        break;
-      case PickleOpcode::kStop: {
-        if (!marks_.empty()) {
-          return Invalid(op, fmt::format("STOP with {} MARK{} still open", marks_.size(),
-                                         marks_.size() == 1 ? "" : "s"));
-        }
-        size_t depth = static_cast<size_t>(top - stack);
-        if (depth == 0) return Underflow(op, 1, 0);
-        // CPython ignores values left below the result; no producer leaves any, so they are
-        // treated as the corruption they are.
-        if (depth > 1) {
-          return Invalid(op, fmt::format("STOP leaves {} values on the stack, expected 1", depth));
-        }
-        if (p != end_) {
-          return Invalid(
-              p, fmt::format("{} trailing byte{} after STOP", Left(p), Left(p) == 1 ? "" : "s"));
-        }
-        return stack[0];
-      }
-      default:
-        return Refused(op);
-    }
+  // Memo slots: at least 256 (kNoValue where never put), so one-byte ids need no bounds check;
+  // reloaded after each put.
+  const ValueId* memo = memo_.data();
+  // Threaded dispatch: each handler jumps straight to the next one through this table, which lets
+  // the branch predictor learn the opcode sequences that dumps repeat entry after entry.
+  const void* dispatch[256];
+  for (const void*& target : dispatch) target = &&refused;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kProto)] = &&op_kProto;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kFrame)] = &&op_kFrame;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kMark)] = &&op_kMark;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kEmptyDict)] = &&op_kEmptyDict;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kEmptyList)] = &&op_kEmptyList;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kEmptyTuple)] = &&op_kEmptyTuple;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kSetItems)] = &&op_kSetItems;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kAppends)] = &&op_kAppends;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kSetItem)] = &&op_kSetItem;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kAppend)] = &&op_kAppend;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kTuple)] = &&op_kTuple;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kTuple1)] = &&op_kTuple1;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kTuple2)] = &&op_kTuple2;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kTuple3)] = &&op_kTuple3;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinUnicode)] = &&op_kBinUnicode;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kShortBinUnicode)] = &&op_kShortBinUnicode;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinUnicode8)] = &&op_kBinUnicode8;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinPut)] = &&op_kBinPut;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kLongBinPut)] = &&op_kLongBinPut;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kMemoize)] = &&op_kMemoize;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinGet)] = &&op_kBinGet;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kLongBinGet)] = &&op_kLongBinGet;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kPut)] = &&op_kPut;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kGet)] = &&op_kGet;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinInt1)] = &&op_kBinInt1;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinInt2)] = &&op_kBinInt2;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinInt)] = &&op_kBinInt;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kLong1)] = &&op_kLong1;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kLong4)] = &&op_kLong4;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kBinFloat)] = &&op_kBinFloat;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kNewTrue)] = &&op_kNewTrue;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kNewFalse)] = &&op_kNewFalse;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kNone)] = &&op_kNone;
+  dispatch[static_cast<uint8_t>(PickleOpcode::kStop)] = &&op_kStop;
+  const uint8_t* op;
+  FR_PICKLE_NEXT();
+op_kProto : {
+  FR_PICKLE_NEED(1);
+  if (*p > 5) return Invalid(op, fmt::format("unsupported pickle protocol {}", *p));
+  ++p;
+  FR_PICKLE_NEXT();
+}
+op_kFrame : {
+  // Frames only tell a streaming reader how much to prefetch; the whole input is here.
+  FR_PICKLE_NEED(8);
+  uint64_t length = LoadLe64(p);
+  p += 8;
+  if (length > Left(p)) return Truncated(op, p, length);
+  FR_PICKLE_NEXT();
+}
+op_kMark:
+  if (marks_.size() >= max_depth_) [[unlikely]] {
+    return TooDeep(op);
   }
+  floor = static_cast<size_t>(top - stack);
+  marks_.push_back(static_cast<uint32_t>(floor));
+  FR_PICKLE_NEXT();
+op_kEmptyDict:
+op_kEmptyList:
+op_kEmptyTuple : {
+  if (max_depth_ < 1) [[unlikely]] {
+    return TooDeep(op);
+  }
+  ValueId id;
+  if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyDict)) {
+    id = builder_.AddContainer(ValueKind::kDict, Offset(op),
+                               kUnhashable | (uint32_t{1} << kHeightShift));
+  } else if (*op == static_cast<uint8_t>(PickleOpcode::kEmptyList)) {
+    id = builder_.AddContainer(ValueKind::kList, Offset(op),
+                               kUnhashable | (uint32_t{1} << kHeightShift));
+  } else {
+    id = builder_.AddContainer(ValueKind::kTuple, Offset(op), uint32_t{1} << kHeightShift);
+  }
+  FR_PICKLE_PUSH(id);
+  FR_PICKLE_NEXT();
+}
+op_kSetItems:
+op_kAppends : {
+  size_t mark;
+  FR_PICKLE_CLOSE_MARK(mark);
+  bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItems);
+  // The container sits just below the MARK and must itself be above the enclosing one.
+  if (mark <= floor) [[unlikely]] {
+    return Invalid(op, fmt::format("stack underflow: {} has no {} below its MARK",
+                                   PickleOpcodeInfo(*op).name, dict ? "dict" : "list"));
+  }
+  ValueId target = stack[mark - 1];
+  if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
+    return WrongTarget(op, target, dict);
+  }
+  size_t count = static_cast<size_t>(top - stack) - mark;
+  if (dict && (count & 1)) [[unlikely]] {
+    return Invalid(op, fmt::format("SETITEMS with an odd number of items ({})", count));
+  }
+  FR_PICKLE_TRY(AddChildren(target, stack + mark, count, dict, op));
+  top = stack + mark;
+  FR_PICKLE_NEXT();
+}
+op_kSetItem:
+op_kAppend : {
+  bool dict = *op == static_cast<uint8_t>(PickleOpcode::kSetItem);
+  size_t count = dict ? 2 : 1;
+  if (FR_PICKLE_AVAILABLE() < count + 1) [[unlikely]] {
+    return Underflow(op, count + 1, FR_PICKLE_AVAILABLE());
+  }
+  ValueId* first = top - count;
+  ValueId target = first[-1];
+  if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
+    return WrongTarget(op, target, dict);
+  }
+  FR_PICKLE_TRY(AddChildren(target, first, count, dict, op));
+  top = first;
+  FR_PICKLE_NEXT();
+}
+op_kTuple : {
+  size_t mark;
+  FR_PICKLE_CLOSE_MARK(mark);
+  FR_PICKLE_MAKE_TUPLE(mark);
+  FR_PICKLE_NEXT();
+}
+op_kTuple1:
+op_kTuple2:
+op_kTuple3 : {
+  size_t count = *op - static_cast<uint8_t>(PickleOpcode::kTuple1) + 1;
+  if (FR_PICKLE_AVAILABLE() < count) [[unlikely]] {
+    return Underflow(op, count, FR_PICKLE_AVAILABLE());
+  }
+  FR_PICKLE_MAKE_TUPLE(static_cast<size_t>(top - stack) - count);
+  FR_PICKLE_NEXT();
+}
+op_kBinUnicode : {
+  FR_PICKLE_NEED(4);
+  uint32_t length = LoadLe32(p);
+  p += 4;
+  ValueId id;
+  FR_PICKLE_TRY_VALUE(id, AddString(op, p, length));
+  FR_PICKLE_PUSH(id);
+  p += length;
+  FR_PICKLE_NEXT();
+}
+op_kShortBinUnicode : {
+  FR_PICKLE_NEED(1);
+  uint32_t length = *p++;
+  ValueId id;
+  FR_PICKLE_TRY_VALUE(id, AddString(op, p, length));
+  FR_PICKLE_PUSH(id);
+  p += length;
+  FR_PICKLE_NEXT();
+}
+op_kBinUnicode8 : {
+  FR_PICKLE_NEED(8);
+  uint64_t length = LoadLe64(p);
+  p += 8;
+  ValueId id;
+  FR_PICKLE_TRY_VALUE(id, AddString(op, p, length));
+  FR_PICKLE_PUSH(id);
+  p += length;
+  FR_PICKLE_NEXT();
+}
+op_kBinPut:
+op_kLongBinPut:
+op_kMemoize : {
+  uint32_t id;
+  if (*op == static_cast<uint8_t>(PickleOpcode::kBinPut)) {
+    FR_PICKLE_NEED(1);
+    id = *p;
+  } else if (*op == static_cast<uint8_t>(PickleOpcode::kLongBinPut)) {
+    FR_PICKLE_NEED(4);
+    id = LoadLe32(p);
+  } else {
+    id = memo_count_;
+  }
+  if (FR_PICKLE_AVAILABLE() == 0) [[unlikely]] {
+    return Underflow(op, 1, 0);
+  }
+  MemoPut(id, top[-1]);
+  memo = memo_.data();
+  if (*op == static_cast<uint8_t>(PickleOpcode::kBinPut)) {
+    p += 1;
+  } else if (*op == static_cast<uint8_t>(PickleOpcode::kLongBinPut)) {
+    p += 4;
+  }
+  FR_PICKLE_NEXT();
+}
+op_kBinGet : {
+  FR_PICKLE_NEED(1);
+  // Nearly every string in a torch dump is a memo hit, and one-byte ids are all in range.
+  ValueId value = memo[*p++];
+  if (value == kNoValue) [[unlikely]] {
+    FR_PICKLE_TRY_VALUE(value, MemoGet(p[-1], op));
+  }
+  FR_PICKLE_PUSH(value);
+  FR_PICKLE_NEXT();
+}
+op_kLongBinGet : {
+  FR_PICKLE_NEED(4);
+  uint32_t id = LoadLe32(p);
+  p += 4;
+  ValueId value = id < memo_.size() ? memo[id] : kNoValue;
+  if (value == kNoValue) [[unlikely]] {
+    FR_PICKLE_TRY_VALUE(value, MemoGet(id, op));
+  }
+  FR_PICKLE_PUSH(value);
+  FR_PICKLE_NEXT();
+}
+op_kPut:
+op_kGet : {
+  // Text forms: a decimal id and a newline.
+  const uint8_t* newline =
+      static_cast<const uint8_t*>(std::memchr(p, '\n', static_cast<size_t>(end_ - p)));
+  if (newline == nullptr) {
+    return absl::DataLossError(fmt::format("byte {}: truncated: {} has no newline", Offset(op),
+                                           PickleOpcodeInfo(*op).name));
+  }
+  uint64_t id = 0;
+  bool ok = newline > p && newline - p <= 10;
+  for (const uint8_t* d = p; ok && d < newline; ++d) {
+    ok = *d >= '0' && *d <= '9';
+    id = id * 10 + (*d - '0');
+  }
+  if (!ok || id > UINT32_MAX) {
+    return Invalid(
+        op, fmt::format("{} needs a memo id from 0 to {}", PickleOpcodeInfo(*op).name, UINT32_MAX));
+  }
+  p = newline + 1;
+  if (*op == static_cast<uint8_t>(PickleOpcode::kPut)) {
+    if (FR_PICKLE_AVAILABLE() == 0) [[unlikely]] {
+      return Underflow(op, 1, 0);
+    }
+    MemoPut(static_cast<uint32_t>(id), top[-1]);
+    memo = memo_.data();
+  } else {
+    ValueId value;
+    FR_PICKLE_TRY_VALUE(value, MemoGet(static_cast<uint32_t>(id), op));
+    FR_PICKLE_PUSH(value);
+  }
+  FR_PICKLE_NEXT();
+}
+op_kBinInt1:
+  FR_PICKLE_NEED(1);
+  FR_PICKLE_PUSH(builder_.AddInt(*p, Offset(op)));
+  p += 1;
+  FR_PICKLE_NEXT();
+op_kBinInt2:
+  FR_PICKLE_NEED(2);
+  FR_PICKLE_PUSH(builder_.AddInt(p[0] | (p[1] << 8), Offset(op)));
+  p += 2;
+  FR_PICKLE_NEXT();
+op_kBinInt:
+  FR_PICKLE_NEED(4);
+  FR_PICKLE_PUSH(builder_.AddInt(static_cast<int32_t>(LoadLe32(p)), Offset(op)));
+  p += 4;
+  FR_PICKLE_NEXT();
+op_kLong1 : {
+  FR_PICKLE_NEED(1);
+  size_t length = *p++;
+  if (Left(p) < length) return Truncated(op, p, length);
+  ValueId id;
+  if (length == 8) [[likely]] {  // torch's form
+    id = builder_.AddInt(static_cast<int64_t>(LoadLe64(p)), Offset(op));
+  } else {
+    FR_PICKLE_TRY_VALUE(id, AddLong(op, p, length));
+  }
+  FR_PICKLE_PUSH(id);
+  p += length;
+  FR_PICKLE_NEXT();
+}
+op_kLong4 : {
+  FR_PICKLE_NEED(4);
+  int32_t length = static_cast<int32_t>(LoadLe32(p));
+  p += 4;
+  if (length < 0) return Invalid(op, fmt::format("LONG4 with negative length {}", length));
+  if (Left(p) < static_cast<size_t>(length)) return Truncated(op, p, length);
+  ValueId id;
+  FR_PICKLE_TRY_VALUE(id, AddLong(op, p, static_cast<size_t>(length)));
+  FR_PICKLE_PUSH(id);
+  p += length;
+  FR_PICKLE_NEXT();
+}
+op_kBinFloat:
+  FR_PICKLE_NEED(8);
+  FR_PICKLE_PUSH(builder_.AddFloat(std::bit_cast<double>(LoadBe64(p)), Offset(op)));
+  p += 8;
+  FR_PICKLE_NEXT();
+op_kNewTrue:
+op_kNewFalse:
+  FR_PICKLE_PUSH(builder_.AddBool(*op == static_cast<uint8_t>(PickleOpcode::kNewTrue), Offset(op)));
+  FR_PICKLE_NEXT();
+op_kNone:
+  FR_PICKLE_PUSH(builder_.AddNone(Offset(op)));
+  FR_PICKLE_NEXT();
+op_kStop : {
+  if (!marks_.empty()) {
+    return Invalid(op, fmt::format("STOP with {} MARK{} still open", marks_.size(),
+                                   marks_.size() == 1 ? "" : "s"));
+  }
+  size_t depth = static_cast<size_t>(top - stack);
+  if (depth == 0) return Underflow(op, 1, 0);
+  // CPython ignores values left below the result; no producer leaves any, so they are
+  // treated as the corruption they are.
+  if (depth > 1) {
+    return Invalid(op, fmt::format("STOP leaves {} values on the stack, expected 1", depth));
+  }
+  if (p != end_) {
+    return Invalid(p,
+                   fmt::format("{} trailing byte{} after STOP", Left(p), Left(p) == 1 ? "" : "s"));
+  }
+  return stack[0];
+}
+refused:
+  return Refused(op);
+out_of_input:
   if (begin_ == end_) return absl::DataLossError("byte 0: truncated: the input is empty");
   return absl::DataLossError(
       fmt::format("byte {}: truncated: the stream ends without STOP", Offset(end_)));
 }
 
+#undef FR_PICKLE_NEXT
 #undef FR_PICKLE_PUSH
+#undef FR_PICKLE_AVAILABLE
+#undef FR_PICKLE_MAKE_TUPLE
+#undef FR_PICKLE_TRY_VALUE
 #undef FR_PICKLE_CLOSE_MARK
 #undef FR_PICKLE_NEED
 #undef FR_PICKLE_TRY
