@@ -1,17 +1,32 @@
 """fr_analyze: read PyTorch flight-recorder dumps and find the rank that broke a distributed job.
 
     import fr_analyze
-    trace = fr_analyze.load("/checkpoints/job42/fr")
-    print(trace)                      # ranks loaded and missing, groups, rejected files
-    for dump in trace.ranks:
-        for entry in dump.entry_dicts():
-            ...
+    report = fr_analyze.analyze("/checkpoints/job42/fr")   # a directory, a glob or a file list
+    print(report)                          # the text report `fr-analyze DIR` prints
+    report.verdict.culprit_ranks           # [37]
+    report.to_json()                       # `fr-analyze analyze DIR --format json`
+    report.ranks_df()                      # pandas: role and state of every rank
 
-The work happens in C++ (fr_analyze._core); this package adds Python conveniences.
+    trace = fr_analyze.load("/checkpoints/job42/fr")       # the dumps, before analysis
+    trace.entries_df()                     # pandas: one row per rank x entry
+    trace.analyze()                        # the same Report
+
+The work happens in C++ (fr_analyze._core). pandas, tqdm and IPython are optional: the features
+that need them say what to install.
 """
 
-from fr_analyze.errors import DumpFormatError, DumpNotFoundError, Error
-from fr_analyze._trace import Trace, load, loads
+from fr_analyze.errors import (
+    DumpFormatError,
+    DumpNotFoundError,
+    Error,
+    MissingDependencyError,
+    NoDumpsError,
+)
+from fr_analyze._trace import RejectedFile, Trace, analyze, load, loads
+from fr_analyze._report import Message, Report
 
-__all__ = ["Error", "DumpFormatError", "DumpNotFoundError", "Trace", "load", "loads"]
+__all__ = [
+    "Error", "DumpFormatError", "DumpNotFoundError", "NoDumpsError", "MissingDependencyError",
+    "Trace", "Report", "Message", "RejectedFile", "load", "loads", "analyze",
+]
 __version__ = "0.1.0"

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Iterator, List, Mapping, Optional, Sequence
 
 from fr_analyze import _core
+from fr_analyze._paths import LoadRoot, PathsArg, resolve
+from fr_analyze._progress import ProgressArg, make_progress
+from fr_analyze.errors import NoDumpsError
+
+if TYPE_CHECKING:
+    import pandas
+
+    from fr_analyze._report import Report
 
 
 def _entry_dict(dump: "_core.RankDump", entry: "_core.Entry") -> dict:
@@ -76,82 +85,179 @@ _core.RankDump.__repr__ = lambda d: (
 )
 
 
-class Trace:
-    """The dumps of one job: what loaded, what was missing, rejected or skipped, and why."""
+class RejectedFile:
+    """A file that looked like a dump but could not be read."""
 
-    def __init__(self, loaded: "_core.LoadedTrace", source: str):
+    __slots__ = ("path", "rank", "error")
+
+    def __init__(self, path: str, rank: Optional[int], error: str):
+        self.path = path
+        self.rank = rank
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"RejectedFile(path={self.path!r}, rank={self.rank}, error={self.error!r})"
+
+
+class Trace:
+    """The dumps of one job: what loaded, what was missing, rejected or skipped, and why.
+
+    Made by `fr_analyze.load()` or `fr_analyze.loads()`; `analyze()` finds the culprit.
+    """
+
+    def __init__(self, loaded: "_core.LoadedTrace", source: str, root: Optional[LoadRoot] = None):
         self._loaded = loaded
         self.source = source
+        self._root = root or LoadRoot(root=source, source=source)
+
+    # What was loaded.
 
     @property
-    def ranks(self) -> list:
+    def ranks(self) -> List["_core.RankDump"]:
         """Per-rank dumps (fr_analyze._core.RankDump), ascending rank."""
         return self._loaded.ranks
 
     def rank(self, rank: int) -> "_core.RankDump":
+        """The dump of global rank `rank`; KeyError when it was not loaded."""
         for dump in self._loaded.ranks:
             if dump.rank == rank:
                 return dump
         raise KeyError(f"rank {rank} was not loaded")
 
     @property
-    def missing_ranks(self) -> list:
+    def rank_ids(self) -> List[int]:
+        """Global ranks whose dump was read, ascending."""
+        return [d.rank for d in self._loaded.ranks]
+
+    @property
+    def missing_ranks(self) -> List[int]:
+        """Ranks the job had (group members, or below the highest rank) without a dump."""
         return list(self._loaded.missing_ranks)
 
     @property
-    def rejected(self) -> list:
-        """Files that could not be read: objects with path, rank and error."""
-        return list(self._loaded.rejected)
+    def rejected(self) -> List[RejectedFile]:
+        """Files that could not be read: path, rank (None when unknown) and error."""
+        return [
+            RejectedFile(self._root.display(r.path), None if r.rank == -1 else r.rank,
+                         self._root.display(r.error))
+            for r in self._loaded.rejected
+        ]
 
     @property
     def skipped(self) -> list:
+        """Files that are not dumps (pipes, logs, cores): objects with path and reason."""
         return list(self._loaded.skipped)
 
     @property
     def conflicts(self) -> list:
+        """Ranks claimed by several files (none of them loaded): objects with rank and paths."""
         return list(self._loaded.conflicts)
 
     @property
-    def versions(self) -> list:
+    def versions(self) -> List[str]:
+        """Distinct dump versions, ascending."""
         return list(self._loaded.versions)
 
-    def __iter__(self) -> Iterator:
+    @property
+    def process_groups(self) -> List[dict]:
+        """Every process group named by some dump: name, desc, ranks and which dumps hold it."""
+        return self.summary()["process_groups"]
+
+    def __iter__(self) -> Iterator["_core.RankDump"]:
         return iter(self.ranks)
 
     def __len__(self) -> int:
         return len(self._loaded.ranks)
 
     def __str__(self) -> str:
-        return self._loaded.summary_text(self.source)
+        return self._root.display(self._loaded.summary_text(self.source))
 
     def __repr__(self) -> str:
         return f"<Trace {len(self)} ranks from {self.source!r}>"
 
     def summary(self) -> dict:
-        """What was loaded, as a dict (the same content as `fr-analyze DIR --format json`)."""
-        import json
+        """What was loaded, as a dict (the same content as `fr-analyze load DIR --format json`)."""
+        return json.loads(self._root.display(self._loaded.summary_json(self.source)))
 
-        return json.loads(self._loaded.summary_json(self.source))
+    # Analysis and views.
+
+    def analyze(self, *, pg_filter: Optional[Sequence[str]] = None,
+                dump_time_ns: Optional[int] = None) -> "Report":
+        """Finds the rank(s) that broke the job: the same report as `fr-analyze analyze`.
+
+        pg_filter: report only these process groups (names or descs); matching still uses all.
+        dump_time_ns: when the dumps were taken; default: the files' modification times.
+        Raises NoDumpsError when no dump could be read (the CLI's exit status 2).
+        """
+        from fr_analyze._report import Report
+
+        if not self._loaded.ranks:
+            reasons = "".join(f"\n  {r.error}" for r in self.rejected)
+            raise NoDumpsError(f"no readable flight-recorder dump under {self.source}{reasons}")
+        core = _core.analyze(self._loaded, self.source, list(pg_filter or []),
+                             -1 if dump_time_ns is None else int(dump_time_ns))
+        return Report(core, trace=self)
+
+    def entries_df(self) -> "pandas.DataFrame":
+        """One row per rank x entry; columns documented in fr_analyze._frames.entries_df."""
+        from fr_analyze import _frames
+
+        return _frames.entries_df(self)
+
+    def _repr_html_(self) -> str:
+        from fr_analyze import _html
+
+        return _html.trace_html(self)
 
 
 def load(
-    path: "str | os.PathLike",
+    path_or_paths: PathsArg,
     *,
     prefix: Optional[str] = None,
     rank_pattern: Optional[str] = None,
     jobs: Optional[int] = None,
-    progress: Optional[Callable[[int, int], None]] = None,
+    progress: ProgressArg = None,
 ) -> Trace:
-    """Loads every flight-recorder dump under `path` (a directory or one file).
+    """Loads every flight-recorder dump of a job.
 
-    Files that cannot be read are listed in `Trace.rejected`, not raised; an error is raised only
-    when nothing can be attempted (the path does not exist, a bad rank pattern).
+    path_or_paths: a directory (searched recursively), one file, a glob ("dumps/*/nccl_trace_*"),
+      or a list of files and globs.
+    prefix: dump files are named PREFIX<rank> (TORCH_NCCL_DEBUG_INFO_TEMP_FILE works as is).
+    rank_pattern: a regex with one group capturing the rank, matched against the relative path.
+    jobs: threads for reading and decoding (default: one per core).
+    progress: None shows a tqdm bar when tqdm is installed and stderr is a terminal; True always
+      (needs tqdm); False never; a callable gets (files done, files total).
+
+    Files that cannot be read are listed in `Trace.rejected`, not raised. Raises
+    DumpNotFoundError when the path does not exist or a glob matches nothing, Error for a bad
+    rank pattern, KeyboardInterrupt on Ctrl-C (the load stops within a file).
     """
-    source = os.fspath(path)
-    loaded = _core.load(source, prefix or "", rank_pattern or "", jobs or 0, progress)
-    return Trace(loaded, source)
+    root = resolve(path_or_paths)
+    callback, close = make_progress(progress)
+    try:
+        loaded = _core.load(root.root, prefix or "", rank_pattern or "", jobs or 0, callback)
+    finally:
+        close()
+        # The loader keeps no file open: decoded dumps own their data.
+        root.close()
+    return Trace(loaded, root.source, root)
 
 
 def loads(dumps: Mapping[int, bytes], *, jobs: Optional[int] = None) -> Trace:
     """Loads dumps held in memory, keyed by global rank (for dumps fetched over HTTP)."""
-    return Trace(_core.load_bytes(dict(dumps), jobs or 0), "<memory>")
+    return Trace(_core.load_bytes({int(k): bytes(v) for k, v in dumps.items()}, jobs or 0),
+                 "<memory>")
+
+
+def analyze(
+    path_or_paths: PathsArg,
+    *,
+    prefix: Optional[str] = None,
+    rank_pattern: Optional[str] = None,
+    jobs: Optional[int] = None,
+    progress: ProgressArg = None,
+) -> "Report":
+    """load(...) then Trace.analyze(): the report `fr-analyze analyze` prints, as an object."""
+    trace = load(path_or_paths, prefix=prefix, rank_pattern=rank_pattern, jobs=jobs,
+                 progress=progress)
+    return trace.analyze()

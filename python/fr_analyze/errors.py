@@ -1,4 +1,11 @@
-"""Exceptions raised by fr_analyze. Every error from the C++ core is one of these."""
+"""Exceptions raised by fr_analyze. Every error from the C++ core is one of these.
+
+    Error                     base class; catch this to catch everything fr_analyze raises
+    +-- DumpFormatError       a file is not a readable dump (names the file and byte offset)
+    +-- DumpNotFoundError     the path does not exist (also a FileNotFoundError)
+    +-- NoDumpsError          nothing readable to analyse (the CLI's exit status 2)
+    +-- MissingDependencyError  an optional package (pandas, tqdm, matplotlib) is not installed
+"""
 
 
 class Error(Exception):
@@ -10,4 +17,25 @@ class DumpFormatError(Error):
 
 
 class DumpNotFoundError(Error, FileNotFoundError):
-    """The path given does not exist."""
+    """The path given does not exist, or a glob or list of paths matched no file."""
+
+
+class NoDumpsError(Error):
+    """No readable flight-recorder dump was found, so there is nothing to analyse."""
+
+
+class MissingDependencyError(Error, ImportError):
+    """A feature needs an optional package that is not installed; the message says which."""
+
+
+def require(module: str, feature: str, debian_package: str):
+    """Imports `module` for `feature`, or raises MissingDependencyError saying what to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise MissingDependencyError(
+            f"{feature} needs {module}, which is not installed: "
+            f"apt-get install {debian_package} (or pip install {module})"
+        ) from error

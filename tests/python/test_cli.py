@@ -38,9 +38,11 @@ def test_summary_names_ranks_groups_and_rejected_files(cli, example_job, tmp_pat
 
 
 def test_output_is_deterministic(cli, example_job):
-    for fmt in ("text", "json", "proto"):
-        first = run(cli, "analyze", example_job, "--jobs", "1", "--format", fmt, "-o", "/dev/stdout")
-        second = run(cli, "analyze", example_job, "--jobs", "2", "--format", fmt, "-o", "/dev/stdout")
+    for fmt in ("text", "json", "proto"):  # proto is binary: compare bytes
+        first, second = (
+            subprocess.run([cli, "analyze", str(example_job), "--jobs", jobs, "--format", fmt,
+                            "-o", "/dev/stdout"], capture_output=True)
+            for jobs in ("1", "2"))
         assert first.stdout == second.stdout and first.stdout
 
 
