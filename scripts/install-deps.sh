@@ -12,6 +12,7 @@ packages=(
   python3 python3-dev python3-venv python3-pip pybind11-dev
   python3-pytest python3-numpy python3-pandas
   python3-nbclient python3-nbformat python3-ipykernel
+  python3-setuptools python3-wheel python3-matplotlib python3-tqdm
   zstd gzip
 )
 

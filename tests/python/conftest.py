@@ -21,3 +21,12 @@ def example_job(cli, tmp_path_factory):
     subprocess.run([cli, "example", str(directory), "--world-size", "8", "--stuck-rank", "5"],
                    check=True, capture_output=True)
     return directory
+
+
+@pytest.fixture(scope="session")
+def simulated_job(cli, tmp_path_factory):
+    """A TP2 x PP2 x DP2 job in which rank 5 hangs before a DP collective (`fr-analyze simulate`)."""
+    directory = tmp_path_factory.mktemp("sim") / "dumps"
+    subprocess.run([cli, "simulate", str(directory), "--fault", "stuck_before_op",
+                    "--fault-rank", "5"], check=True, capture_output=True)
+    return directory

@@ -1,0 +1,148 @@
+"""The package as a user gets it: `pip install --no-build-isolation .` into a fresh venv made
+with Debian's Python, then the console command, `python -m fr_analyze`, the examples and the
+notebook, all run as subprocesses from outside the source tree.
+
+Installing once per session costs a CMake build; scripts/test.sh sets FR_ANALYZE_CMAKE_BUILD_DIR
+to its build tree so that setup.py only copies what is already built.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture(scope="session")
+def venv(tmp_path_factory):
+    """A fresh venv with fr-analyze installed by pip, plus its Jupyter kernel."""
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.fail("Debian's /usr/bin/python3 is needed (scripts/install-deps.sh)")
+    directory = tmp_path_factory.mktemp("venv") / "venv"
+    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", str(directory)],
+                   check=True)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    install = subprocess.run(
+        [str(directory / "bin" / "pip"), "install", "--no-build-isolation", "--no-index",
+         "--disable-pip-version-check", ROOT],
+        capture_output=True, text=True, env=env)
+    assert install.returncode == 0, install.stdout[-4000:] + install.stderr[-4000:]
+    assert "Successfully installed fr-analyze" in install.stdout
+    subprocess.run([str(directory / "bin" / "python"), "-m", "ipykernel", "install",
+                    "--sys-prefix"], check=True, capture_output=True, env=env)
+    return directory
+
+
+def run(venv, args, cwd, **kwargs):
+    """Runs a command from the venv the way a user's shell would: venv first on PATH, no
+    PYTHONPATH pointing into a build tree, no FR_ANALYZE_CLI override."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FR_ANALYZE_CLI")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300, **kwargs)
+
+
+def python(venv, code, cwd):
+    return run(venv, [str(venv / "bin" / "python"), "-c", code], cwd)
+
+
+def test_import_uses_the_installed_package_with_stubs(venv, tmp_path):
+    result = python(venv, "import fr_analyze, os; d = os.path.dirname(fr_analyze.__file__); "
+                          "print(d); print(sorted(os.listdir(d)))", tmp_path)
+    assert result.returncode == 0, result.stderr
+    where, files = result.stdout.splitlines()
+    assert where.startswith(str(venv))
+    for name in ("py.typed", "_core.pyi", "bin", "_report.py"):
+        assert name in files
+
+
+def test_console_command_and_module_match_the_cli(venv, cli, simulated_job, tmp_path):
+    expected = subprocess.run([cli, "analyze", str(simulated_job), "--format", "json"],
+                              capture_output=True, text=True)
+    for command in ([str(venv / "bin" / "fr-analyze")],
+                    [str(venv / "bin" / "python"), "-m", "fr_analyze"]):
+        result = run(venv, [*command, "analyze", str(simulated_job), "--format", "json"],
+                     tmp_path)
+        assert result.returncode == 1, result.stderr
+        assert result.stdout == expected.stdout
+        assert json.loads(result.stdout)["verdict"]["culprit_ranks"] == [5]
+    usage = run(venv, ["fr-analyze", str(tmp_path / "missing")], tmp_path)
+    assert usage.returncode == 2 and "does not exist" in usage.stderr
+    assert run(venv, ["fr-analyze", "--help"], tmp_path).stdout.startswith("usage:")
+
+
+def test_script_api_from_the_installed_package(venv, simulated_job, tmp_path):
+    code = (
+        "import fr_analyze\n"
+        f"report = fr_analyze.analyze({str(simulated_job)!r})\n"
+        "print(report.verdict.failure_class, report.verdict.culprit_ranks)\n"
+        "print(report.ranks_df().query('role == \"culprit\"')['rank'].tolist())\n")
+    result = python(venv, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["missing_participant [5]", "[5]"]
+
+
+def test_imports_without_pandas_tqdm_or_ipython_and_says_what_to_install(
+        venv, simulated_job, tmp_path):
+    # None in sys.modules makes `import pandas` fail, as on a machine without it.
+    code = (
+        "import sys\n"
+        "for name in ('pandas', 'tqdm', 'IPython', 'matplotlib'): sys.modules[name] = None\n"
+        "import fr_analyze\n"
+        f"report = fr_analyze.analyze({str(simulated_job)!r}, progress=None)\n"
+        "print(report.verdict.culprit_ranks)\n"
+        "print('<details' in report._repr_html_())\n"
+        "for call in (report.ranks_df, lambda: fr_analyze.load("
+        f"{str(simulated_job)!r}, progress=True)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except fr_analyze.MissingDependencyError as error:\n"
+        "        print(type(error).__name__, isinstance(error, ImportError), error)\n")
+    result = python(venv, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "[5]" and lines[1] == "True"
+    assert lines[2].startswith("MissingDependencyError True") and "python3-pandas" in lines[2]
+    assert "tqdm" in lines[3] and "python3-tqdm" in lines[3]
+
+
+def test_post_mortem_example_prints_writes_json_and_exits_like_the_cli(
+        venv, cli, simulated_job, tmp_path):
+    out = tmp_path / "report.json"
+    script = os.path.join(ROOT, "examples", "post_mortem.py")
+    result = run(venv, [str(venv / "bin" / "python"), script, str(simulated_job), "--json",
+                        str(out)], tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("fr-analyze: missing_participant")
+    assert "culprit ranks [5]" in result.stderr
+    expected = subprocess.run([cli, "analyze", str(simulated_job), "--format", "json"],
+                              capture_output=True, text=True).stdout
+    assert out.read_text() == expected
+    missing = run(venv, [str(venv / "bin" / "python"), script, str(tmp_path / "none")], tmp_path)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_triage_notebook_runs_headless_without_errors(venv, tmp_path):
+    code = (
+        "import nbclient, nbformat\n"
+        f"nb = nbformat.read({os.path.join(ROOT, 'examples', 'triage.ipynb')!r}, as_version=4)\n"
+        "nbclient.NotebookClient(nb, timeout=300, kernel_name='python3', allow_errors=False,\n"
+        f"    resources={{'metadata': {{'path': {str(tmp_path)!r}}}}}).execute()\n"
+        f"nbformat.write(nb, {str(tmp_path / 'executed.ipynb')!r})\n")
+    result = python(venv, code, tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    import nbformat  # Debian's python3-nbformat, also in the test interpreter
+
+    nb = nbformat.read(str(tmp_path / "executed.ipynb"), as_version=4)
+    outputs = [o for cell in nb.cells for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = [o.data["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert any("missing_participant" in h and "<details" in h for h in html)
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    assert nb.cells[-1].outputs[0].data["text/plain"] == "[5]"

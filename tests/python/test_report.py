@@ -1,0 +1,173 @@
+"""fr_analyze.analyze and Report, against simulated jobs the CLI wrote: the Python objects must
+say exactly what the command line says."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import fr_analyze
+
+
+def cli_output(cli, *args):
+    return subprocess.run([cli, *map(str, args)], capture_output=True)
+
+
+def test_report_matches_the_cli_in_every_format(cli, simulated_job):
+    report = fr_analyze.analyze(simulated_job)
+    as_json = cli_output(cli, "analyze", simulated_job, "--format", "json")
+    assert as_json.returncode == 1
+    assert (report.to_json() + "\n").encode() == as_json.stdout
+    assert str(report).encode() == cli_output(cli, simulated_job).stdout
+    assert report.to_proto_bytes() == cli_output(cli, "analyze", simulated_job, "--format",
+                                                 "proto").stdout
+    assert report.is_failure and report.exit_status == 1
+
+
+def test_attribute_access_mirrors_the_schema(simulated_job):
+    report = fr_analyze.load(simulated_job).analyze()
+    verdict = report.verdict
+    assert verdict.failure_class == "missing_participant"
+    assert verdict.culprit_ranks == [5]
+    assert verdict.process_group.desc == "DP" and 5 in verdict.process_group.ranks
+    assert verdict.chains and verdict.chains[0].edges[-1].waits_for == 5
+    assert report.schema_version == 1
+    assert report.inputs.ranks_loaded == list(range(8))
+    assert isinstance(report.inputs.dump_time_ns, int)
+    assert report.to_dict()["verdict"]["culprit_ranks"] == [5]
+    assert report.to_dict() == report.to_dict() and report.to_dict() is not report.to_dict()
+    with pytest.raises(AttributeError, match="no field 'culprit'"):
+        verdict.culprit
+    with pytest.raises(AttributeError):
+        verdict.failure_class = "none"
+
+
+@pytest.mark.parametrize("fault,expected", [("op_mismatch", "op_mismatch"),
+                                            ("crashed_rank", "missing_participant"),
+                                            ("none", "none")])
+def test_failure_classes_from_simulated_faults(cli, tmp_path, fault, expected):
+    job = tmp_path / fault
+    made = cli_output(cli, "simulate", job, "--fault", fault)
+    assert made.returncode == 0, made.stderr
+    report = fr_analyze.analyze(job)
+    assert report.verdict.failure_class == expected
+    assert report.exit_status == (0 if expected == "none" else 1)
+
+
+def test_ranks_df_agrees_with_the_verdict(simulated_job):
+    report = fr_analyze.analyze(simulated_job)
+    ranks = report.ranks_df()
+    assert list(ranks["rank"]) == list(range(8))
+    assert str(ranks["rank"].dtype) == "int32" and str(ranks["role"].dtype) == "category"
+    culprits = sorted(ranks.loc[ranks.role == "culprit", "rank"])
+    assert culprits == report.verdict.culprit_ranks
+    assert sorted(ranks.loc[ranks.role == "victim", "rank"]) == report.verdict.victim_ranks
+    dp = ranks.set_index("rank")["state:DP"]
+    assert dp[5].startswith("not issued")
+    assert {"state:TP", "state:PP", "state:DP", "state:default_pg"} <= set(ranks.columns)
+
+
+def test_findings_df_lists_the_culprit_with_its_stack(simulated_job):
+    report = fr_analyze.analyze(simulated_job)
+    findings = report.findings_df()
+    assert len(findings) == len(report.findings)
+    first = findings.iloc[0]
+    assert first["kind"] == "missing_participant" and first["ranks"] == [5]
+    assert first["collective_seq_id"] == report.verdict.collective_seq_id
+    assert first["stack"] == "\n".join(report.findings[0].stack)
+
+
+def test_collectives_df_shows_who_never_issued(simulated_job):
+    report = fr_analyze.analyze(simulated_job)
+    table = report.collectives_df()
+    verdict = report.verdict
+    row = table[(table.process_group == verdict.process_group.name)
+                & (table.seq == verdict.collective_seq_id)]
+    assert len(row) == 1
+    row = row.iloc[0]
+    assert row["not_issued"] == [5] and 5 not in row["issued"]
+    assert row["op"] == verdict.op and bool(row["first_divergence"])
+    assert set(row["issued"]) | set(row["not_issued"]) | set(row["dump_missing"]) == set(
+        verdict.process_group.ranks)
+    # Everywhere: completed within started within issued, counts match the lists.
+    for r in table.itertuples():
+        assert set(r.completed) <= set(r.started) <= set(r.issued)
+        assert r.n_issued + r.n_not_issued + r.n_dump_missing == r.members
+
+
+def test_entries_df_has_one_row_per_rank_and_entry(simulated_job):
+    trace = fr_analyze.load(simulated_job)
+    entries = trace.entries_df()
+    assert len(entries) == sum(len(d.entries) for d in trace.ranks)
+    assert entries["collective_seq_id"].dtype.name == "Int64"
+    assert entries["op"].dtype.name == "category" and entries["state"].dtype.name == "category"
+    rank3 = entries[entries["rank"] == 3].reset_index(drop=True)
+    dicts = trace.rank(3).entry_dicts()
+    assert list(rank3["op"]) == [d["op"] for d in dicts]
+    assert rank3.loc[0, "stack"].split("\n")[0].startswith(dicts[0]["frames"][0][0])
+
+
+def test_html_puts_the_verdict_first_with_collapsible_stacks(simulated_job):
+    trace = fr_analyze.load(simulated_job)
+    html = trace.analyze()._repr_html_()
+    assert html.index("missing_participant") < html.index("process groups")
+    assert "<details" in html and "stack (innermost first)" in html
+    assert "<script" not in html and "http" not in html
+    assert "ranks loaded" in trace._repr_html_()
+
+
+def test_glob_and_file_lists_load_only_those_files(simulated_job):
+    files = sorted(str(p) for p in simulated_job.iterdir())
+    trace = fr_analyze.load([f for f in files if f.endswith(("_1", "_5"))])
+    assert trace.rank_ids == [1, 5]
+    trace = fr_analyze.load(os.path.join(simulated_job, "nccl_trace_rank_[0-3]"))
+    assert trace.rank_ids == [0, 1, 2, 3] and 7 in trace.missing_ranks
+
+
+def test_bad_input_raises_typed_errors(tmp_path, simulated_job):
+    with pytest.raises(fr_analyze.DumpNotFoundError, match="matched no file"):
+        fr_analyze.load(tmp_path / "nothing-*")
+    with pytest.raises(fr_analyze.DumpNotFoundError, match="does not exist"):
+        fr_analyze.analyze(tmp_path / "nope")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(fr_analyze.NoDumpsError, match="no readable flight-recorder dump"):
+        fr_analyze.analyze(empty)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "nccl_trace_rank_0").write_bytes(b"\x80\x02}q\x00")
+    with pytest.raises(fr_analyze.NoDumpsError, match="nccl_trace_rank_0"):
+        fr_analyze.analyze(bad)
+    with pytest.raises(fr_analyze.Error):
+        fr_analyze.load(simulated_job, rank_pattern="(unclosed")
+
+
+def test_a_failing_progress_callback_stops_the_load(simulated_job):
+    def progress(done, total):
+        raise ValueError("stop here")
+
+    with pytest.raises(ValueError, match="stop here"):
+        fr_analyze.load(simulated_job, progress=progress, jobs=1)
+
+
+def test_ctrl_c_interrupts_a_load(simulated_job):
+    # SIGINT arrives while the C++ loader runs; the load must stop with KeyboardInterrupt.
+    script = (
+        "import os, signal, fr_analyze\n"
+        "def progress(done, total):\n"
+        "    if done == 1: os.kill(os.getpid(), signal.SIGINT)\n"
+        "try:\n"
+        f"    fr_analyze.load({str(simulated_job)!r}, progress=progress, jobs=1)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=60)
+    assert result.stdout.strip() == "interrupted", result.stderr
+
+
+def test_progress_true_draws_a_tqdm_bar(simulated_job, capsys):
+    pytest.importorskip("tqdm")
+    fr_analyze.load(simulated_job, progress=True)
+    assert "fr-analyze: loading" in capsys.readouterr().err
