@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The main job on a built-in example: installs what is missing, builds fr-analyze, writes the
-# dumps of a simulated 8-rank job whose rank 5 never reached the last all_reduce, and analyses them.
+# The main job on a built-in example: installs what is missing, builds fr-analyze, simulates an
+# 8-rank TP x PP x DP training job (2 x 2 x 2) in which rank 5 gets stuck before a data-parallel
+# collective, writes every rank's flight-recorder dump, and analyses them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build build/release --target fr-analyze
 rm -rf build/example-job
-build/release/tools/fr-analyze example build/example-job --world-size 8 --stuck-rank 5
+build/release/tools/fr-analyze simulate build/example-job --tp 2 --pp 2 --dp 2 \
+  --fault stuck_before_op --fault-rank 5
 set +e
 build/release/tools/fr-analyze build/example-job
 status=$?

@@ -260,9 +260,9 @@ class Analyzer {
       std::string plural = cause.culprits.size() > 1 ? "ranks" : "rank";
       std::string seq =
           block.is_p2p ? fmt::format("p2p #{}", block.seq) : fmt::format("#{}", block.seq);
-      std::string waiters = fmt::format("{} {} {}", block.waiters.size(),
-                                        block.waiters.size() == 1 ? "rank" : "ranks",
-                                        block.waiters.size() == 1 ? "is" : "are");
+      std::string waiters = block.waiters.size() == 1
+                                ? fmt::format("rank {} is", block.waiters.front())
+                                : fmt::format("{} ranks are", block.waiters.size());
       std::string confidence = "high";
       if (block.reason == "never issued") {
         finding->set_summary(fmt::format(
