@@ -2,7 +2,10 @@
 
 namespace fr {
 namespace {
-constexpr size_t kBlockSize = 64 * 1024;
+// Blocks start small (a dump has a few hundred distinct strings; thousands of dumps are held at
+// once) and double up to the largest size.
+constexpr size_t kFirstBlockSize = 2 * 1024;
+constexpr size_t kLargestBlockSize = 64 * 1024;
 }  // namespace
 
 StringTable::StringTable() { Intern(""); }
@@ -11,8 +14,10 @@ StringId StringTable::Intern(std::string_view text) {
   if (auto it = index_.find(text); it != index_.end()) return it->second;
   // Strings are appended to fixed-capacity blocks so earlier views stay valid.
   if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < text.size()) {
+    size_t size = blocks_.empty() ? kFirstBlockSize
+                                  : std::min(kLargestBlockSize, 2 * blocks_.back().capacity());
     blocks_.emplace_back();
-    blocks_.back().reserve(std::max(kBlockSize, text.size()));
+    blocks_.back().reserve(std::max(size, text.size()));
   }
   std::string& block = blocks_.back();
   size_t offset = block.size();
