@@ -762,6 +762,13 @@ absl::StatusOr<Document> DecodePickle(std::shared_ptr<const Buffer> input,
   }
   thread_local Scratch scratch;
   scratch.builder.Reset(input);
+  // Torch dumps hold about one value per 6 input bytes and one child reference per 3 (most
+  // strings are 2-byte BINGETs): sizing for that up front avoids regrowing when no recycled
+  // storage is at hand. Untouched reserved pages cost nothing; the cap keeps a huge input from
+  // reserving more than it will use (beyond it, arrays grow by remapping).
+  constexpr size_t kMaxReservedValues = size_t{1} << 22;
+  scratch.builder.Reserve(std::min(bytes.size() / 4, kMaxReservedValues),
+                          std::min(bytes.size() / 2, 2 * kMaxReservedValues));
   absl::StatusOr<ValueId> root = PickleMachine(bytes, limits, scratch).Run();
   absl::StatusOr<Document> result = root.ok()
                                         ? absl::StatusOr<Document>(scratch.builder.Finish(*root))
