@@ -79,7 +79,7 @@ def _chains(fields: dict) -> str:
     for chain in chains:
         hops = [f"rank {chain['edges'][0]['waiter']}"] if chain["edges"] else []
         for edge in chain["edges"]:
-            hops.append(f"--[{edge['op']} #{edge['seq_id']} in {_group_label(edge['process_group'])}"
+            hops.append(f"--[{edge['op']} #{edge['seq_id']} in group {_group_label(edge['process_group'])}"
                         f": {edge['reason']}]--> rank {edge['waits_for']}")
         items.append("<li><code>" + escape(" ".join(hops)) + "</code></li>")
     return ("<details open><summary><b>how the victims wait</b></summary><ul>" + "".join(items)
