@@ -79,8 +79,9 @@ def _chains(fields: dict) -> str:
     for chain in chains:
         hops = [f"rank {chain['edges'][0]['waiter']}"] if chain["edges"] else []
         for edge in chain["edges"]:
-            hops.append(f"--[{edge['op']} #{edge['seq_id']} in group {_group_label(edge['process_group'])}"
-                        f": {edge['reason']}]--> rank {edge['waits_for']}")
+            group = _group_label(edge["process_group"])
+            hops.append(f"--[{edge['op']} #{edge['seq_id']} in group {group}: {edge['reason']}]--> "
+                        f"rank {edge['waits_for']}")
         items.append("<li><code>" + escape(" ".join(hops)) + "</code></li>")
     return ("<details open><summary><b>how the victims wait</b></summary><ul>" + "".join(items)
             + "</ul></details>")
@@ -128,7 +129,8 @@ def _inputs(fields: dict) -> str:
     rows = [["ranks loaded", escape(_ranks_text(i["ranks_loaded"]))],
             ["ranks missing", escape(_ranks_text(i["ranks_missing"]))],
             ["versions", escape(", ".join(i["versions"]))],
-            ["files rejected", "<br>".join(escape(f["error"]) for f in i["files_rejected"]) or "none"]]
+            ["files rejected",
+             "<br>".join(escape(f["error"]) for f in i["files_rejected"]) or "none"]]
     return ("<details><summary><b>inputs</b> " + escape(i["source"]) + "</summary>"
             + _table(["", ""], rows) + "</details>")
 

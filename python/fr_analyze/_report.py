@@ -63,7 +63,8 @@ class Message:
         return json.loads(json.dumps(self._fields))
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._fields.items() if not isinstance(v, (dict, list)))
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._fields.items()
+                          if not isinstance(v, (dict, list)))
         return f"Message({inner})"
 
 

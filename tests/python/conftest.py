@@ -25,7 +25,7 @@ def example_job(cli, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def simulated_job(cli, tmp_path_factory):
-    """A TP2 x PP2 x DP2 job in which rank 5 hangs before a DP collective (`fr-analyze simulate`)."""
+    """A TP2 x PP2 x DP2 job whose rank 5 hangs before a DP collective (`fr-analyze simulate`)."""
     directory = tmp_path_factory.mktemp("sim") / "dumps"
     subprocess.run([cli, "simulate", str(directory), "--fault", "stuck_before_op",
                     "--fault-rank", "5"], check=True, capture_output=True)
