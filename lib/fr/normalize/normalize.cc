@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -100,20 +101,97 @@ EntryField ClassifyEntryKey(std::string_view key) {
   return EntryField::kUnknown;
 }
 
+// Interning of short byte strings (encoded shape lists, id sequences) by a 64-bit hash, keeping
+// the bytes to verify hits: one cheap hash per lookup and no allocation on a hit. Each entry
+// interns four or five such keys, so this is the normalizer's hottest path.
+class ByteKeyInterner {
+ public:
+  static constexpr uint32_t kMissing = std::numeric_limits<uint32_t>::max();
+
+  static uint64_t Hash(absl::string_view key) {
+    uint64_t hash = 0x9e3779b97f4a7c15ULL ^ key.size();
+    size_t at = 0;
+    for (; at + 8 <= key.size(); at += 8) {
+      uint64_t word;
+      std::memcpy(&word, key.data() + at, 8);
+      hash = (hash ^ word) * 0xff51afd7ed558ccdULL;
+      hash ^= hash >> 32;
+    }
+    for (; at < key.size(); ++at) {
+      hash = (hash ^ static_cast<unsigned char>(key[at])) * 0xc4ceb9fe1a85ec53ULL;
+    }
+    return hash ^ (hash >> 29);
+  }
+
+  uint32_t Find(absl::string_view key, uint64_t hash) const {
+    auto it = by_hash_.find(hash);
+    if (it == by_hash_.end()) return kMissing;
+    const Slot& slot = it->second;
+    if (absl::string_view(arena_).substr(slot.offset, slot.length) == key) return slot.id;
+    auto collided = collided_.find(key);
+    return collided == collided_.end() ? kMissing : collided->second;
+  }
+
+  void Insert(absl::string_view key, uint64_t hash, uint32_t id) {
+    auto [it, inserted] = by_hash_.try_emplace(
+        hash, Slot{static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), id});
+    if (inserted) {
+      arena_.append(key.data(), key.size());
+    } else {
+      collided_.emplace(std::string(key), id);
+    }
+  }
+
+ private:
+  struct Slot {
+    uint32_t offset;
+    uint32_t length;
+    uint32_t id;
+  };
+  absl::flat_hash_map<uint64_t, Slot> by_hash_;
+  std::string arena_;
+  absl::flat_hash_map<std::string, uint32_t> collided_;
+};
+
 bool ParseInt(std::string_view text, int64_t* value) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, *value);
   return ec == std::errc() && ptr == end && !text.empty();
 }
 
+// Per-ValueId caches, one per thread and reused across documents: a slot is valid only when its
+// stamp is the current document's, so starting a document costs nothing (no clearing of arrays as
+// large as the document).
+struct ValueCache {
+  struct Slot {
+    uint32_t stamp = 0;
+    StringId string = kNoString;  // the interned string of a string value
+    uint8_t field = 0xff;         // the EntryField of a key, 0xff until classified
+  };
+  std::vector<Slot> slots;
+  uint32_t stamp = 0;
+
+  void StartDocument(size_t values) {
+    if (++stamp == 0) {  // wrapped: forget everything once
+      std::fill(slots.begin(), slots.end(), Slot{});
+      stamp = 1;
+    }
+    if (slots.size() < values) slots.resize(values);
+  }
+
+  Slot& At(ValueId value) {
+    Slot& slot = slots[value];
+    if (slot.stamp != stamp) slot = Slot{stamp};
+    return slot;
+  }
+};
+
 // Builds one RankDump from one Document. Holds the interning caches for the duration.
 class Normalizer {
  public:
-  Normalizer(const Document& doc, RankDump* dump)
-      : doc_(doc),
-        dump_(*dump),
-        string_of_value_(doc.value_count(), kNoString),
-        field_of_key_(doc.value_count(), kFieldNotClassified) {}
+  Normalizer(const Document& doc, RankDump* dump) : doc_(doc), dump_(*dump) {
+    cache_.StartDocument(doc.value_count());
+  }
 
   absl::Status Run() {
     ValueId root = doc_.root();
@@ -238,12 +316,16 @@ class Normalizer {
   }
 
   uint32_t GroupByName(StringId name) {
-    if (auto it = group_by_name_.find(name); it != group_by_name_.end()) return it->second;
+    // Indexed by StringId: every entry looks its group up, and ids are small and dense.
+    if (name < group_of_name_.size() && group_of_name_[name] != kNoGroup) {
+      return group_of_name_[name];
+    }
     uint32_t index = static_cast<uint32_t>(dump_.groups.size());
     ProcessGroup group;
     group.name = name;
     dump_.groups.push_back(std::move(group));
-    group_by_name_.emplace(name, index);
+    if (name >= group_of_name_.size()) group_of_name_.resize(name + 1, kNoGroup);
+    group_of_name_[name] = index;
     return index;
   }
 
@@ -406,6 +488,55 @@ class Normalizer {
     return absl::OkStatus();
   }
 
+  // The entry key `key` of entries[index] holds a value of the wrong type.
+  absl::Status FieldError(ValueId field, size_t index, ValueId key,
+                          std::string_view expected) const {
+    return Error(field, fmt::format("entries[{}]['{}']", index, doc_.string_value(key)), expected);
+  }
+
+  // Readers of one field: true when the value has the expected type (and was stored). Kept free
+  // of Status on the success path, which runs for every key of every entry.
+  bool ReadInt(ValueId field, int64_t* target) const {
+    if (doc_.kind(field) != ValueKind::kInt) return false;
+    *target = doc_.int_value(field);
+    return true;
+  }
+
+  // None in pickles and 0 in JSON both mean "not yet".
+  bool ReadTime(ValueId field, int64_t* target) const {
+    if (doc_.kind(field) == ValueKind::kNone) return true;
+    if (!ReadInt(field, target)) return false;
+    if (*target == 0) *target = kUnknown;
+    return true;
+  }
+
+  bool ReadBool(ValueId field, bool* target) const {
+    switch (doc_.kind(field)) {
+      case ValueKind::kBool:
+        *target = doc_.bool_value(field);
+        return true;
+      case ValueKind::kInt:
+        *target = doc_.int_value(field) != 0;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // thread_id is a decimal string, but some writers store an int.
+  bool ReadString(ValueId field, StringId* target) {
+    switch (doc_.kind(field)) {
+      case ValueKind::kString:
+        *target = InternValue(field);
+        return true;
+      case ValueKind::kInt:
+        *target = dump_.strings.Intern(std::to_string(doc_.int_value(field)));
+        return true;
+      default:
+        return false;
+    }
+  }
+
   absl::Status NormalizeEntry(ValueId value, size_t index) {
     if (doc_.kind(value) != ValueKind::kDict) {
       return Error(value, fmt::format("entries[{}]", index), "expected a dict");
@@ -422,88 +553,59 @@ class Normalizer {
         Oddity("non_string_entry_key");
         continue;
       }
-      auto where = [&] { return fmt::format("entries[{}]['{}']", index, doc_.string_value(key)); };
-      auto as_int = [&](int64_t* target) -> absl::Status {
-        if (doc_.kind(field) != ValueKind::kInt) return Error(field, where(), "expected an int");
-        *target = doc_.int_value(field);
-        return absl::OkStatus();
-      };
-      auto as_time = [&](int64_t* target) -> absl::Status {
-        // None in pickles and 0 in JSON both mean "not yet".
-        if (doc_.kind(field) == ValueKind::kNone) return absl::OkStatus();
-        FR_RETURN_IF_ERROR(as_int(target));
-        if (*target == 0) *target = kUnknown;
-        return absl::OkStatus();
-      };
-      auto as_bool = [&](bool* target) -> absl::Status {
-        if (doc_.kind(field) == ValueKind::kBool) {
-          *target = doc_.bool_value(field);
-        } else if (doc_.kind(field) == ValueKind::kInt) {
-          *target = doc_.int_value(field) != 0;
-        } else {
-          return Error(field, where(), "expected a bool");
-        }
-        return absl::OkStatus();
-      };
-      auto as_string = [&](StringId* target) -> absl::Status {
-        if (doc_.kind(field) == ValueKind::kString) {
-          *target = InternValue(field);
-        } else if (doc_.kind(field) == ValueKind::kInt) {
-          *target = dump_.strings.Intern(std::to_string(doc_.int_value(field)));
-        } else {
-          return Error(field, where(), "expected a string");
-        }
-        return absl::OkStatus();
-      };
+      bool ok = true;
+      std::string_view expected = "expected an int";
       switch (FieldOfKey(key)) {
         case EntryField::kFrames: {
           FR_ASSIGN_OR_RETURN(entry.stack, InternStack(field, index));
           break;
         }
         case EntryField::kRecordId:
-          FR_RETURN_IF_ERROR(as_int(&entry.record_id));
+          ok = ReadInt(field, &entry.record_id);
           break;
         case EntryField::kPgId:
-          FR_RETURN_IF_ERROR(as_int(&entry.pg_id));
+          ok = ReadInt(field, &entry.pg_id);
           break;
         case EntryField::kProcessGroup: {
           ValueKind kind = doc_.kind(field);
-          if ((kind != ValueKind::kTuple && kind != ValueKind::kList) || doc_.size(field) != 2 ||
-              doc_.kind(doc_.items(field)[0]) != ValueKind::kString ||
-              doc_.kind(doc_.items(field)[1]) != ValueKind::kString) {
-            return Error(field, where(), "expected (name, desc)");
+          ok = (kind == ValueKind::kTuple || kind == ValueKind::kList) && doc_.size(field) == 2 &&
+               doc_.kind(doc_.items(field)[0]) == ValueKind::kString &&
+               doc_.kind(doc_.items(field)[1]) == ValueKind::kString;
+          expected = "expected (name, desc)";
+          if (ok) {
+            group_name = doc_.items(field)[0];
+            group_desc = doc_.items(field)[1];
           }
-          group_name = doc_.items(field)[0];
-          group_desc = doc_.items(field)[1];
           break;
         }
         case EntryField::kThreadName:
-          FR_RETURN_IF_ERROR(as_string(&entry.thread_name));
+          ok = ReadString(field, &entry.thread_name);
+          expected = "expected a string";
           break;
         case EntryField::kThreadId:
-          FR_RETURN_IF_ERROR(as_string(&entry.thread_id));
+          ok = ReadString(field, &entry.thread_id);
+          expected = "expected a string";
           break;
         case EntryField::kCollectiveSeqId:
         case EntryField::kSeqId:
-          FR_RETURN_IF_ERROR(as_int(&entry.collective_seq_id));
+          ok = ReadInt(field, &entry.collective_seq_id);
           break;
         case EntryField::kP2pSeqId:
-          FR_RETURN_IF_ERROR(as_int(&entry.p2p_seq_id));
+          ok = ReadInt(field, &entry.p2p_seq_id);
           break;
         case EntryField::kOpId:
-          FR_RETURN_IF_ERROR(as_int(&entry.op_id));
+          ok = ReadInt(field, &entry.op_id);
           break;
         case EntryField::kProfilingName:
-          if (doc_.kind(field) != ValueKind::kString) {
-            return Error(field, where(), "expected a string");
-          }
+          ok = doc_.kind(field) == ValueKind::kString;
+          expected = "expected a string";
           profiling_name = field;
           break;
         case EntryField::kTimeCreatedNs:
-          FR_RETURN_IF_ERROR(as_int(&entry.time_created_ns));
+          ok = ReadInt(field, &entry.time_created_ns);
           break;
         case EntryField::kTimeCreatedUs:
-          FR_RETURN_IF_ERROR(as_int(&entry.time_created_ns));
+          ok = ReadInt(field, &entry.time_created_ns);
           entry.time_created_ns *= 1000;
           break;
         case EntryField::kDurationMs:
@@ -511,51 +613,54 @@ class Normalizer {
             entry.duration_ms = doc_.float_value(field);
           } else if (doc_.kind(field) == ValueKind::kInt) {
             entry.duration_ms = static_cast<double>(doc_.int_value(field));
-          } else if (doc_.kind(field) != ValueKind::kNone) {
-            return Error(field, where(), "expected a float");
+          } else {
+            ok = doc_.kind(field) == ValueKind::kNone;
+            expected = "expected a float";
           }
           break;
         case EntryField::kInputSizes: {
-          FR_ASSIGN_OR_RETURN(entry.input_sizes, InternShapes(field, where));
+          FR_ASSIGN_OR_RETURN(entry.input_sizes, InternShapes(field, index, key));
           break;
         }
         case EntryField::kOutputSizes: {
-          FR_ASSIGN_OR_RETURN(entry.output_sizes, InternShapes(field, where));
+          FR_ASSIGN_OR_RETURN(entry.output_sizes, InternShapes(field, index, key));
           break;
         }
         case EntryField::kInputDtypes: {
-          FR_ASSIGN_OR_RETURN(entry.input_dtypes, InternDtypes(field, where));
+          FR_ASSIGN_OR_RETURN(entry.input_dtypes, InternDtypes(field, index, key));
           break;
         }
         case EntryField::kOutputDtypes: {
-          FR_ASSIGN_OR_RETURN(entry.output_dtypes, InternDtypes(field, where));
+          FR_ASSIGN_OR_RETURN(entry.output_dtypes, InternDtypes(field, index, key));
           break;
         }
         case EntryField::kState:
-          if (doc_.kind(field) != ValueKind::kString) {
-            return Error(field, where(), "expected a string");
-          }
-          entry.state = ParseState(doc_.string_value(field));
+          ok = doc_.kind(field) == ValueKind::kString;
+          expected = "expected a string";
+          if (ok) entry.state = ParseState(InternValue(field));
           break;
         case EntryField::kTimeDiscoveredStartedNs:
-          FR_RETURN_IF_ERROR(as_time(&entry.time_discovered_started_ns));
+          ok = ReadTime(field, &entry.time_discovered_started_ns);
           break;
         case EntryField::kTimeDiscoveredCompletedNs:
-          FR_RETURN_IF_ERROR(as_time(&entry.time_discovered_completed_ns));
+          ok = ReadTime(field, &entry.time_discovered_completed_ns);
           break;
         case EntryField::kRetired:
-          FR_RETURN_IF_ERROR(as_bool(&entry.retired));
+          ok = ReadBool(field, &entry.retired);
+          expected = "expected a bool";
           break;
         case EntryField::kTimeoutMs:
-          FR_RETURN_IF_ERROR(as_int(&entry.timeout_ms));
+          ok = ReadInt(field, &entry.timeout_ms);
           break;
         case EntryField::kIsP2p:
-          FR_RETURN_IF_ERROR(as_bool(&entry.is_p2p));
+          ok = ReadBool(field, &entry.is_p2p);
+          expected = "expected a bool";
           break;
         case EntryField::kUnknown:
           Oddity(fmt::format("unknown_entry_key:{}", doc_.string_value(key)));
           break;
       }
+      if (!ok) return FieldError(field, index, key, expected);
     }
     AssignGroup(&entry, group_name, group_desc);
     ParseProfilingName(profiling_name, &entry);
@@ -563,16 +668,26 @@ class Normalizer {
     return absl::OkStatus();
   }
 
-  static EntryState ParseState(std::string_view state) {
-    if (state == "completed") return EntryState::kCompleted;
-    if (state == "started") return EntryState::kStarted;
-    if (state == "scheduled") return EntryState::kScheduled;
-    return EntryState::kUnknown;
+  // States are three strings; map each interned one once.
+  EntryState ParseState(StringId state) {
+    if (state < state_of_string_.size() && state_of_string_[state] != kStateNotParsed) {
+      return static_cast<EntryState>(state_of_string_[state]);
+    }
+    std::string_view text = dump_.strings.view(state);
+    EntryState parsed = text == "completed"   ? EntryState::kCompleted
+                        : text == "started"   ? EntryState::kStarted
+                        : text == "scheduled" ? EntryState::kScheduled
+                                              : EntryState::kUnknown;
+    if (state >= state_of_string_.size()) state_of_string_.resize(state + 1, kStateNotParsed);
+    state_of_string_[state] = static_cast<uint8_t>(parsed);
+    return parsed;
   }
+  static constexpr uint8_t kStateNotParsed = 0xff;
+  std::vector<uint8_t> state_of_string_;
 
   void AssignGroup(Entry* entry, ValueId name, ValueId desc) {
     // Before 2.0 entries carry only pg_id; 1.4's pg_config names groups by that id.
-    StringId name_id = name != kNoValue ? dump_.strings.Intern(doc_.string_value(name))
+    StringId name_id = name != kNoValue ? InternValue(name)
                                         : dump_.strings.Intern(entry->pg_id == kUnknown
                                                                    ? std::string("default")
                                                                    : std::to_string(entry->pg_id));
@@ -658,8 +773,10 @@ class Normalizer {
     }
   }
 
-  template <typename WhereFn>
-  absl::StatusOr<ShapeListId> InternShapes(ValueId shapes, WhereFn where) {
+  absl::StatusOr<ShapeListId> InternShapes(ValueId shapes, size_t index, ValueId field_key) {
+    auto where = [&] {
+      return fmt::format("entries[{}]['{}']", index, doc_.string_value(field_key));
+    };
     if (doc_.kind(shapes) != ValueKind::kList) {
       return Error(shapes, where(), "expected a list of shapes");
     }
@@ -679,16 +796,21 @@ class Normalizer {
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ints_.data()),
                           scratch_ints_.size() * sizeof(int64_t));
-    if (auto it = shape_lists_.find(key); it != shape_lists_.end()) return it->second;
+    uint64_t hash = ByteKeyInterner::Hash(key);
+    if (uint32_t found = shape_lists_.Find(key, hash); found != ByteKeyInterner::kMissing) {
+      return found;
+    }
     ShapeListId id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
     dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(), scratch_ints_.end());
     dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
-    shape_lists_.emplace(std::string(key), id);
+    shape_lists_.Insert(key, hash, id);
     return id;
   }
 
-  template <typename WhereFn>
-  absl::StatusOr<DtypeListId> InternDtypes(ValueId dtypes, WhereFn where) {
+  absl::StatusOr<DtypeListId> InternDtypes(ValueId dtypes, size_t index, ValueId field_key) {
+    auto where = [&] {
+      return fmt::format("entries[{}]['{}']", index, doc_.string_value(field_key));
+    };
     if (doc_.kind(dtypes) != ValueKind::kList) {
       return Error(dtypes, where(), "expected a list of dtype names");
     }
@@ -701,11 +823,14 @@ class Normalizer {
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
                           scratch_ids_.size() * sizeof(uint32_t));
-    if (auto it = dtype_lists_.find(key); it != dtype_lists_.end()) return it->second;
+    uint64_t hash = ByteKeyInterner::Hash(key);
+    if (uint32_t found = dtype_lists_.Find(key, hash); found != ByteKeyInterner::kMissing) {
+      return found;
+    }
     DtypeListId id = static_cast<DtypeListId>(dump_.dtype_list_offsets.size() - 1);
     dump_.dtype_names.insert(dump_.dtype_names.end(), scratch_ids_.begin(), scratch_ids_.end());
     dump_.dtype_list_offsets.push_back(static_cast<uint32_t>(dump_.dtype_names.size()));
-    dtype_lists_.emplace(std::string(key), id);
+    dtype_lists_.Insert(key, hash, id);
     return id;
   }
 
@@ -718,11 +843,13 @@ class Normalizer {
     absl::string_view value_key(reinterpret_cast<const char*>(frame_values.data()),
                                 frame_values.size() * sizeof(ValueId));
     dump_.has_stacks = true;
-    if (auto it = stack_by_values_.find(value_key); it != stack_by_values_.end()) {
-      return it->second;
+    uint64_t value_hash = ByteKeyInterner::Hash(value_key);
+    if (uint32_t found = stack_by_values_.Find(value_key, value_hash);
+        found != ByteKeyInterner::kMissing) {
+      return found;
     }
     FR_ASSIGN_OR_RETURN(StackId stack, InternStackByFrames(frame_values, index));
-    stack_by_values_.emplace(std::string(value_key), stack);
+    stack_by_values_.Insert(value_key, value_hash, stack);
     return stack;
   }
 
@@ -741,11 +868,14 @@ class Normalizer {
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
                           scratch_ids_.size() * sizeof(uint32_t));
-    if (auto it = stacks_.find(key); it != stacks_.end()) return it->second;
+    uint64_t hash = ByteKeyInterner::Hash(key);
+    if (uint32_t found = stacks_.Find(key, hash); found != ByteKeyInterner::kMissing) {
+      return found;
+    }
     StackId id = static_cast<StackId>(dump_.stack_offsets.size() - 1);
     dump_.stack_frames.insert(dump_.stack_frames.end(), scratch_ids_.begin(), scratch_ids_.end());
     dump_.stack_offsets.push_back(static_cast<uint32_t>(dump_.stack_frames.size()));
-    stacks_.emplace(std::string(key), id);
+    stacks_.Insert(key, hash, id);
     return id;
   }
 
@@ -781,36 +911,36 @@ class Normalizer {
   // Pickles memoize every string by value, so equal keys and values are one ValueId: caching per
   // ValueId turns most lookups into an array access (JSON documents simply miss the cache).
   StringId InternValue(ValueId value) {
-    StringId& cached = string_of_value_[value];
-    if (cached == kNoString) cached = dump_.strings.Intern(doc_.string_value(value));
-    return cached;
+    ValueCache::Slot& slot = cache_.At(value);
+    if (slot.string == kNoString) slot.string = dump_.strings.Intern(doc_.string_value(value));
+    return slot.string;
   }
 
   EntryField FieldOfKey(ValueId key) {
-    uint8_t& cached = field_of_key_[key];
-    if (cached == kFieldNotClassified) {
-      cached = static_cast<uint8_t>(ClassifyEntryKey(doc_.string_value(key)));
-    }
-    return static_cast<EntryField>(cached);
+    ValueCache::Slot& slot = cache_.At(key);
+    if (slot.field == 0xff)
+      slot.field = static_cast<uint8_t>(ClassifyEntryKey(doc_.string_value(key)));
+    return static_cast<EntryField>(slot.field);
   }
 
-  static constexpr uint8_t kFieldNotClassified = 0xff;
+  static thread_local ValueCache cache_;
 
   const Document& doc_;
   RankDump& dump_;
-  std::vector<StringId> string_of_value_;
-  std::vector<uint8_t> field_of_key_;
-  absl::flat_hash_map<StringId, uint32_t> group_by_name_;
-  absl::flat_hash_map<std::string, ShapeListId> shape_lists_;
-  absl::flat_hash_map<std::string, DtypeListId> dtype_lists_;
-  absl::flat_hash_map<std::string, StackId> stacks_;
-  absl::flat_hash_map<std::string, StackId> stack_by_values_;
+  static constexpr uint32_t kNoGroup = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> group_of_name_;
+  ByteKeyInterner shape_lists_;
+  ByteKeyInterner dtype_lists_;
+  ByteKeyInterner stacks_;
+  ByteKeyInterner stack_by_values_;
   absl::flat_hash_map<std::string, uint32_t> frames_;
   absl::flat_hash_map<ValueId, uint32_t> frame_by_value_;
   absl::flat_hash_map<StringId, ParsedName> parsed_names_;
   std::vector<int64_t> scratch_ints_;
   std::vector<uint32_t> scratch_ids_;
 };
+
+thread_local ValueCache Normalizer::cache_;
 
 }  // namespace
 
