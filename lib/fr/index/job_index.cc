@@ -1,6 +1,7 @@
 #include "fr/index/job_index.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -47,7 +48,7 @@ void AddEntry(const RankDump& dump, uint32_t i, GroupMember* member) {
   if (entry.collective_seq_id == kUnknown) return;
   if (!member->units.empty() && member->units.back().seq == entry.collective_seq_id) {
     CollectiveUnit& unit = member->units.back();
-    ++unit.entry_count;
+    if (unit.entry_count < std::numeric_limits<uint16_t>::max()) ++unit.entry_count;
     if (Rank(entry.state) < Rank(unit.state)) unit.state = entry.state;
     return;
   }
@@ -56,7 +57,6 @@ void AddEntry(const RankDump& dump, uint32_t i, GroupMember* member) {
   unit.first_entry = i;
   unit.entry_count = 1;
   unit.state = entry.state;
-  unit.time_created_ns = entry.time_created_ns;
   member->units.push_back(unit);
 }
 

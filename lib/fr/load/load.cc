@@ -141,9 +141,13 @@ void Collect(std::vector<FileResult>& results, const std::vector<int64_t>& ranks
 void FindMissingRanks(LoadedTrace* trace) {
   std::set<int64_t> expected;
   int64_t highest = -1;
+  // Every member of a group lists the same group: add each distinct rank list once, or a
+  // 4096-rank world group would be inserted 4096 times.
+  std::set<std::vector<int64_t>> seen_groups;
   for (const RankDump& dump : trace->ranks) {
     highest = std::max(highest, dump.rank);
     for (const ProcessGroup& group : dump.groups) {
+      if (!seen_groups.insert(group.ranks).second) continue;
       for (int64_t rank : group.ranks) expected.insert(rank);
     }
   }

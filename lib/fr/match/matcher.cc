@@ -471,7 +471,7 @@ class GroupMatcher {
     ProgressAt(first, seq, &head_unit);
     const Entry& head_entry = first_dump.entries[head_unit->first_entry];
     std::string op(first_dump.strings.view(head_entry.op_name));
-    int64_t created = head_unit->time_created_ns;
+    int64_t created = head_entry.time_created_ns;
 
     std::vector<int64_t> missing, not_issued, not_started, blocked_behind;
     std::vector<std::pair<size_t, const CollectiveUnit*>> issued;

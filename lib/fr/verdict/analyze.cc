@@ -518,11 +518,12 @@ class Analyzer {
           }
           const CollectiveUnit& unit = units[cursor[m]];
           if (seq == kUnknown) seq = unit.seq;
-          if (unit.seq != seq || unit.state != EntryState::kCompleted ||
-              unit.time_created_ns == kUnknown) {
+          int64_t created =
+              trace_.ranks[group.members[m].dump].entries[unit.first_entry].time_created_ns;
+          if (unit.seq != seq || unit.state != EntryState::kCompleted || created == kUnknown) {
             complete = false;
           }
-          times.emplace_back(static_cast<double>(unit.time_created_ns), group.members[m].rank);
+          times.emplace_back(static_cast<double>(created), group.members[m].rank);
         }
         if (times.size() != group.members.size()) break;
         for (size_t m = 0; m < group.members.size(); ++m) ++cursor[m];
