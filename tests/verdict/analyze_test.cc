@@ -169,10 +169,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
                       FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
                       FaultCase{FaultKind::kCrashedRank, GroupKind::kTensor, false},
+                      FaultCase{FaultKind::kOpMismatch, GroupKind::kData, true},
                       FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
+                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kTensor, false},
+                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, false},
                       FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, true},
                       FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true}),
+                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
     CaseName);
 
 class EveryVersionTest : public ::testing::TestWithParam<std::tuple<std::string, DumpEncoding>> {};
@@ -199,7 +203,7 @@ TEST_P(EveryVersionTest, StuckRankIsFoundInEveryVersionAndEncoding) {
 
 INSTANTIATE_TEST_SUITE_P(
     Versions, EveryVersionTest,
-    ::testing::Combine(::testing::Values("2.3", "2.7", "2.9", "2.10"),
+    ::testing::Combine(::testing::Values("1.4", "2.0", "2.3", "2.7", "2.9", "2.10"),
                        ::testing::Values(DumpEncoding::kPickle, DumpEncoding::kJson)),
     [](const auto& info) {
       std::string name = "v" + std::get<0>(info.param) +

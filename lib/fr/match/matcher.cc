@@ -752,7 +752,15 @@ class GroupMatcher {
   // that one: its GPU runs ops in order once the compute stream waits on them.
   bool BlockedBehindEarlierOp(const GroupMember& member, uint32_t entry) const {
     int64_t first = first_pending_[member.dump];
-    return first >= 0 && first < static_cast<int64_t>(entry);
+    if (first < 0 || first >= static_cast<int64_t>(entry)) return false;
+    // Ops of one batch (batch_isend_irecv) are launched together: none is behind another.
+    const auto& entries = trace_.ranks[member.dump].entries;
+    const Entry& older = entries[first];
+    const Entry& op = entries[entry];
+    bool same_batch = IsPointToPoint(op.op) && (older.is_p2p || IsPointToPoint(older.op)) &&
+                      older.group == op.group && older.p2p_seq_id != kUnknown &&
+                      older.p2p_seq_id == op.p2p_seq_id;
+    return !same_batch;
   }
 
   const LoadedTrace& trace_;

@@ -16,19 +16,24 @@ std::string_view EntryStateName(EntryState state) {
   return "unknown";
 }
 
+// Id 0 is also what an entry holds when its dump version recorded no such field (1.x dumps have
+// no dtypes): that reads as an empty list even when the table is empty.
 std::span<const int64_t> RankDump::ShapeList(ShapeListId id) const {
+  if (static_cast<size_t>(id) + 1 >= shape_list_offsets.size()) return {};
   uint32_t begin = shape_list_offsets[id];
   uint32_t end = shape_list_offsets[id + 1];
   return {shape_dims.data() + begin, end - begin};
 }
 
 std::span<const StringId> RankDump::DtypeList(DtypeListId id) const {
+  if (static_cast<size_t>(id) + 1 >= dtype_list_offsets.size()) return {};
   uint32_t begin = dtype_list_offsets[id];
   uint32_t end = dtype_list_offsets[id + 1];
   return {dtype_names.data() + begin, end - begin};
 }
 
 std::span<const uint32_t> RankDump::Stack(StackId id) const {
+  if (static_cast<size_t>(id) + 1 >= stack_offsets.size()) return {};
   uint32_t begin = stack_offsets[id];
   uint32_t end = stack_offsets[id + 1];
   return {stack_frames.data() + begin, end - begin};
