@@ -79,8 +79,12 @@ TEST_P(EveryVersionTest, EntriesGroupsAndStacksSurvive) {
     if (c.has_groups_by_name) {
       EXPECT_EQ(dump->strings.view(dump->groups[got.group].name), want.pg_name);
       // A send/recv names its peer by group-local rank; the model holds the global rank.
-      if (want.profiling_name == "nccl:send 0->1") EXPECT_EQ(got.peer_rank, rank / 2 * 2 + 1);
-      if (want.profiling_name == "nccl:recv 1<-0") EXPECT_EQ(got.peer_rank, rank / 2 * 2);
+      if (want.profiling_name == "nccl:send 0->1") {
+        EXPECT_EQ(got.peer_rank, rank / 2 * 2 + 1);
+      }
+      if (want.profiling_name == "nccl:recv 1<-0") {
+        EXPECT_EQ(got.peer_rank, rank / 2 * 2);
+      }
     }
   }
   if (c.has_groups_by_name) {
