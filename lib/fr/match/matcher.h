@@ -36,8 +36,8 @@ struct Mismatch {
   MismatchKind kind = MismatchKind::kOp;
   std::vector<int64_t> minority;  // ranks that differ from the majority, ascending
   std::vector<int64_t> majority;
-  bool tie = false;               // no strict majority: the minority is a guess
-  bool completed = false;         // the collective completed anyway (silent desync)
+  bool tie = false;                   // no strict majority: the minority is a guess
+  bool completed = false;             // the collective completed anyway (silent desync)
   std::vector<std::string> evidence;  // "rank 3: all_reduce [[4, 4]] Float", one per variant
 };
 
@@ -46,8 +46,8 @@ struct Mismatch {
 struct Block {
   uint32_t group = 0;
   bool is_p2p = false;
-  int64_t seq = kUnknown;  // collective seq, or the waiter's p2p_seq_id
-  std::string op;          // op name of the waiters' entry, e.g. "all_reduce", "send"
+  int64_t seq = kUnknown;         // collective seq, or the waiter's p2p_seq_id
+  std::string op;                 // op name of the waiters' entry, e.g. "all_reduce", "send"
   std::vector<int64_t> waiters;   // ascending
   std::vector<int64_t> blockers;  // ascending
   // "never issued", "dump missing", "issued but not started", "no matching recv",

@@ -100,7 +100,7 @@ struct RankDump {
   // When the file was last written (ns since the epoch), the best evidence of when the dump was
   // taken; kUnknown for in-memory dumps.
   int64_t file_mtime_ns = kUnknown;
-  std::string version;      // "2.10"; "" for the 2023 bare-list format
+  std::string version;  // "2.10"; "" for the 2023 bare-list format
   int version_major = 0;
   int version_minor = 0;
   std::string comm_lib_version;  // nccl_version / comm_lib_version; "" when absent

@@ -21,12 +21,12 @@ struct FrameSpec {
 struct EntrySpec {
   int64_t record_id = 0;
   int64_t pg_id = 0;
-  std::string pg_name;  // process_group[0], key of pg_config
-  std::string pg_desc;  // process_group[1]
+  std::string pg_name;            // process_group[0], key of pg_config
+  std::string pg_desc;            // process_group[1]
   int64_t collective_seq_id = 0;  // written as seq_id by 1.x
   int64_t p2p_seq_id = 0;
   int64_t op_id = 0;
-  std::string profiling_name;  // "nccl:all_reduce", "nccl:send 0->1", ...
+  std::string profiling_name;   // "nccl:all_reduce", "nccl:send 0->1", ...
   int64_t time_created_ns = 0;  // written in microseconds before 1.1
   std::optional<double> duration_ms;
   std::vector<std::vector<int64_t>> input_sizes;
@@ -47,10 +47,10 @@ struct EntrySpec {
 };
 
 struct ProcessGroupSpec {
-  std::string name;  // "0", "1", ... or a user-given name
-  std::string desc;  // "default_pg", "DP", ...
+  std::string name;            // "0", "1", ... or a user-given name
+  std::string desc;            // "default_pg", "DP", ...
   std::vector<int64_t> ranks;  // global ranks
-  int64_t pg_id = 0;  // key in 1.4's int-keyed pg_config and of pg_status
+  int64_t pg_id = 0;           // key in 1.4's int-keyed pg_config and of pg_status
 };
 
 struct PgStatusSpec {
@@ -64,9 +64,9 @@ struct DumpSpec {
   std::string version = "2.10";
   std::vector<ProcessGroupSpec> process_groups;
   std::map<int64_t, PgStatusSpec> pg_status;  // by pg_id
-  std::string comm_lib_version = "2.21.5";  // nccl_version before 2.10
+  std::string comm_lib_version = "2.21.5";    // nccl_version before 2.10
   std::vector<FrameSpec> frames;
-  bool has_entries = true;  // false: the "entries" key is absent (collectives excluded)
+  bool has_entries = true;     // false: the "entries" key is absent (collectives excluded)
   bool include_stacks = true;  // false: no "frames" key (the dump retried without stacks)
   std::vector<EntrySpec> entries;
   std::optional<std::map<std::string, std::map<std::string, std::string>>> nccl_comm_state;
