@@ -728,6 +728,24 @@ class GroupMatcher {
         match_.members.push_back(std::move(state));
         continue;
       }
+      if (member.units.empty() && !member.p2p_entries.empty()) {
+        // A p2p-only group (pipeline stages): where the member is on its sends and recvs, the
+        // oldest unfinished one, else the last.
+        uint32_t shown = member.p2p_entries.back();
+        for (uint32_t e : member.p2p_entries) {
+          if (dump->entries[e].state != EntryState::kCompleted) {
+            shown = e;
+            break;
+          }
+        }
+        const Entry& entry = dump->entries[shown];
+        state.state = std::string(EntryStateName(entry.state));
+        state.op = fmt::format("{} {} {}", dump->strings.view(entry.op_name),
+                               entry.op == OpKind::kSend ? "to" : "from", entry.peer_rank);
+        state.seq = entry.p2p_seq_id;
+        match_.members.push_back(std::move(state));
+        continue;
+      }
       int64_t seq = focus != kUnknown ? focus : member.last_enqueued;
       const CollectiveUnit* unit = nullptr;
       Progress progress = seq == kUnknown ? Progress::kNotIssued : ProgressAt(member, seq, &unit);
