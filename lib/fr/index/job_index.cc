@@ -14,12 +14,9 @@ bool NumericName(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), ::isdigit);
 }
 
-// "2" before "10"; names that are not numbers after those that are.
 bool GroupLess(const JobGroup& a, const JobGroup& b) {
-  bool a_num = NumericName(a.name), b_num = NumericName(b.name);
-  if (a_num != b_num) return a_num;
-  if (a_num && a.name.size() != b.name.size()) return a.name.size() < b.name.size();
-  return std::tie(a.name, a.ranks) < std::tie(b.name, b.ranks);
+  if (a.name != b.name) return GroupNameLess(a.name, b.name);
+  return a.ranks < b.ranks;
 }
 
 int Rank(EntryState state) {
@@ -89,6 +86,13 @@ void FinishMember(const RankDump& dump, GroupMember* member) {
 }
 
 }  // namespace
+
+bool GroupNameLess(const std::string& a, const std::string& b) {
+  bool a_num = NumericName(a), b_num = NumericName(b);
+  if (a_num != b_num) return a_num;
+  if (a_num && a.size() != b.size()) return a.size() < b.size();
+  return a < b;
+}
 
 JobIndex BuildJobIndex(const LoadedTrace& trace) {
   JobIndex index;

@@ -65,6 +65,10 @@ struct JobIndex {
 
 JobIndex BuildJobIndex(const LoadedTrace& trace);
 
+// The order in which groups are listed: numeric names numerically ("2" before "10"), then other
+// names as strings.
+bool GroupNameLess(const std::string& a, const std::string& b);
+
 }  // namespace fr
 
 #endif  // FR_INDEX_JOB_INDEX_H_

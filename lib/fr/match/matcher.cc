@@ -1,7 +1,6 @@
 #include "fr/match/matcher.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -289,21 +288,17 @@ class GroupMatcher {
   std::vector<int64_t> ReportMismatch(
       int64_t seq, const std::vector<std::pair<size_t, const CollectiveUnit*>>& issued,
       const std::vector<Signature>& signatures) {
+    // The first attribute on which the members differ names the class.
     MismatchKind kind = MismatchKind::kSize;
-    auto key = [&](const Signature& s) { return s.size; };
-    bool op_differs = false, dtype_differs = false;
     for (const Signature& s : signatures) {
-      op_differs |= s.op != signatures.front().op;
-      dtype_differs |= s.dtype != signatures.front().dtype;
+      if (s.op != signatures.front().op) kind = MismatchKind::kOp;
+      if (kind != MismatchKind::kOp && s.dtype != signatures.front().dtype) {
+        kind = MismatchKind::kDtype;
+      }
     }
-    std::function<uint64_t(const Signature&)> attribute = key;
-    if (op_differs) {
-      kind = MismatchKind::kOp;
-      attribute = [](const Signature& s) { return s.op; };
-    } else if (dtype_differs) {
-      kind = MismatchKind::kDtype;
-      attribute = [](const Signature& s) { return s.dtype; };
-    }
+    auto attribute = [kind](const Signature& s) {
+      return kind == MismatchKind::kOp ? s.op : kind == MismatchKind::kDtype ? s.dtype : s.size;
+    };
     absl::flat_hash_map<uint64_t, int64_t> count;
     for (const Signature& s : signatures) ++count[attribute(s)];
     uint64_t majority_value = 0;

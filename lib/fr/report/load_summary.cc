@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "fmt/format.h"
+#include "fr/index/job_index.h"
 
 namespace fr {
 namespace {
@@ -42,19 +43,11 @@ std::map<GroupKey, GroupView> CollectGroups(const LoadedTrace& trace) {
   return groups;
 }
 
-// Group names are usually numbers: order "2" before "10".
-bool NameLess(const std::string& a, const std::string& b) {
-  bool a_digits = !a.empty() && std::all_of(a.begin(), a.end(), ::isdigit);
-  bool b_digits = !b.empty() && std::all_of(b.begin(), b.end(), ::isdigit);
-  if (a_digits && b_digits && a.size() != b.size()) return a.size() < b.size();
-  return a < b;
-}
-
 std::vector<std::pair<GroupKey, GroupView>> SortedGroups(const LoadedTrace& trace) {
   auto groups = CollectGroups(trace);
   std::vector<std::pair<GroupKey, GroupView>> sorted(groups.begin(), groups.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    if (a.first.name != b.first.name) return NameLess(a.first.name, b.first.name);
+    if (a.first.name != b.first.name) return GroupNameLess(a.first.name, b.first.name);
     return a.first.ranks < b.first.ranks;
   });
   return sorted;
