@@ -218,10 +218,25 @@ TEST(AnalyzeTest, OnDemandDumpOfAHealthyJobIsNotAHang) {
   JobSimulatorOptions options;
   options.steps = 16;
   options.fault.kind = FaultKind::kNone;
-  Analysis analysis = SimulateAndAnalyze(options, {}, "on_demand");
-  EXPECT_EQ(analysis.report.verdict().failure_class(), "none");
-  // The same dumps judged long after the fact: the in-flight ops now look stuck.
-  EXPECT_GT(analysis.report.stats().counters().at("ops_in_flight_not_stuck"), 0);
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  fs::path dir = TempDir("on_demand");
+  ASSERT_TRUE(WriteSimulatedJob(*job, dir.string(), {}).ok());
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir.string());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  fs::remove_all(dir);
+
+  // Dumped mid-run (the files' times say when): ops are in flight, younger than their timeout.
+  report::Report report = Analyze(*trace, {});
+  EXPECT_EQ(report.verdict().failure_class(), "none");
+  EXPECT_GT(report.stats().counters().at("ops_in_flight_not_stuck"), 0);
+
+  // The same dumps judged an hour later: the ops in flight have outlived their timeout.
+  AnalyzeOptions later;
+  later.dump_time_ns = job->ground_truth().dump_time_ns + int64_t{3600} * 1'000'000'000;
+  report::Report stale = Analyze(*trace, later);
+  EXPECT_NE(stale.verdict().failure_class(), "none");
+  EXPECT_EQ(stale.stats().counters().count("ops_in_flight_not_stuck"), 0u);
 }
 
 TEST(AnalyzeTest, TooFewDumpsIsInsufficientEvidence) {
