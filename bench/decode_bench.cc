@@ -124,6 +124,31 @@ void BM_DecodePickleFile(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodePickleFile);
 
+// Normalization alone of the file named by FR_BENCH_FILE (decoded once), to compare the warm
+// per-file normalize cost with what a directory load reports under --timings.
+void BM_NormalizePickleFile(benchmark::State& state) {
+  const char* path = std::getenv("FR_BENCH_FILE");
+  if (path == nullptr) {
+    state.SkipWithError("FR_BENCH_FILE is not set");
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<const Buffer>> mapped = Buffer::MapFile(path);
+  if (!mapped.ok()) {
+    state.SkipWithError(std::string(mapped.status().message()).c_str());
+    return;
+  }
+  absl::StatusOr<Document> doc = DecodePickle(Buffer::FromString(std::string((*mapped)->bytes())));
+  if (!doc.ok()) {
+    state.SkipWithError(std::string(doc.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<RankDump> dump = NormalizeDump(*doc, 0);
+    benchmark::DoNotOptimize(dump);
+  }
+}
+BENCHMARK(BM_NormalizePickleFile);
+
 }  // namespace
 }  // namespace fr
 

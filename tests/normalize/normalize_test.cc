@@ -4,12 +4,15 @@
 #include "fr/normalize/normalize.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "fmt/format.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
+#include "fr/write/pickle_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -198,6 +201,88 @@ TEST(NormalizeTest, WrongTypesNameTheKeyPathAndByteOffset) {
   EXPECT_THAT(dump.status().message(), HasSubstr("entries[1]['record_id']"));
   EXPECT_THAT(dump.status().message(), HasSubstr("byte " + std::to_string(text.find("\"seven\""))));
   EXPECT_THAT(dump.status().message(), HasSubstr("expected an int, got str"));
+}
+
+// A 2.10 dump whose entries are given as JSON objects, re-encoded as a torch pickle: its key
+// strings are memoized, so every entry after the first lists the same key values, as in real
+// dumps (the case the normalizer reads by a learned layout).
+std::string PickleOfEntries(const std::vector<std::string>& entries) {
+  std::string text =
+      R"({"version":"2.10","pg_config":{"0":{"name":"0","desc":"default_pg","ranks":"[0, 1]"}},)"
+      R"("entries":[)";
+  for (size_t i = 0; i < entries.size(); ++i) text += (i ? "," : "") + entries[i];
+  text += "]}";
+  absl::StatusOr<Document> doc = DecodeJson(Buffer::FromString(text));
+  EXPECT_TRUE(doc.ok()) << doc.status();
+  return doc.ok() ? PickleDocument(*doc) : std::string();
+}
+
+std::string EntryJson(int seq, std::string_view input_sizes = "[[4, 8]]",
+                      std::string_view extra = "") {
+  return fmt::format(
+      R"({{"record_id":{0},"pg_id":0,"process_group":["0","default_pg"],)"
+      R"("collective_seq_id":{0},"p2p_seq_id":0,"op_id":{0},"profiling_name":"nccl:all_reduce",)"
+      R"("time_created_ns":{1},"input_sizes":{2},"input_dtypes":["Float"],)"
+      R"("output_sizes":[[4, 8]],"output_dtypes":["Float"],"state":"completed",)"
+      R"("time_discovered_started_ns":null,"time_discovered_completed_ns":{1},)"
+      R"("retired":true,"timeout_ms":600000,"is_p2p":false{3}}})",
+      seq, 1000 + seq, input_sizes, extra);
+}
+
+TEST(NormalizeTest, WrongTypeInALaterPickledEntryIsNamed) {
+  std::vector<std::string> entries;
+  for (int seq = 1; seq <= 5; ++seq) {
+    entries.push_back(EntryJson(seq, seq == 4 ? R"([[4, "8"]])" : "[[4, 8]]"));
+  }
+  absl::StatusOr<RankDump> dump = NormalizeBytes(PickleOfEntries(entries), false);
+  ASSERT_FALSE(dump.ok());
+  EXPECT_EQ(dump.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(dump.status().message(), HasSubstr("entries[3]['input_sizes']"));
+  EXPECT_THAT(dump.status().message(), HasSubstr("expected an int size, got str"));
+}
+
+TEST(NormalizeTest, PickledEntriesWhoseKeysChangeMidDumpAreAllRead) {
+  std::vector<std::string> entries = {EntryJson(1), EntryJson(2),
+                                      EntryJson(3, "[[4, 8]]", R"(,"future_field":1)"),
+                                      EntryJson(4, "[[2]]"), EntryJson(5, "[[4, 8], []]")};
+  // An entry without a state and with its keys in another order.
+  entries.push_back(
+      R"({"pg_id":0,"record_id":6,"collective_seq_id":6,"process_group":["0","default_pg"],)"
+      R"("profiling_name":"nccl:all_gather","input_sizes":[[3]],"output_sizes":[[6]]})");
+  entries.push_back(EntryJson(7));
+  absl::StatusOr<RankDump> dump = NormalizeBytes(PickleOfEntries(entries), false);
+  ASSERT_TRUE(dump.ok()) << dump.status();
+  ASSERT_EQ(dump->entries.size(), 7u);
+  EXPECT_EQ(dump->OddityCount("unknown_entry_key:future_field"), 1);
+  for (size_t i = 0; i < dump->entries.size(); ++i) {
+    const Entry& entry = dump->entries[i];
+    int64_t seq = static_cast<int64_t>(i) + 1;
+    EXPECT_EQ(entry.record_id, seq);
+    EXPECT_EQ(entry.collective_seq_id, seq);
+    EXPECT_EQ(dump->strings.view(dump->groups[entry.group].name), "0");
+    if (seq == 6) {
+      EXPECT_EQ(entry.op, OpKind::kAllGather);
+      EXPECT_EQ(entry.state, EntryState::kUnknown);
+      EXPECT_EQ(entry.time_created_ns, kUnknown);
+      EXPECT_EQ(dump->Shapes(entry.input_sizes), (std::vector<std::vector<int64_t>>{{3}}));
+      continue;
+    }
+    EXPECT_EQ(entry.op, OpKind::kAllReduce);
+    EXPECT_EQ(entry.state, EntryState::kCompleted);
+    EXPECT_EQ(entry.time_created_ns, 1000 + seq);
+    EXPECT_EQ(entry.time_discovered_started_ns, kUnknown);
+    EXPECT_EQ(entry.time_discovered_completed_ns, 1000 + seq);
+    EXPECT_EQ(entry.timeout_ms, 600000);
+    EXPECT_TRUE(entry.retired);
+    std::vector<std::vector<int64_t>> expected_input =
+        seq == 4   ? std::vector<std::vector<int64_t>>{{2}}
+        : seq == 5 ? std::vector<std::vector<int64_t>>{{4, 8}, {}}
+                   : std::vector<std::vector<int64_t>>{{4, 8}};
+    EXPECT_EQ(dump->Shapes(entry.input_sizes), expected_input) << "entry " << i;
+    EXPECT_EQ(dump->Shapes(entry.output_sizes), (std::vector<std::vector<int64_t>>{{4, 8}}));
+    ASSERT_EQ(dump->DtypeList(entry.input_dtypes).size(), 1u);
+    EXPECT_EQ(dump->strings.view(dump->DtypeList(entry.input_dtypes)[0]), "Float");
+  }
 }
 
 TEST(NormalizeTest, EntriesThatAreNotDictsAreRejected) {

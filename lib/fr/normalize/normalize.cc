@@ -1,5 +1,6 @@
 #include "fr/normalize/normalize.h"
 
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -103,7 +104,9 @@ EntryField ClassifyEntryKey(std::string_view key) {
 
 // Interning of short byte strings (encoded shape lists, id sequences) by a 64-bit hash, keeping
 // the bytes to verify hits: one cheap hash per lookup and no allocation on a hit. Each entry
-// interns four or five such keys, so this is the normalizer's hottest path.
+// interns four or five such keys, so this is the normalizer's hottest path. A small direct-mapped
+// table of recent hits sits in front of the hash map: a dump repeats a handful of shapes and
+// stacks thousands of times, and one array probe is far cheaper than a map lookup.
 class ByteKeyInterner {
  public:
   static constexpr uint32_t kMissing = std::numeric_limits<uint32_t>::max();
@@ -123,20 +126,25 @@ class ByteKeyInterner {
     return hash ^ (hash >> 29);
   }
 
-  uint32_t Find(absl::string_view key, uint64_t hash) const {
+  uint32_t Find(absl::string_view key, uint64_t hash) {
+    Slot& recent = recent_[hash % kRecentSlots];
+    if (recent.hash == hash && Matches(recent, key)) return recent.id;
     auto it = by_hash_.find(hash);
     if (it == by_hash_.end()) return kMissing;
-    const Slot& slot = it->second;
-    if (absl::string_view(arena_).substr(slot.offset, slot.length) == key) return slot.id;
+    if (Matches(it->second, key)) {
+      recent = it->second;
+      return it->second.id;
+    }
     auto collided = collided_.find(key);
     return collided == collided_.end() ? kMissing : collided->second;
   }
 
   void Insert(absl::string_view key, uint64_t hash, uint32_t id) {
-    auto [it, inserted] = by_hash_.try_emplace(
-        hash, Slot{static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), id});
+    Slot slot{hash, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), id};
+    auto [it, inserted] = by_hash_.try_emplace(hash, slot);
     if (inserted) {
       arena_.append(key.data(), key.size());
+      recent_[hash % kRecentSlots] = slot;
     } else {
       collided_.emplace(std::string(key), id);
     }
@@ -144,11 +152,36 @@ class ByteKeyInterner {
 
  private:
   struct Slot {
-    uint32_t offset;
-    uint32_t length;
-    uint32_t id;
+    uint64_t hash = 0;
+    uint32_t offset = 0;
+    uint32_t length = kMissing;  // never equal to a key's length: an empty recent slot
+    uint32_t id = kMissing;
   };
-  absl::flat_hash_map<uint64_t, Slot> by_hash_;
+  // Keys of by_hash_ are Hash() values, already mixed: hashing them again would be wasted work.
+  struct IdentityHash {
+    size_t operator()(uint64_t hash) const { return static_cast<size_t>(hash); }
+  };
+  static constexpr size_t kRecentSlots = 64;
+
+  // Keys are a few dozen bytes: an inline word loop beats a call to memcmp.
+  bool Matches(const Slot& slot, absl::string_view key) const {
+    if (slot.length != key.size()) return false;
+    const char* stored = arena_.data() + slot.offset;
+    size_t at = 0;
+    for (; at + 8 <= key.size(); at += 8) {
+      uint64_t a, b;
+      std::memcpy(&a, stored + at, 8);
+      std::memcpy(&b, key.data() + at, 8);
+      if (a != b) return false;
+    }
+    for (; at < key.size(); ++at) {
+      if (stored[at] != key[at]) return false;
+    }
+    return true;
+  }
+
+  std::array<Slot, kRecentSlots> recent_;
+  absl::flat_hash_map<uint64_t, Slot, IdentityHash> by_hash_;
   std::string arena_;
   absl::flat_hash_map<std::string, uint32_t> collided_;
 };
@@ -488,10 +521,40 @@ class Normalizer {
     return absl::OkStatus();
   }
 
+  // The values an entry names that are resolved once all of its keys were read.
+  struct EntryRefs {
+    ValueId group_name = kNoValue;
+    ValueId group_desc = kNoValue;
+    ValueId profiling_name = kNoValue;
+  };
+
+  absl::Status NormalizeEntry(ValueId value, size_t index) {
+    if (doc_.kind(value) != ValueKind::kDict) {
+      return Error(value, fmt::format("entries[{}]", index), "expected a dict");
+    }
+    std::span<const ValueId> pairs = doc_.items(value);
+    Entry& entry = dump_.entries.emplace_back();
+    EntryRefs refs;
+    if (!ReadEntryByLayout(pairs, &entry, &refs)) {
+      // An entry laid out differently, or one that may hold an error: the general path reads it
+      // key by key and names what is wrong.
+      entry = Entry();
+      refs = EntryRefs();
+      FR_RETURN_IF_ERROR(ReadEntryByKeys(pairs, index, &entry, &refs));
+      LearnLayout(pairs);
+    }
+    AssignGroup(&entry, refs.group_name, refs.group_desc);
+    ParseProfilingName(refs.profiling_name, &entry);
+    return absl::OkStatus();
+  }
+
   // The entry key `key` of entries[index] holds a value of the wrong type.
   absl::Status FieldError(ValueId field, size_t index, ValueId key,
                           std::string_view expected) const {
-    return Error(field, fmt::format("entries[{}]['{}']", index, doc_.string_value(key)), expected);
+    return Error(field, FieldWhere(index, key), expected);
+  }
+  std::string FieldWhere(size_t index, ValueId key) const {
+    return fmt::format("entries[{}]['{}']", index, doc_.string_value(key));
   }
 
   // Readers of one field: true when the value has the expected type (and was stored). Kept free
@@ -537,15 +600,44 @@ class Normalizer {
     }
   }
 
-  absl::Status NormalizeEntry(ValueId value, size_t index) {
-    if (doc_.kind(value) != ValueKind::kDict) {
-      return Error(value, fmt::format("entries[{}]", index), "expected a dict");
+  bool ReadDuration(ValueId field, double* target) const {
+    switch (doc_.kind(field)) {
+      case ValueKind::kFloat:
+        *target = doc_.float_value(field);
+        return true;
+      case ValueKind::kInt:
+        *target = static_cast<double>(doc_.int_value(field));
+        return true;
+      default:
+        return doc_.kind(field) == ValueKind::kNone;
     }
-    Entry entry;
-    ValueId group_name = kNoValue;
-    ValueId group_desc = kNoValue;
-    ValueId profiling_name = kNoValue;
-    std::span<const ValueId> pairs = doc_.items(value);
+  }
+
+  // (name, desc), as a tuple in pickles and a list in JSON.
+  bool ReadProcessGroup(ValueId field, EntryRefs* refs) const {
+    ValueKind kind = doc_.kind(field);
+    if ((kind != ValueKind::kTuple && kind != ValueKind::kList) || doc_.size(field) != 2) {
+      return false;
+    }
+    std::span<const ValueId> parts = doc_.items(field);
+    if (doc_.kind(parts[0]) != ValueKind::kString || doc_.kind(parts[1]) != ValueKind::kString) {
+      return false;
+    }
+    refs->group_name = parts[0];
+    refs->group_desc = parts[1];
+    return true;
+  }
+
+  bool ReadState(ValueId field, EntryState* state) {
+    if (doc_.kind(field) != ValueKind::kString) return false;
+    *state = ParseState(InternValue(field));
+    return true;
+  }
+
+  // The general reader: every key is classified and checked, unknown keys are counted, and the
+  // first wrong value is an error naming the entry, the key and the byte offset.
+  absl::Status ReadEntryByKeys(std::span<const ValueId> pairs, size_t index, Entry* entry,
+                               EntryRefs* refs) {
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
       ValueId key = pairs[i];
       ValueId field = pairs[i + 1];
@@ -557,103 +649,88 @@ class Normalizer {
       std::string_view expected = "expected an int";
       switch (FieldOfKey(key)) {
         case EntryField::kFrames: {
-          FR_ASSIGN_OR_RETURN(entry.stack, InternStack(field, index));
+          FR_ASSIGN_OR_RETURN(entry->stack, InternStack(field, index));
           break;
         }
         case EntryField::kRecordId:
-          ok = ReadInt(field, &entry.record_id);
+          ok = ReadInt(field, &entry->record_id);
           break;
         case EntryField::kPgId:
-          ok = ReadInt(field, &entry.pg_id);
+          ok = ReadInt(field, &entry->pg_id);
           break;
-        case EntryField::kProcessGroup: {
-          ValueKind kind = doc_.kind(field);
-          ok = (kind == ValueKind::kTuple || kind == ValueKind::kList) && doc_.size(field) == 2 &&
-               doc_.kind(doc_.items(field)[0]) == ValueKind::kString &&
-               doc_.kind(doc_.items(field)[1]) == ValueKind::kString;
+        case EntryField::kProcessGroup:
+          ok = ReadProcessGroup(field, refs);
           expected = "expected (name, desc)";
-          if (ok) {
-            group_name = doc_.items(field)[0];
-            group_desc = doc_.items(field)[1];
-          }
           break;
-        }
         case EntryField::kThreadName:
-          ok = ReadString(field, &entry.thread_name);
+          ok = ReadString(field, &entry->thread_name);
           expected = "expected a string";
           break;
         case EntryField::kThreadId:
-          ok = ReadString(field, &entry.thread_id);
+          ok = ReadString(field, &entry->thread_id);
           expected = "expected a string";
           break;
         case EntryField::kCollectiveSeqId:
         case EntryField::kSeqId:
-          ok = ReadInt(field, &entry.collective_seq_id);
+          ok = ReadInt(field, &entry->collective_seq_id);
           break;
         case EntryField::kP2pSeqId:
-          ok = ReadInt(field, &entry.p2p_seq_id);
+          ok = ReadInt(field, &entry->p2p_seq_id);
           break;
         case EntryField::kOpId:
-          ok = ReadInt(field, &entry.op_id);
+          ok = ReadInt(field, &entry->op_id);
           break;
         case EntryField::kProfilingName:
           ok = doc_.kind(field) == ValueKind::kString;
           expected = "expected a string";
-          profiling_name = field;
+          refs->profiling_name = field;
           break;
         case EntryField::kTimeCreatedNs:
-          ok = ReadInt(field, &entry.time_created_ns);
+          ok = ReadInt(field, &entry->time_created_ns);
           break;
         case EntryField::kTimeCreatedUs:
-          ok = ReadInt(field, &entry.time_created_ns);
-          entry.time_created_ns *= 1000;
+          ok = ReadInt(field, &entry->time_created_ns);
+          entry->time_created_ns *= 1000;
           break;
         case EntryField::kDurationMs:
-          if (doc_.kind(field) == ValueKind::kFloat) {
-            entry.duration_ms = doc_.float_value(field);
-          } else if (doc_.kind(field) == ValueKind::kInt) {
-            entry.duration_ms = static_cast<double>(doc_.int_value(field));
-          } else {
-            ok = doc_.kind(field) == ValueKind::kNone;
-            expected = "expected a float";
-          }
+          ok = ReadDuration(field, &entry->duration_ms);
+          expected = "expected a float";
           break;
-        case EntryField::kInputSizes: {
-          FR_ASSIGN_OR_RETURN(entry.input_sizes, InternShapes(field, index, key));
-          break;
-        }
+        case EntryField::kInputSizes:
         case EntryField::kOutputSizes: {
-          FR_ASSIGN_OR_RETURN(entry.output_sizes, InternShapes(field, index, key));
+          ShapeListId id = InternShapes(field);
+          if (id == kInvalidList) return ShapesError(field, FieldWhere(index, key));
+          (FieldOfKey(key) == EntryField::kInputSizes ? entry->input_sizes : entry->output_sizes) =
+              id;
           break;
         }
-        case EntryField::kInputDtypes: {
-          FR_ASSIGN_OR_RETURN(entry.input_dtypes, InternDtypes(field, index, key));
-          break;
-        }
+        case EntryField::kInputDtypes:
         case EntryField::kOutputDtypes: {
-          FR_ASSIGN_OR_RETURN(entry.output_dtypes, InternDtypes(field, index, key));
+          DtypeListId id = InternDtypes(field);
+          if (id == kInvalidList) return DtypesError(field, FieldWhere(index, key));
+          (FieldOfKey(key) == EntryField::kInputDtypes ? entry->input_dtypes
+                                                       : entry->output_dtypes) = id;
           break;
         }
         case EntryField::kState:
-          ok = doc_.kind(field) == ValueKind::kString;
+          ok = ReadState(field, &entry->state);
           expected = "expected a string";
-          if (ok) entry.state = ParseState(InternValue(field));
           break;
         case EntryField::kTimeDiscoveredStartedNs:
-          ok = ReadTime(field, &entry.time_discovered_started_ns);
+          ok = ReadTime(field, &entry->time_discovered_started_ns);
           break;
         case EntryField::kTimeDiscoveredCompletedNs:
-          ok = ReadTime(field, &entry.time_discovered_completed_ns);
+          ok = ReadTime(field, &entry->time_discovered_completed_ns);
           break;
         case EntryField::kRetired:
-          ok = ReadBool(field, &entry.retired);
+          ok = ReadBool(field, &entry->retired);
           expected = "expected a bool";
           break;
         case EntryField::kTimeoutMs:
-          ok = ReadInt(field, &entry.timeout_ms);
+          ok = ReadInt(field, &entry->timeout_ms);
           break;
         case EntryField::kIsP2p:
-          ok = ReadBool(field, &entry.is_p2p);
+          ok = ReadBool(field, &entry->is_p2p);
           expected = "expected a bool";
           break;
         case EntryField::kUnknown:
@@ -662,10 +739,141 @@ class Normalizer {
       }
       if (!ok) return FieldError(field, index, key, expected);
     }
-    AssignGroup(&entry, group_name, group_desc);
-    ParseProfilingName(profiling_name, &entry);
-    dump_.entries.push_back(entry);
     return absl::OkStatus();
+  }
+
+  // Where each field sits in an entry dict. One producer writes every entry with the same keys in
+  // the same order, and pickles memoize key strings, so following entries usually list the very
+  // same key values as the one a layout was learned from: their fields are then read straight
+  // from their positions, without classifying keys (most of the cost of ReadEntryByKeys).
+  static constexpr size_t kFieldCount = static_cast<size_t>(EntryField::kIsP2p) + 1;
+  static constexpr uint8_t kAbsent = 0xff;
+  struct EntryLayout {
+    std::vector<ValueId> keys;  // the key of each pair, as value ids of this document
+    std::array<uint8_t, kFieldCount> position;  // pair index of each field, or kAbsent
+  };
+  // JSON documents do not share key values between entries, so their layouts never match; after
+  // this many attempts the normalizer stops learning them.
+  static constexpr int kMaxLayoutsLearned = 16;
+
+  // Learns the layout of an entry just read by ReadEntryByKeys, when every key is known and
+  // names a field once (entries with unknown, repeated or alias keys always take the general
+  // path, which counts and orders them).
+  void LearnLayout(std::span<const ValueId> pairs) {
+    layout_.keys.clear();
+    if (layouts_learned_ >= kMaxLayoutsLearned) return;
+    ++layouts_learned_;
+    size_t count = pairs.size() / 2;
+    if (count >= kAbsent || pairs.size() % 2 != 0) return;
+    std::array<uint8_t, kFieldCount> position;
+    position.fill(kAbsent);
+    for (size_t i = 0; i < count; ++i) {
+      ValueId key = pairs[2 * i];
+      if (doc_.kind(key) != ValueKind::kString) return;
+      size_t field = static_cast<size_t>(FieldOfKey(key));
+      if (field == static_cast<size_t>(EntryField::kUnknown) || position[field] != kAbsent) return;
+      position[field] = static_cast<uint8_t>(i);
+    }
+    auto present = [&](EntryField field) {
+      return position[static_cast<size_t>(field)] != kAbsent;
+    };
+    if ((present(EntryField::kSeqId) && present(EntryField::kCollectiveSeqId)) ||
+        (present(EntryField::kTimeCreatedUs) && present(EntryField::kTimeCreatedNs))) {
+      return;
+    }
+    layout_.position = position;
+    for (size_t i = 0; i < count; ++i) layout_.keys.push_back(pairs[2 * i]);
+  }
+
+  // Reads an entry whose keys are exactly the learned layout's. False, with nothing reported,
+  // when they are not or when any value is not of the common type: ReadEntryByKeys then reads the
+  // entry again and names what is wrong.
+  bool ReadEntryByLayout(std::span<const ValueId> pairs, Entry* entry, EntryRefs* refs) {
+    size_t count = layout_.keys.size();
+    if (count == 0 || pairs.size() != 2 * count) return false;
+    const ValueId* data = pairs.data();
+    const ValueId* keys = layout_.keys.data();
+    bool same_keys = true;
+    for (size_t i = 0; i < count; ++i) same_keys &= data[2 * i] == keys[i];
+    if (!same_keys) return false;
+    auto at = [&](EntryField field) {
+      uint8_t position = layout_.position[static_cast<size_t>(field)];
+      return position == kAbsent ? kNoValue : data[2 * position + 1];
+    };
+    auto int_or_absent = [&](EntryField field, int64_t* target) {
+      ValueId value = at(field);
+      return value == kNoValue || ReadInt(value, target);
+    };
+    if (!int_or_absent(EntryField::kRecordId, &entry->record_id) ||
+        !int_or_absent(EntryField::kPgId, &entry->pg_id) ||
+        !int_or_absent(EntryField::kCollectiveSeqId, &entry->collective_seq_id) ||
+        !int_or_absent(EntryField::kSeqId, &entry->collective_seq_id) ||
+        !int_or_absent(EntryField::kP2pSeqId, &entry->p2p_seq_id) ||
+        !int_or_absent(EntryField::kOpId, &entry->op_id) ||
+        !int_or_absent(EntryField::kTimeCreatedNs, &entry->time_created_ns) ||
+        !int_or_absent(EntryField::kTimeoutMs, &entry->timeout_ms)) {
+      return false;
+    }
+    if (ValueId v = at(EntryField::kTimeCreatedUs); v != kNoValue) {
+      if (!ReadInt(v, &entry->time_created_ns)) return false;
+      entry->time_created_ns *= 1000;
+    }
+    if (ValueId v = at(EntryField::kProcessGroup); v != kNoValue && !ReadProcessGroup(v, refs)) {
+      return false;
+    }
+    if (ValueId v = at(EntryField::kProfilingName); v != kNoValue) {
+      if (doc_.kind(v) != ValueKind::kString) return false;
+      refs->profiling_name = v;
+    }
+    if (ValueId v = at(EntryField::kThreadName);
+        v != kNoValue && !ReadString(v, &entry->thread_name))
+      return false;
+    if (ValueId v = at(EntryField::kThreadId); v != kNoValue && !ReadString(v, &entry->thread_id))
+      return false;
+    if (ValueId v = at(EntryField::kState); v != kNoValue && !ReadState(v, &entry->state)) {
+      return false;
+    }
+    if (ValueId v = at(EntryField::kDurationMs);
+        v != kNoValue && !ReadDuration(v, &entry->duration_ms))
+      return false;
+    if (ValueId v = at(EntryField::kTimeDiscoveredStartedNs);
+        v != kNoValue && !ReadTime(v, &entry->time_discovered_started_ns)) {
+      return false;
+    }
+    if (ValueId v = at(EntryField::kTimeDiscoveredCompletedNs);
+        v != kNoValue && !ReadTime(v, &entry->time_discovered_completed_ns)) {
+      return false;
+    }
+    if (ValueId v = at(EntryField::kRetired); v != kNoValue && !ReadBool(v, &entry->retired)) {
+      return false;
+    }
+    if (ValueId v = at(EntryField::kIsP2p); v != kNoValue && !ReadBool(v, &entry->is_p2p)) {
+      return false;
+    }
+    auto shapes = [&](EntryField field, ShapeListId* target) {
+      ValueId value = at(field);
+      if (value == kNoValue) return true;
+      *target = InternShapes(value);
+      return *target != kInvalidList;
+    };
+    auto dtypes = [&](EntryField field, DtypeListId* target) {
+      ValueId value = at(field);
+      if (value == kNoValue) return true;
+      *target = InternDtypes(value);
+      return *target != kInvalidList;
+    };
+    if (!shapes(EntryField::kInputSizes, &entry->input_sizes) ||
+        !shapes(EntryField::kOutputSizes, &entry->output_sizes) ||
+        !dtypes(EntryField::kInputDtypes, &entry->input_dtypes) ||
+        !dtypes(EntryField::kOutputDtypes, &entry->output_dtypes)) {
+      return false;
+    }
+    if (ValueId v = at(EntryField::kFrames); v != kNoValue) {
+      // Only stacks seen before: a new one is resolved frame by frame on the general path.
+      entry->stack = FindStack(v);
+      if (entry->stack == kNoStack) return false;
+    }
+    return true;
   }
 
   // States are three strings; map each interned one once.
@@ -717,7 +925,7 @@ class Normalizer {
   };
 
   const ParsedName& ParseName(StringId name) {
-    if (auto it = parsed_names_.find(name); it != parsed_names_.end()) return it->second;
+    if (name < name_parsed_.size() && name_parsed_[name]) return parsed_names_[name];
     std::string_view text = dump_.strings.view(name);
     std::string_view backend;
     std::string_view rest = text;
@@ -744,7 +952,13 @@ class Normalizer {
         parsed.peer_local = peer_local;
       }
     }
-    return parsed_names_.emplace(name, parsed).first->second;
+    if (name >= parsed_names_.size()) {
+      parsed_names_.resize(name + 1);
+      name_parsed_.resize(name + 1, false);
+    }
+    name_parsed_[name] = true;
+    parsed_names_[name] = parsed;
+    return parsed_names_[name];
   }
 
   // "nccl:send 0->1" -> backend "nccl", op "send", peer = the group's rank 1 as a global rank.
@@ -773,24 +987,22 @@ class Normalizer {
     }
   }
 
-  absl::StatusOr<ShapeListId> InternShapes(ValueId shapes, size_t index, ValueId field_key) {
-    auto where = [&] {
-      return fmt::format("entries[{}]['{}']", index, doc_.string_value(field_key));
-    };
-    if (doc_.kind(shapes) != ValueKind::kList) {
-      return Error(shapes, where(), "expected a list of shapes");
-    }
+  // Returned by InternShapes and InternDtypes for a value of the wrong type (never a real id).
+  static constexpr uint32_t kInvalidList = std::numeric_limits<uint32_t>::max();
+
+  // The id of a list of shapes ([[8, 1024], []]), or kInvalidList when `shapes` is not one
+  // (ShapesError then says where).
+  ShapeListId InternShapes(ValueId shapes) {
+    if (doc_.kind(shapes) != ValueKind::kList) return kInvalidList;
     std::span<const ValueId> items = doc_.items(shapes);
     scratch_ints_.clear();
     scratch_ints_.push_back(static_cast<int64_t>(items.size()));
     for (ValueId shape : items) {
-      if (doc_.kind(shape) != ValueKind::kList) {
-        return Error(shape, where(), "expected a shape (list of ints)");
-      }
+      if (doc_.kind(shape) != ValueKind::kList) return kInvalidList;
       std::span<const ValueId> dims = doc_.items(shape);
       scratch_ints_.push_back(static_cast<int64_t>(dims.size()));
       for (ValueId dim : dims) {
-        if (doc_.kind(dim) != ValueKind::kInt) return Error(dim, where(), "expected an int size");
+        if (doc_.kind(dim) != ValueKind::kInt) return kInvalidList;
         scratch_ints_.push_back(doc_.int_value(dim));
       }
     }
@@ -807,18 +1019,28 @@ class Normalizer {
     return id;
   }
 
-  absl::StatusOr<DtypeListId> InternDtypes(ValueId dtypes, size_t index, ValueId field_key) {
-    auto where = [&] {
-      return fmt::format("entries[{}]['{}']", index, doc_.string_value(field_key));
-    };
-    if (doc_.kind(dtypes) != ValueKind::kList) {
-      return Error(dtypes, where(), "expected a list of dtype names");
+  // Why InternShapes refused `shapes`.
+  absl::Status ShapesError(ValueId shapes, const std::string& where) const {
+    if (doc_.kind(shapes) != ValueKind::kList) {
+      return Error(shapes, where, "expected a list of shapes");
     }
+    for (ValueId shape : doc_.items(shapes)) {
+      if (doc_.kind(shape) != ValueKind::kList) {
+        return Error(shape, where, "expected a shape (list of ints)");
+      }
+      for (ValueId dim : doc_.items(shape)) {
+        if (doc_.kind(dim) != ValueKind::kInt) return Error(dim, where, "expected an int size");
+      }
+    }
+    return absl::InternalError(fmt::format("{}: shapes refused without a reason", where));
+  }
+
+  // The id of a list of dtype names (["Float"]), or kInvalidList when `dtypes` is not one.
+  DtypeListId InternDtypes(ValueId dtypes) {
+    if (doc_.kind(dtypes) != ValueKind::kList) return kInvalidList;
     scratch_ids_.clear();
     for (ValueId dtype : doc_.items(dtypes)) {
-      if (doc_.kind(dtype) != ValueKind::kString) {
-        return Error(dtype, where(), "expected a dtype name");
-      }
+      if (doc_.kind(dtype) != ValueKind::kString) return kInvalidList;
       scratch_ids_.push_back(InternValue(dtype));
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
@@ -834,11 +1056,33 @@ class Normalizer {
     return id;
   }
 
+  // Why InternDtypes refused `dtypes`.
+  absl::Status DtypesError(ValueId dtypes, const std::string& where) const {
+    if (doc_.kind(dtypes) != ValueKind::kList) {
+      return Error(dtypes, where, "expected a list of dtype names");
+    }
+    for (ValueId dtype : doc_.items(dtypes)) {
+      if (doc_.kind(dtype) != ValueKind::kString)
+        return Error(dtype, where, "expected a dtype name");
+    }
+    return absl::InternalError(fmt::format("{}: dtypes refused without a reason", where));
+  }
+
+  // The stack of a frames list already seen in this document, or kNoStack. Entries with the same
+  // stack list the same shared frame dicts: one lookup by their ids.
+  StackId FindStack(ValueId frames) {
+    if (doc_.kind(frames) != ValueKind::kList) return kNoStack;
+    std::span<const ValueId> frame_values = doc_.items(frames);
+    absl::string_view value_key(reinterpret_cast<const char*>(frame_values.data()),
+                                frame_values.size() * sizeof(ValueId));
+    uint32_t found = stack_by_values_.Find(value_key, ByteKeyInterner::Hash(value_key));
+    return found == ByteKeyInterner::kMissing ? kNoStack : found;
+  }
+
   absl::StatusOr<StackId> InternStack(ValueId frames, size_t index) {
     if (doc_.kind(frames) != ValueKind::kList) {
       return Error(frames, fmt::format("entries[{}]['frames']", index), "expected a list");
     }
-    // Entries with the same stack list the same shared frame dicts: one lookup by their ids.
     std::span<const ValueId> frame_values = doc_.items(frames);
     absl::string_view value_key(reinterpret_cast<const char*>(frame_values.data()),
                                 frame_values.size() * sizeof(ValueId));
@@ -923,7 +1167,13 @@ class Normalizer {
     return static_cast<EntryField>(slot.field);
   }
 
-  static thread_local ValueCache cache_;
+  static ValueCache& ThreadValueCache() {
+    static thread_local ValueCache cache;
+    return cache;
+  }
+
+  // This thread's cache, looked up once rather than on every access.
+  ValueCache& cache_ = ThreadValueCache();
 
   const Document& doc_;
   RankDump& dump_;
@@ -935,12 +1185,14 @@ class Normalizer {
   ByteKeyInterner stack_by_values_;
   absl::flat_hash_map<std::string, uint32_t> frames_;
   absl::flat_hash_map<ValueId, uint32_t> frame_by_value_;
-  absl::flat_hash_map<StringId, ParsedName> parsed_names_;
+  // Indexed by the profiling name's StringId.
+  std::vector<ParsedName> parsed_names_;
+  std::vector<bool> name_parsed_;
+  EntryLayout layout_;
+  int layouts_learned_ = 0;
   std::vector<int64_t> scratch_ints_;
   std::vector<uint32_t> scratch_ids_;
 };
-
-thread_local ValueCache Normalizer::cache_;
 
 }  // namespace
 
