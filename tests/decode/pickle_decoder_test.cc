@@ -543,20 +543,20 @@ TEST(PickleDecoderTest, HugeMemoIdsDoNotAllocate) {
   EXPECT_EQ(Render(*doc, doc->root()), "(N,N)");
 }
 
-TEST(PickleDecoderTest, RefusesInputsLargerThanTheBuilderAllows) {
+TEST(PickleDecoderTest, RefusesInputsLargerThanTheDecoderAllows) {
   // A sparse file: mapping it costs nothing, and the size check comes before any byte is read.
   std::filesystem::path path =
       std::filesystem::temp_directory_path() / fmt::format("fr_pickle_huge_{}", getpid());
   { std::ofstream(path.string()).put('\x80'); }
   std::error_code error;
-  std::filesystem::resize_file(path, DocumentBuilder::kMaxInputSize + 1, error);
+  std::filesystem::resize_file(path, kMaxPickleInputSize + 1, error);
   if (error) GTEST_SKIP() << "cannot make a sparse file: " << error.message();
   absl::StatusOr<std::shared_ptr<const Buffer>> buffer = Buffer::MapFile(path.string());
   std::filesystem::remove(path);
   if (!buffer.ok()) GTEST_SKIP() << buffer.status();
   absl::StatusOr<Document> doc = DecodePickle(*buffer);
   EXPECT_EQ(doc.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Message(doc.status()), StartsWith("byte 0: input of 4294967296 bytes is larger"));
+  EXPECT_THAT(Message(doc.status()), StartsWith("byte 0: input of 2147483648 bytes is larger"));
 }
 
 // --- Differential tests against CPython's own pickler ---

@@ -50,8 +50,10 @@ absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::MapFile(const std::string&
       ::close(fd);
       return ErrnoToStatus(error, path, "cannot map");
     }
-    // Dumps are read once, front to back.
-    ::madvise(mapping, info.st_size, MADV_SEQUENTIAL | MADV_WILLNEED);
+    // Dumps are read once, front to back, right away. (The advice values are not bit flags, so
+    // they take a call each.)
+    ::madvise(mapping, info.st_size, MADV_SEQUENTIAL);
+    ::madvise(mapping, info.st_size, MADV_WILLNEED);
     buffer->mapping_ = mapping;
     buffer->data_ = static_cast<const char*>(mapping);
     buffer->size_ = static_cast<size_t>(info.st_size);

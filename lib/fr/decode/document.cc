@@ -145,8 +145,7 @@ ValueId DocumentBuilder::AddOwnedString(std::string_view value, uint32_t source_
                  static_cast<uint32_t>(value.size()), source_offset);
 }
 
-void DocumentBuilder::AppendChunk(Node& node, std::span<const ValueId> children) {
-  if (children.empty()) return;
+void DocumentBuilder::AddChunk(Node& node, size_t count) {
   uint32_t begin = static_cast<uint32_t>(storage_.children.size());
   uint32_t chunk = static_cast<uint32_t>(chunks_.size());
   if (node.payload & kChunkedBit) {
@@ -161,9 +160,7 @@ void DocumentBuilder::AppendChunk(Node& node, std::span<const ValueId> children)
     node.payload = kChunkedBit | (chunked_.size() - 1);
     ++chunk;
   }
-  chunks_.push_back(Chunk{begin, static_cast<uint32_t>(children.size()), kNoChunk});
-  storage_.children.append(children.data(), children.size());
-  node.count += static_cast<uint32_t>(children.size());
+  chunks_.push_back(Chunk{begin, static_cast<uint32_t>(count), kNoChunk});
 }
 
 Document DocumentBuilder::Finish(ValueId root) {

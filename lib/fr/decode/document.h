@@ -89,6 +89,15 @@ class PodArray {
     }
     *end_++ = value;
   }
+  // Appends `n` uninitialized values; returns the first.
+  T* grow_by(size_t n) {
+    if (static_cast<size_t>(capacity_end_ - end_) < n) [[unlikely]] {
+      Grow(n);
+    }
+    T* out = end_;
+    end_ += n;
+    return out;
+  }
   // Appends `n` values; `values` must not point into this array.
   void append(const T* values, size_t n) {
     if (static_cast<size_t>(capacity_end_ - end_) < n) [[unlikely]] {
@@ -259,18 +268,23 @@ class DocumentBuilder {
   // Appends `children` to `container` (for a dict: keys and values alternating). Appending to a
   // container after Finish is not allowed.
   void Append(ValueId container, std::span<const ValueId> children) {
+    if (children.empty()) return;
+    ValueId* out = AppendSpace(container, children.size());
+    for (size_t i = 0; i < children.size(); ++i) out[i] = children[i];
+  }
+  // Like Append, but the caller writes the `count` (> 0) child ids to the returned space, which
+  // stays valid until the next Add or Append: lets a decoder copy and check children in one pass.
+  ValueId* AppendSpace(ValueId container, size_t count) {
     Node& node = storage_.nodes[container];
     size_t end = storage_.children.size();
     // One batch per container, or consecutive batches for it (the common cases), stay in place.
     if (node.count == 0) {
-      if (children.empty()) return;
       node.payload = end;
     } else if (node.payload + node.count != end || (node.payload & kChunkedBit)) {
-      AppendChunk(node, children);
-      return;
+      AddChunk(node, count);
     }
-    storage_.children.append(children.data(), children.size());
-    node.count += static_cast<uint32_t>(children.size());
+    node.count += static_cast<uint32_t>(count);
+    return storage_.children.grow_by(count);
   }
 
   size_t value_count() const { return storage_.nodes.size(); }
@@ -315,7 +329,9 @@ class DocumentBuilder {
     storage_.tags.push_back(static_cast<uint32_t>(kind) | (flags << document_internal::kKindBits));
     return id;
   }
-  void AppendChunk(Node& node, std::span<const ValueId> children);
+  // Records that `node`'s next `count` children start at the children array's end, in a chunk of
+  // their own.
+  void AddChunk(Node& node, size_t count);
 
   std::shared_ptr<const Buffer> input_;
   document_internal::Storage storage_;

@@ -34,6 +34,14 @@ constexpr uint32_t kSealed = uint32_t{1} << 1;
 constexpr uint32_t kHeightShift = 2;
 constexpr uint32_t kMaxHeight = (uint32_t{1} << (DocumentBuilder::kFlagBits - kHeightShift)) - 1;
 
+// Set on the value stack (and in the memo) beside the id of every list, dict and tuple. Filling a
+// container then finds its container children, the only ones with anything to check, seal or
+// count, from the ids it already holds, without looking up the flags of every scalar child (most
+// children: ints, and the strings of memo hits). Ids stay below kMaxPickleInputSize < 2^31, so
+// the bit is free.
+constexpr ValueId kContainerBit = ValueId{1} << 31;
+static_assert(kMaxPickleInputSize < kContainerBit);
+
 // Scratch space reused across calls on one thread, so that decoding many files allocates the
 // stack, marks and memo once.
 struct Scratch {
@@ -235,6 +243,8 @@ bool PickleMachine::BadChild(const uint8_t* op, ValueId container, ValueId child
       op, fmt::format("unhashable dict key of type {}", ValueKindName(builder_.kind(child)))));
 }
 
+// `children` are stack slots: ids tagged with kContainerBit. Copies them to the container
+// untagged, checking and sealing the container children on the way, in one pass.
 [[gnu::always_inline]] inline bool PickleMachine::AddChildren(ValueId container,
                                                               const ValueId* children, size_t count,
                                                               bool dict, const uint8_t* op) {
@@ -242,30 +252,33 @@ bool PickleMachine::BadChild(const uint8_t* op, ValueId container, ValueId child
   if (container_flags & kSealed) [[unlikely]] {
     return BadChild(op, container, kNoValue, BadChildReason::kSealedContainer);
   }
+  if (count == 0) return true;
   // Only tuples take on the unhashability of their items.
   const uint32_t inherited = builder_.kind(container) == ValueKind::kTuple ? kUnhashable : 0;
   uint32_t height = container_flags >> kHeightShift;
+  ValueId* out = builder_.AppendSpace(container, count);
   for (size_t i = 0; i < count; ++i) {
     ValueId child = children[i];
-    uint32_t child_flags = builder_.flags(child);
-    // Scalars, most children, have nothing to check, seal or count.
-    if (child_flags == 0) continue;
-    if (dict && (i & 1) == 0 && (child_flags & kUnhashable)) [[unlikely]] {
-      return BadChild(op, container, child, BadChildReason::kUnhashableKey);
+    if (child & kContainerBit) {
+      child &= ~kContainerBit;
+      uint32_t child_flags = builder_.flags(child);
+      if (dict && (i & 1) == 0 && (child_flags & kUnhashable)) [[unlikely]] {
+        return BadChild(op, container, child, BadChildReason::kUnhashableKey);
+      }
+      if (child == container) [[unlikely]] {
+        return BadChild(op, container, child, BadChildReason::kItself);
+      }
+      height = std::max(height, (child_flags >> kHeightShift) + 1);
+      container_flags |= child_flags & inherited;
+      builder_.set_flags(child, child_flags | kSealed);
     }
-    if (child == container) [[unlikely]] {
-      return BadChild(op, container, child, BadChildReason::kItself);
-    }
-    height = std::max(height, (child_flags >> kHeightShift) + 1);
-    container_flags |= child_flags & inherited;
-    builder_.set_flags(child, child_flags | kSealed);
+    out[i] = child;
   }
   if (height > max_depth_) [[unlikely]] {
     return Fail(TooDeep(op));
   }
   builder_.set_flags(container, (container_flags & ((uint32_t{1} << kHeightShift) - 1)) |
                                     (height << kHeightShift));
-  builder_.Append(container, {children, count});
   return true;
 }
 
@@ -380,7 +393,7 @@ ValueId PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t l
     FR_PICKLE_TRY(AddChildren(tuple_, stack + first_, static_cast<size_t>(top - stack) - first_, \
                               /*dict=*/false, op));                                              \
     top = stack + first_;                                                                        \
-    FR_PICKLE_PUSH(tuple_);                                                                      \
+    FR_PICKLE_PUSH(tuple_ | kContainerBit);                                                      \
   } while (false)
 
 // Sets `var` to `expr`, a value-returning helper, or returns its error.
@@ -489,7 +502,7 @@ op_kEmptyTuple : {
   } else {
     id = builder_.AddContainer(ValueKind::kTuple, Offset(op), uint32_t{1} << kHeightShift);
   }
-  FR_PICKLE_PUSH(id);
+  FR_PICKLE_PUSH(id | kContainerBit);
   FR_PICKLE_NEXT();
 }
 op_kSetItems:
@@ -502,7 +515,7 @@ op_kAppends : {
     return Invalid(op, fmt::format("stack underflow: {} has no {} below its MARK",
                                    PickleOpcodeInfo(*op).name, dict ? "dict" : "list"));
   }
-  ValueId target = stack[mark - 1];
+  ValueId target = stack[mark - 1] & ~kContainerBit;
   if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
     return WrongTarget(op, target, dict);
   }
@@ -522,7 +535,7 @@ op_kAppend : {
     return Underflow(op, count + 1, FR_PICKLE_AVAILABLE());
   }
   ValueId* first = top - count;
-  ValueId target = first[-1];
+  ValueId target = first[-1] & ~kContainerBit;
   if (builder_.kind(target) != (dict ? ValueKind::kDict : ValueKind::kList)) [[unlikely]] {
     return WrongTarget(op, target, dict);
   }
@@ -723,7 +736,7 @@ op_kStop : {
     return Invalid(p,
                    fmt::format("{} trailing byte{} after STOP", Left(p), Left(p) == 1 ? "" : "s"));
   }
-  return stack[0];
+  return stack[0] & ~kContainerBit;
 }
 refused:
   return Refused(op);
@@ -755,10 +768,10 @@ absl::StatusOr<Document> DecodePickle(std::shared_ptr<const Buffer> input,
                                       const PickleLimits& limits) {
   if (input == nullptr) return absl::InvalidArgumentError("byte 0: no input buffer");
   std::string_view bytes = input->bytes();
-  if (bytes.size() > DocumentBuilder::kMaxInputSize) {
+  if (bytes.size() > kMaxPickleInputSize) {
     return absl::InvalidArgumentError(
         fmt::format("byte 0: input of {} bytes is larger than the {} bytes a dump may have",
-                    bytes.size(), DocumentBuilder::kMaxInputSize));
+                    bytes.size(), kMaxPickleInputSize));
   }
   thread_local Scratch scratch;
   scratch.builder.Reset(input);

@@ -18,6 +18,10 @@
 
 namespace fr {
 
+// Larger pickles are refused (a ring buffer of 20000 entries with stacks is some 20 MB). Below it,
+// value ids fit in 31 bits, which the decoder relies on.
+inline constexpr uint64_t kMaxPickleInputSize = (uint64_t{1} << 31) - 1;
+
 struct PickleLimits {
   // Deepest container nesting accepted (real dumps nest 5 deep): a container holding only scalars
   // is depth 1. Also bounds the number of open MARKs.
