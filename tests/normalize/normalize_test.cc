@@ -307,6 +307,9 @@ TEST(ParseRanksStringTest, BothSpellingsAndNoEval) {
   EXPECT_FALSE(ParseRanksString("__import__('os').system('x')", &ranks));
   EXPECT_FALSE(ParseRanksString("[0, -1]", &ranks));
   EXPECT_FALSE(ParseRanksString("[0,,1]", &ranks));
+  EXPECT_TRUE(ParseRanksString("[999999999999999999]", &ranks));  // 18 digits
+  EXPECT_EQ(ranks, (std::vector<int64_t>{999999999999999999}));
+  EXPECT_FALSE(ParseRanksString("[9999999999999999999]", &ranks));  // beyond int64
 }
 
 }  // namespace

@@ -186,6 +186,50 @@ class ByteKeyInterner {
   absl::flat_hash_map<std::string, uint32_t> collided_;
 };
 
+// Results for lists whose items are memo-shared values, such as a stack's frame dicts or a list
+// of dtype names: within one pickle such a list is determined by its item ids, which a few
+// compares verify, so a list seen before costs no hashing of its contents. A small direct-mapped
+// table: a dump repeats a few dozen stacks and dtype lists. JSON documents share no values and
+// simply miss.
+template <size_t kSlots, size_t kMaxItems>  // longer lists are not cached
+class ItemIdsCache {
+ public:
+  static constexpr uint32_t kMissing = std::numeric_limits<uint32_t>::max();
+
+  uint32_t Find(std::span<const ValueId> items) const {
+    const Slot& slot = slots_[SlotOf(items)];
+    if (slot.count != items.size()) return kMissing;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (slot.items[i] != items[i]) return kMissing;
+    }
+    return slot.result;
+  }
+
+  void Insert(std::span<const ValueId> items, uint32_t result) {
+    if (items.size() > kMaxItems) return;
+    Slot& slot = slots_[SlotOf(items)];
+    slot.count = static_cast<uint32_t>(items.size());
+    std::copy(items.begin(), items.end(), slot.items.begin());
+    slot.result = result;
+  }
+
+ private:
+  struct Slot {
+    uint32_t count = kMissing;  // never a list's size: an empty slot
+    uint32_t result = kMissing;
+    std::array<ValueId, kMaxItems> items;
+  };
+
+  static size_t SlotOf(std::span<const ValueId> items) {
+    if (items.empty()) return 0;
+    uint32_t mixed = static_cast<uint32_t>(items.size()) * 0x9e3779b1u ^
+                     items.front() * 0x85ebca77u ^ items.back() * 0xc2b2ae3du;
+    return (mixed >> 16) % kSlots;
+  }
+
+  std::array<Slot, kSlots> slots_;
+};
+
 bool ParseInt(std::string_view text, int64_t* value) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, *value);
@@ -793,9 +837,9 @@ class Normalizer {
     if (count == 0 || pairs.size() != 2 * count) return false;
     const ValueId* data = pairs.data();
     const ValueId* keys = layout_.keys.data();
-    bool same_keys = true;
-    for (size_t i = 0; i < count; ++i) same_keys &= data[2 * i] == keys[i];
-    if (!same_keys) return false;
+    for (size_t i = 0; i < count; ++i) {
+      if (data[2 * i] != keys[i]) return false;
+    }
     auto at = [&](EntryField field) {
       uint8_t position = layout_.position[static_cast<size_t>(field)];
       return position == kAbsent ? kNoValue : data[2 * position + 1];
@@ -995,25 +1039,33 @@ class Normalizer {
   ShapeListId InternShapes(ValueId shapes) {
     if (doc_.kind(shapes) != ValueKind::kList) return kInvalidList;
     std::span<const ValueId> items = doc_.items(shapes);
-    scratch_ints_.clear();
-    scratch_ints_.push_back(static_cast<int64_t>(items.size()));
+    // Encoded as [n_shapes, rank_0, dims_0..., rank_1, dims_1...], written in place (a first pass
+    // over the shapes sizes the key) rather than appended value by value.
+    size_t length = 1 + items.size();
     for (ValueId shape : items) {
       if (doc_.kind(shape) != ValueKind::kList) return kInvalidList;
+      length += doc_.items(shape).size();
+    }
+    if (scratch_ints_.size() < length) scratch_ints_.resize(2 * length);
+    int64_t* out = scratch_ints_.data();
+    *out++ = static_cast<int64_t>(items.size());
+    for (ValueId shape : items) {
       std::span<const ValueId> dims = doc_.items(shape);
-      scratch_ints_.push_back(static_cast<int64_t>(dims.size()));
+      *out++ = static_cast<int64_t>(dims.size());
       for (ValueId dim : dims) {
         if (doc_.kind(dim) != ValueKind::kInt) return kInvalidList;
-        scratch_ints_.push_back(doc_.int_value(dim));
+        *out++ = doc_.int_value(dim);
       }
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ints_.data()),
-                          scratch_ints_.size() * sizeof(int64_t));
+                          length * sizeof(int64_t));
     uint64_t hash = ByteKeyInterner::Hash(key);
     if (uint32_t found = shape_lists_.Find(key, hash); found != ByteKeyInterner::kMissing) {
       return found;
     }
     ShapeListId id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
-    dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(), scratch_ints_.end());
+    dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(),
+                            scratch_ints_.begin() + static_cast<ptrdiff_t>(length));
     dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
     shape_lists_.Insert(key, hash, id);
     return id;
@@ -1038,21 +1090,24 @@ class Normalizer {
   // The id of a list of dtype names (["Float"]), or kInvalidList when `dtypes` is not one.
   DtypeListId InternDtypes(ValueId dtypes) {
     if (doc_.kind(dtypes) != ValueKind::kList) return kInvalidList;
+    std::span<const ValueId> items = doc_.items(dtypes);
+    if (uint32_t cached = dtypes_by_items_.Find(items); cached != kInvalidList) return cached;
     scratch_ids_.clear();
-    for (ValueId dtype : doc_.items(dtypes)) {
+    for (ValueId dtype : items) {
       if (doc_.kind(dtype) != ValueKind::kString) return kInvalidList;
       scratch_ids_.push_back(InternValue(dtype));
     }
     absl::string_view key(reinterpret_cast<const char*>(scratch_ids_.data()),
                           scratch_ids_.size() * sizeof(uint32_t));
     uint64_t hash = ByteKeyInterner::Hash(key);
-    if (uint32_t found = dtype_lists_.Find(key, hash); found != ByteKeyInterner::kMissing) {
-      return found;
+    DtypeListId id = dtype_lists_.Find(key, hash);
+    if (id == ByteKeyInterner::kMissing) {
+      id = static_cast<DtypeListId>(dump_.dtype_list_offsets.size() - 1);
+      dump_.dtype_names.insert(dump_.dtype_names.end(), scratch_ids_.begin(), scratch_ids_.end());
+      dump_.dtype_list_offsets.push_back(static_cast<uint32_t>(dump_.dtype_names.size()));
+      dtype_lists_.Insert(key, hash, id);
     }
-    DtypeListId id = static_cast<DtypeListId>(dump_.dtype_list_offsets.size() - 1);
-    dump_.dtype_names.insert(dump_.dtype_names.end(), scratch_ids_.begin(), scratch_ids_.end());
-    dump_.dtype_list_offsets.push_back(static_cast<uint32_t>(dump_.dtype_names.size()));
-    dtype_lists_.Insert(key, hash, id);
+    dtypes_by_items_.Insert(items, id);
     return id;
   }
 
@@ -1073,10 +1128,13 @@ class Normalizer {
   StackId FindStack(ValueId frames) {
     if (doc_.kind(frames) != ValueKind::kList) return kNoStack;
     std::span<const ValueId> frame_values = doc_.items(frames);
+    if (uint32_t cached = stacks_by_items_.Find(frame_values); cached != kNoStack) return cached;
     absl::string_view value_key(reinterpret_cast<const char*>(frame_values.data()),
                                 frame_values.size() * sizeof(ValueId));
     uint32_t found = stack_by_values_.Find(value_key, ByteKeyInterner::Hash(value_key));
-    return found == ByteKeyInterner::kMissing ? kNoStack : found;
+    if (found == ByteKeyInterner::kMissing) return kNoStack;
+    stacks_by_items_.Insert(frame_values, found);
+    return found;
   }
 
   absl::StatusOr<StackId> InternStack(ValueId frames, size_t index) {
@@ -1190,6 +1248,8 @@ class Normalizer {
   std::vector<bool> name_parsed_;
   EntryLayout layout_;
   int layouts_learned_ = 0;
+  ItemIdsCache<64, 64> stacks_by_items_;
+  ItemIdsCache<16, 4> dtypes_by_items_;
   std::vector<int64_t> scratch_ints_;
   std::vector<uint32_t> scratch_ids_;
 };
@@ -1213,10 +1273,14 @@ bool ParseRanksString(std::string_view text, std::vector<int64_t>* ranks) {
   }
   while (true) {
     skip_spaces();
+    // Digits accumulated in place: every dump spells out its world group, thousands of ranks.
     size_t start = at;
-    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
-    int64_t rank;
-    if (!ParseInt(text.substr(start, at - start), &rank)) return false;
+    int64_t rank = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && at - start < 18) {
+      rank = rank * 10 + (text[at] - '0');
+      ++at;
+    }
+    if (at == start || (at < text.size() && text[at] >= '0' && text[at] <= '9')) return false;
     ranks->push_back(rank);
     skip_spaces();
     if (at >= text.size()) return false;

@@ -2,8 +2,15 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "fmt/format.h"
 #include "fr/index/job_index.h"
 
@@ -26,19 +33,41 @@ struct GroupView {
   int64_t entries = 0;
 };
 
+// A group's identity as seen in one dump, pointing into that dump (which outlives the summary), so
+// that finding the job-wide group of each dump's groups copies no rank lists: every dump names the
+// world group, thousands of ranks long.
+struct GroupKeyView {
+  std::string_view name;
+  std::span<const int64_t> ranks;
+  bool operator==(const GroupKeyView& other) const {
+    return name == other.name &&
+           std::equal(ranks.begin(), ranks.end(), other.ranks.begin(), other.ranks.end());
+  }
+  template <typename H>
+  friend H AbslHashValue(H state, const GroupKeyView& key) {
+    return H::combine(std::move(state), absl::string_view(key.name.data(), key.name.size()),
+                      absl::Span<const int64_t>(key.ranks.data(), key.ranks.size()));
+  }
+};
+
 std::map<GroupKey, GroupView> CollectGroups(const LoadedTrace& trace) {
-  std::map<GroupKey, GroupView> groups;
+  absl::flat_hash_map<GroupKeyView, GroupView> by_view;
   for (const RankDump& dump : trace.ranks) {
     std::vector<int64_t> entries_per_group(dump.groups.size(), 0);
     for (const Entry& entry : dump.entries) ++entries_per_group[entry.group];
     for (size_t g = 0; g < dump.groups.size(); ++g) {
       const ProcessGroup& group = dump.groups[g];
-      GroupView& view = groups[GroupKey{std::string(dump.strings.view(group.name)), group.ranks}];
+      GroupView& view = by_view[GroupKeyView{dump.strings.view(group.name), group.ranks}];
       if (view.desc.empty()) view.desc = std::string(dump.strings.view(group.desc));
       view.ranks_known = group.ranks_known;
       view.seen_by.push_back(dump.rank);
       view.entries += entries_per_group[g];
     }
+  }
+  std::map<GroupKey, GroupView> groups;
+  for (auto& [key, view] : by_view) {
+    groups.emplace(GroupKey{std::string(key.name), {key.ranks.begin(), key.ranks.end()}},
+                   std::move(view));
   }
   return groups;
 }
