@@ -6,8 +6,10 @@
 #include <chrono>
 #include <optional>
 #include <set>
+#include <span>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fr/base/status_macros.h"
@@ -138,16 +140,31 @@ void Collect(std::vector<FileResult>& results, const std::vector<int64_t>& ranks
 
 // Ranks a job should have: every member of every group some dump names, and every rank below the
 // highest one seen (the default group spans the world). Only those without any file are missing.
+// A group's rank list in some dump, hashed by a sample (size, first, middle, last): hashing or
+// ordering whole world-size lists once per dump would cost more than the rest of the bookkeeping.
+struct RankListView {
+  std::span<const int64_t> ranks;
+  bool operator==(const RankListView& other) const {
+    return std::equal(ranks.begin(), ranks.end(), other.ranks.begin(), other.ranks.end());
+  }
+  template <typename H>
+  friend H AbslHashValue(H state, const RankListView& list) {
+    size_t n = list.ranks.size();
+    if (n == 0) return H::combine(std::move(state), n);
+    return H::combine(std::move(state), n, list.ranks[0], list.ranks[n / 2], list.ranks[n - 1]);
+  }
+};
+
 void FindMissingRanks(LoadedTrace* trace) {
   std::set<int64_t> expected;
   int64_t highest = -1;
   // Every member of a group lists the same group: add each distinct rank list once, or a
   // 4096-rank world group would be inserted 4096 times.
-  std::set<std::vector<int64_t>> seen_groups;
+  absl::flat_hash_set<RankListView> seen_groups;
   for (const RankDump& dump : trace->ranks) {
     highest = std::max(highest, dump.rank);
     for (const ProcessGroup& group : dump.groups) {
-      if (!seen_groups.insert(group.ranks).second) continue;
+      if (!seen_groups.insert(RankListView{group.ranks}).second) continue;
       for (int64_t rank : group.ranks) expected.insert(rank);
     }
   }
