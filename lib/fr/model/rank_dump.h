@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fr/model/op_kind.h"
+#include "fr/model/prefaulted_allocator.h"
 #include "fr/model/string_table.h"
 
 namespace fr {
@@ -109,7 +110,8 @@ struct RankDump {
 
   StringTable strings;
   std::vector<ProcessGroup> groups;
-  std::vector<Entry> entries;  // oldest first, as in the ring buffer
+  // Oldest first, as in the ring buffer. Written in full once, then kept: see PrefaultedAllocator.
+  std::vector<Entry, PrefaultedAllocator<Entry>> entries;
 
   // Interned values referenced by entries.
   std::vector<int64_t> shape_dims;  // shape list i: see ShapeList()
