@@ -4,11 +4,13 @@
 #include <zstd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
+#include "fr/base/buffer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -60,16 +62,45 @@ bool IsMappedFrom(const void* data, const std::string& path) {
   return false;
 }
 
-TEST(InputFileTest, PlainPickleIsMappedNotCopied) {
-  std::string path = TempPath("nccl_trace_rank_0");
+TEST(InputFileTest, PlainPickleIsReadAndStaysIntactWhileHeld) {
+  std::string first_path = TempPath("nccl_trace_rank_0");
+  std::string second_path = TempPath("nccl_trace_rank_1");
+  WriteFile(first_path, kPickle);
+  std::string second_bytes = kPickle;
+  second_bytes[2] = 'X';  // same size, other bytes
+  WriteFile(second_path, second_bytes);
+  absl::StatusOr<InputFile> first = ReadInputFile(first_path);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->compression, Compression::kNone);
+  EXPECT_EQ(first->encoding, Encoding::kPickle);
+  EXPECT_EQ(first->size_on_disk, kPickle.size());
+  EXPECT_EQ(first->bytes->bytes(), kPickle);
+  // The reading thread reuses its buffer only once nothing holds it: what a caller keeps (a
+  // document's strings point into it) is never overwritten by the next file.
+  absl::StatusOr<InputFile> second = ReadInputFile(second_path);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->bytes->bytes(), second_bytes);
+  EXPECT_EQ(first->bytes->bytes(), kPickle);
+  const char* second_data = second->bytes->bytes().data();
+  second = absl::UnknownError("dropped");
+  absl::StatusOr<InputFile> again = ReadInputFile(first_path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->bytes->bytes(), kPickle);
+  EXPECT_EQ(again->bytes->bytes().data(), second_data);  // the freed buffer, taken again
+  EXPECT_EQ(first->bytes->bytes(), kPickle);
+}
+
+TEST(InputFileTest, LargeFilesAreMappedNotCopied) {
+  std::string path = TempPath("nccl_trace_rank_9");
   WriteFile(path, kPickle);
-  absl::StatusOr<InputFile> file = ReadInputFile(path);
-  ASSERT_TRUE(file.ok()) << file.status();
-  EXPECT_EQ(file->compression, Compression::kNone);
-  EXPECT_EQ(file->encoding, Encoding::kPickle);
-  EXPECT_EQ(file->size_on_disk, kPickle.size());
-  EXPECT_EQ(file->bytes->bytes(), kPickle);
-  EXPECT_TRUE(IsMappedFrom(file->bytes->bytes().data(), path));
+  std::error_code error;
+  std::filesystem::resize_file(path, Buffer::kMaxReadSize + 1, error);  // sparse tail
+  ASSERT_FALSE(error) << error.message();
+  absl::StatusOr<std::shared_ptr<const Buffer>> bytes = Buffer::ReadFile(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ((*bytes)->size(), Buffer::kMaxReadSize + 1);
+  EXPECT_EQ((*bytes)->bytes().substr(0, kPickle.size()), kPickle);
+  EXPECT_TRUE(IsMappedFrom((*bytes)->bytes().data(), path));
 }
 
 TEST(InputFileTest, ZstdAndGzipAreDetectedByMagicWhateverTheName) {

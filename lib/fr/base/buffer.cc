@@ -7,9 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fr/base/status_macros.h"
 
 namespace fr {
 namespace {
@@ -29,37 +31,79 @@ absl::Status ErrnoToStatus(int error, const std::string& path, std::string_view 
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::MapFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, path, "cannot open");
-  struct stat info;
-  if (::fstat(fd, &info) != 0) {
-    int error = errno;
-    ::close(fd);
-    return ErrnoToStatus(error, path, "cannot stat");
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(fmt::format("{}: not a regular file", path));
-  }
-  std::shared_ptr<Buffer> buffer(new Buffer());
-  if (info.st_size > 0) {
-    void* mapping = ::mmap(nullptr, info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      int error = errno;
-      ::close(fd);
-      return ErrnoToStatus(error, path, "cannot map");
+// An open regular file; closes it when done.
+class OpenFile {
+ public:
+  static absl::StatusOr<OpenFile> Open(const std::string& path) {
+    OpenFile file;
+    file.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file.fd_ < 0) return ErrnoToStatus(errno, path, "cannot open");
+    struct stat info;
+    if (::fstat(file.fd_, &info) != 0) return ErrnoToStatus(errno, path, "cannot stat");
+    if (!S_ISREG(info.st_mode)) {
+      return absl::InvalidArgumentError(fmt::format("{}: not a regular file", path));
     }
+    file.size_ = static_cast<size_t>(info.st_size);
+    return file;
+  }
+  OpenFile(OpenFile&& other) noexcept : fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+  ~OpenFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  int fd() const { return fd_; }
+  size_t size() const { return size_; }
+
+ private:
+  OpenFile() = default;
+  int fd_ = -1;
+  size_t size_ = 0;
+};
+
+absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::MapFile(const std::string& path) {
+  FR_ASSIGN_OR_RETURN(OpenFile file, OpenFile::Open(path));
+  std::shared_ptr<Buffer> buffer(new Buffer());
+  if (file.size() > 0) {
+    void* mapping = ::mmap(nullptr, file.size(), PROT_READ, MAP_PRIVATE, file.fd(), 0);
+    if (mapping == MAP_FAILED) return ErrnoToStatus(errno, path, "cannot map");
     // Dumps are read once, front to back, right away. (The advice values are not bit flags, so
     // they take a call each.)
-    ::madvise(mapping, info.st_size, MADV_SEQUENTIAL);
-    ::madvise(mapping, info.st_size, MADV_WILLNEED);
+    ::madvise(mapping, file.size(), MADV_SEQUENTIAL);
+    ::madvise(mapping, file.size(), MADV_WILLNEED);
     buffer->mapping_ = mapping;
     buffer->data_ = static_cast<const char*>(mapping);
-    buffer->size_ = static_cast<size_t>(info.st_size);
+    buffer->size_ = file.size();
   }
-  ::close(fd);  // the mapping stays valid without the descriptor
-  return buffer;
+  return buffer;  // the mapping stays valid without the descriptor
+}
+
+absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::ReadFile(const std::string& path) {
+  FR_ASSIGN_OR_RETURN(OpenFile file, OpenFile::Open(path));
+  if (file.size() > kMaxReadSize) return MapFile(path);
+  // This thread's buffer, taken again when nothing else holds it any more (the document decoded
+  // from the previous file is gone): no page faults, no unmapping per file.
+  thread_local std::shared_ptr<Buffer> reusable;
+  std::shared_ptr<Buffer> buffer;
+  if (reusable != nullptr && reusable.use_count() == 1) {
+    buffer = reusable;
+  } else {
+    buffer.reset(new Buffer());
+    reusable = buffer;
+  }
+  buffer->owned_.resize(file.size());
+  size_t done = 0;
+  while (done < file.size()) {
+    ssize_t got = ::pread(file.fd(), buffer->owned_.data() + done, file.size() - done,
+                          static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return ErrnoToStatus(errno, path, "cannot read");
+    if (got == 0) break;  // the file shrank since fstat
+    done += static_cast<size_t>(got);
+  }
+  buffer->owned_.resize(done);
+  buffer->data_ = buffer->owned_.data();
+  buffer->size_ = done;
+  return std::shared_ptr<const Buffer>(std::move(buffer));
 }
 
 std::shared_ptr<const Buffer> Buffer::FromString(std::string bytes) {

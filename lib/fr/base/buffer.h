@@ -24,6 +24,13 @@ class Buffer {
   // InvalidArgument (a directory or other non-regular file), each naming the path.
   static absl::StatusOr<std::shared_ptr<const Buffer>> MapFile(const std::string& path);
 
+  // Reads `path` whole. Files up to kMaxReadSize go into a buffer this thread reuses for its next
+  // ReadFile once nothing holds it any more: loading thousands of dumps then costs no page faults
+  // and no unmapping per file, which measured faster than mapping each one. Larger files are
+  // mapped (MapFile). Errors as MapFile's, plus Unavailable for a failed read.
+  static absl::StatusOr<std::shared_ptr<const Buffer>> ReadFile(const std::string& path);
+  static constexpr size_t kMaxReadSize = size_t{16} << 20;
+
   // Takes ownership of `bytes`.
   static std::shared_ptr<const Buffer> FromString(std::string bytes);
 

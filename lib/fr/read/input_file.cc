@@ -368,8 +368,8 @@ absl::StatusOr<InputFile> ReadInputBytes(std::shared_ptr<const Buffer> bytes,
 }
 
 absl::StatusOr<InputFile> ReadInputFile(const std::string& path, const ReadOptions& options) {
-  FR_ASSIGN_OR_RETURN(std::shared_ptr<const Buffer> mapped, Buffer::MapFile(path));
-  return ReadInputBytes(std::move(mapped), options);
+  FR_ASSIGN_OR_RETURN(std::shared_ptr<const Buffer> bytes, Buffer::ReadFile(path));
+  return ReadInputBytes(std::move(bytes), options);
 }
 
 }  // namespace fr

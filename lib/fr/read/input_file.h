@@ -1,10 +1,10 @@
-// Reading one dump file from disk: memory-map it, recognise compression by its magic bytes (not
-// by the file name), decompress within bounds, and tell pickle from JSON.
+// Reading one dump file from disk: read it (Buffer::ReadFile), recognise compression by its magic
+// bytes (not by the file name), decompress within bounds, and tell pickle from JSON.
 //
 //   FR_ASSIGN_OR_RETURN(InputFile file, ReadInputFile("/dumps/nccl_trace_rank_3.zst"));
 //   // file.bytes: the decompressed dump; file.encoding: kPickle
 //
-// Uncompressed files are mapped, not copied: decoded strings point straight into the mapping.
+// Uncompressed files are used as read, without a copy: decoded strings point straight into them.
 #ifndef FR_READ_INPUT_FILE_H_
 #define FR_READ_INPUT_FILE_H_
 
