@@ -41,6 +41,7 @@ class ProcessGroup:
     ranks: List[int]
     ranks_known: bool
     pg_id: int
+    entry_count: int  # this dump's entries in the group
     status: Optional[PgStatus]
 
 class RankDump:

@@ -202,6 +202,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("ranks", &ProcessGroup::ranks)
       .def_readonly("ranks_known", &ProcessGroup::ranks_known)
       .def_readonly("pg_id", &ProcessGroup::pg_id)
+      .def_readonly("entry_count", &ProcessGroup::entry_count)
       .def_property_readonly("status", [](const ProcessGroup& g) -> std::optional<PgStatus> {
         if (!g.has_status) return std::nullopt;
         return g.status;

@@ -254,6 +254,8 @@ TEST(NormalizeTest, PickledEntriesWhoseKeysChangeMidDumpAreAllRead) {
   ASSERT_TRUE(dump.ok()) << dump.status();
   ASSERT_EQ(dump->entries.size(), 7u);
   EXPECT_EQ(dump->OddityCount("unknown_entry_key:future_field"), 1);
+  ASSERT_EQ(dump->groups.size(), 1u);
+  EXPECT_EQ(dump->groups[0].entry_count, 7);
   for (size_t i = 0; i < dump->entries.size(); ++i) {
     const Entry& entry = dump->entries[i];
     int64_t seq = static_cast<int64_t>(i) + 1;

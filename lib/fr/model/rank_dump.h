@@ -93,6 +93,9 @@ struct ProcessGroup {
   int64_t pg_id = kUnknown;  // this rank's uid for the group, from its entries
   bool has_status = false;
   PgStatus status;
+  // This dump's entries in the group, counted while normalizing (summaries need it, and walking
+  // every entry of a large trace again costs a pass over all of its memory).
+  int64_t entry_count = 0;
 };
 
 struct RankDump {

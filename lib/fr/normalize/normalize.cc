@@ -958,6 +958,7 @@ class Normalizer {
       Oddity("entry_group_not_in_pg_config");
     }
     entry->group = index;
+    ++group.entry_count;
   }
 
   // What a profiling_name says, parsed once per distinct name.

@@ -57,15 +57,12 @@ struct GroupKeyView {
 std::map<GroupKey, GroupView> CollectGroups(const LoadedTrace& trace) {
   absl::flat_hash_map<GroupKeyView, GroupView> by_view;
   for (const RankDump& dump : trace.ranks) {
-    std::vector<int64_t> entries_per_group(dump.groups.size(), 0);
-    for (const Entry& entry : dump.entries) ++entries_per_group[entry.group];
-    for (size_t g = 0; g < dump.groups.size(); ++g) {
-      const ProcessGroup& group = dump.groups[g];
+    for (const ProcessGroup& group : dump.groups) {
       GroupView& view = by_view[GroupKeyView{dump.strings.view(group.name), group.ranks}];
       if (view.desc.empty()) view.desc = std::string(dump.strings.view(group.desc));
       view.ranks_known = group.ranks_known;
       view.seen_by.push_back(dump.rank);
-      view.entries += entries_per_group[g];
+      view.entries += group.entry_count;
     }
   }
   std::map<GroupKey, GroupView> groups;
