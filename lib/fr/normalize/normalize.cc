@@ -230,6 +230,33 @@ class ItemIdsCache {
   std::array<Slot, kSlots> slots_;
 };
 
+// ParseRanksString, remembering the last few long strings parsed on this thread: every dump of a
+// job spells out the same world group, thousands of ranks long, and comparing that text is much
+// cheaper than parsing it again for each dump.
+bool ParseLongRanksStringOnce(std::string_view text, std::vector<int64_t>* ranks) {
+  constexpr size_t kLongText = 512;
+  if (text.size() < kLongText) return ParseRanksString(text, ranks);
+  struct Parsed {
+    std::string text;
+    std::vector<int64_t> ranks;
+    bool ok = false;
+  };
+  thread_local std::array<Parsed, 4> recent;
+  thread_local size_t next = 0;
+  for (const Parsed& parsed : recent) {
+    if (parsed.text == text) {
+      *ranks = parsed.ranks;
+      return parsed.ok;
+    }
+  }
+  bool ok = ParseRanksString(text, ranks);
+  Parsed& slot = recent[next++ % recent.size()];
+  slot.text = std::string(text);
+  slot.ranks = *ranks;
+  slot.ok = ok;
+  return ok;
+}
+
 bool ParseInt(std::string_view text, int64_t* value) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, *value);
@@ -457,7 +484,7 @@ class Normalizer {
       if (ranks == kNoValue) {
         Oddity("pg_config_without_ranks");
       } else if (doc_.kind(ranks) == ValueKind::kString) {
-        group.ranks_known = ParseRanksString(doc_.string_value(ranks), &group.ranks);
+        group.ranks_known = ParseLongRanksStringOnce(doc_.string_value(ranks), &group.ranks);
         if (!group.ranks_known) Oddity("unparseable_pg_ranks");
       } else if (doc_.kind(ranks) == ValueKind::kList) {
         for (ValueId rank : doc_.items(ranks)) {
@@ -1040,6 +1067,11 @@ class Normalizer {
   ShapeListId InternShapes(ValueId shapes) {
     if (doc_.kind(shapes) != ValueKind::kList) return kInvalidList;
     std::span<const ValueId> items = doc_.items(shapes);
+    uint64_t sample = SampleShapes(items);
+    RecentShapes& recent = recent_shapes_[(sample >> 32) % recent_shapes_.size()];
+    if (recent.sample == sample && recent.id != kInvalidList && SameShapes(items, recent.id)) {
+      return recent.id;
+    }
     // Encoded as [n_shapes, rank_0, dims_0..., rank_1, dims_1...], written in place (a first pass
     // over the shapes sizes the key) rather than appended value by value.
     size_t length = 1 + items.size();
@@ -1061,15 +1093,51 @@ class Normalizer {
     absl::string_view key(reinterpret_cast<const char*>(scratch_ints_.data()),
                           length * sizeof(int64_t));
     uint64_t hash = ByteKeyInterner::Hash(key);
-    if (uint32_t found = shape_lists_.Find(key, hash); found != ByteKeyInterner::kMissing) {
-      return found;
+    ShapeListId id = shape_lists_.Find(key, hash);
+    if (id == ByteKeyInterner::kMissing) {
+      id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
+      dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(),
+                              scratch_ints_.begin() + static_cast<ptrdiff_t>(length));
+      dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
+      shape_lists_.Insert(key, hash, id);
     }
-    ShapeListId id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
-    dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(),
-                            scratch_ints_.begin() + static_cast<ptrdiff_t>(length));
-    dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
-    shape_lists_.Insert(key, hash, id);
+    recent = RecentShapes{sample, id};
     return id;
+  }
+
+  // A few values of a shape list (how many shapes, the first shape's rank and its first and last
+  // dims), mixed: enough to tell apart the handful of shapes a dump repeats, so that a recent one
+  // is found by one probe and a compare against its stored encoding, without building and
+  // hashing the whole key. Values of the wrong type only make the sample miss.
+  uint64_t SampleShapes(std::span<const ValueId> items) const {
+    uint64_t sample = items.size() * 0x9e3779b97f4a7c15ULL;
+    if (!items.empty() && doc_.kind(items[0]) == ValueKind::kList) {
+      std::span<const ValueId> dims = doc_.items(items[0]);
+      sample ^= (dims.size() + 1) * 0xc2b2ae3d27d4eb4fULL;
+      if (!dims.empty() && doc_.kind(dims.front()) == ValueKind::kInt &&
+          doc_.kind(dims.back()) == ValueKind::kInt) {
+        sample ^= static_cast<uint64_t>(doc_.int_value(dims.front())) * 0x165667b19e3779f9ULL;
+        sample ^= static_cast<uint64_t>(doc_.int_value(dims.back())) * 0xd6e8feb86659fd93ULL;
+      }
+    }
+    return sample ^ (sample >> 29);
+  }
+
+  // Whether `items` is exactly shape list `id`, compared against its stored encoding.
+  bool SameShapes(std::span<const ValueId> items, ShapeListId id) const {
+    std::span<const int64_t> stored = dump_.ShapeList(id);
+    size_t at = 0;
+    if (stored.empty() || stored[at++] != static_cast<int64_t>(items.size())) return false;
+    for (ValueId shape : items) {
+      if (doc_.kind(shape) != ValueKind::kList) return false;
+      std::span<const ValueId> dims = doc_.items(shape);
+      if (at + 1 + dims.size() > stored.size()) return false;
+      if (stored[at++] != static_cast<int64_t>(dims.size())) return false;
+      for (ValueId dim : dims) {
+        if (doc_.kind(dim) != ValueKind::kInt || stored[at++] != doc_.int_value(dim)) return false;
+      }
+    }
+    return at == stored.size();
   }
 
   // Why InternShapes refused `shapes`.
@@ -1249,6 +1317,11 @@ class Normalizer {
   std::vector<bool> name_parsed_;
   EntryLayout layout_;
   int layouts_learned_ = 0;
+  struct RecentShapes {
+    uint64_t sample = 0;
+    ShapeListId id = kInvalidList;
+  };
+  std::array<RecentShapes, 64> recent_shapes_;
   ItemIdsCache<64, 64> stacks_by_items_;
   ItemIdsCache<16, 4> dtypes_by_items_;
   std::vector<int64_t> scratch_ints_;
