@@ -121,3 +121,18 @@ def test_usage_errors_exit_2(cli, tmp_path):
     assert result.returncode == 2
     assert "no readable flight-recorder dump" in result.stderr
     assert run(cli, "analyze", empty, "--format", "yaml").returncode == 2
+
+
+def test_file_names_that_are_not_utf8_still_give_valid_json(cli, example_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(example_job, job)
+    # Linux file names are bytes; a stray one must not make the JSON invalid.
+    with open(os.path.join(os.fsencode(job), b"notes-\xff.txt"), "wb") as f:
+        f.write(b"not a dump")
+    for command in (["load"], ["analyze"]):
+        result = subprocess.run([cli, *command, str(job), "--format", "json"], capture_output=True)
+        assert result.returncode in (0, 1), result.stderr
+        assert b"libprotobuf" not in result.stderr
+        report = json.loads(result.stdout.decode("utf-8"))  # strict: raises on invalid UTF-8
+        skipped = report["files_skipped"] if command == ["load"] else report["inputs"]["files_skipped"]
+        assert [os.path.basename(f["path"]) for f in skipped] == ["notes-\ufffd.txt"]

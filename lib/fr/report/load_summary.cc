@@ -11,6 +11,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "fmt/format.h"
+#include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
 
 namespace fr {
@@ -90,9 +91,11 @@ std::string JsonIntList(const std::vector<int64_t>& values) {
 }  // namespace
 
 std::string JsonEscape(std::string_view text) {
+  // Paths are filesystem bytes and may not be UTF-8, which JSON text must be.
+  std::string valid = ValidUtf8(text);
   std::string out;
-  out.reserve(text.size() + 2);
-  for (char c : text) {
+  out.reserve(valid.size() + 2);
+  for (char c : valid) {
     switch (c) {
       case '"':
         out += "\\\"";

@@ -20,7 +20,8 @@ namespace fr {
 std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& source);
 std::string FormatLoadSummaryJson(const LoadedTrace& trace, const std::string& source);
 
-// Escapes `text` as the contents of a JSON string (without the quotes).
+// Escapes `text` as the contents of a JSON string (without the quotes); bytes that are not UTF-8
+// become U+FFFD.
 std::string JsonEscape(std::string_view text);
 
 }  // namespace fr

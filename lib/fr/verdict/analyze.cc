@@ -9,6 +9,7 @@
 
 #include "fmt/format.h"
 #include "fr/base/rank_set.h"
+#include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
 #include "fr/match/matcher.h"
 #include "fr/verdict/next_actions.h"
@@ -123,7 +124,8 @@ class Analyzer {
 
   void FillInputs(Report* report) {
     auto* inputs = report->mutable_inputs();
-    inputs->set_source(options_.source);
+    // Paths are filesystem bytes; report strings must be UTF-8 (see ValidUtf8).
+    inputs->set_source(ValidUtf8(options_.source));
     for (const RankDump& dump : trace_.ranks) inputs->add_ranks_loaded(dump.rank);
     std::set<int64_t> missing(trace_.missing_ranks.begin(), trace_.missing_ranks.end());
     for (const RejectedFile& file : trace_.rejected) {
@@ -133,22 +135,23 @@ class Analyzer {
     for (int64_t r : missing) inputs->add_ranks_missing(static_cast<int32_t>(r));
     for (const RejectedFile& file : trace_.rejected) {
       auto* rejected = inputs->add_files_rejected();
-      rejected->set_path(file.path);
+      rejected->set_path(ValidUtf8(file.path));
       rejected->set_rank(static_cast<int32_t>(file.rank));
-      rejected->set_error(file.error);
+      rejected->set_error(ValidUtf8(file.error));
     }
     for (const RankConflict& conflict : trace_.conflicts) {
       for (const std::string& path : conflict.paths) {
         auto* rejected = inputs->add_files_rejected();
-        rejected->set_path(path);
+        rejected->set_path(ValidUtf8(path));
         rejected->set_rank(static_cast<int32_t>(conflict.rank));
-        rejected->set_error(fmt::format("{}: rank {} has several files ({}); none was used", path,
-                                        conflict.rank, fmt::join(conflict.paths, ", ")));
+        rejected->set_error(
+            ValidUtf8(fmt::format("{}: rank {} has several files ({}); none was used", path,
+                                  conflict.rank, fmt::join(conflict.paths, ", "))));
       }
     }
     for (const SkippedFile& file : trace_.skipped) {
       auto* skipped = inputs->add_files_skipped();
-      skipped->set_path(file.path);
+      skipped->set_path(ValidUtf8(file.path));
       skipped->set_reason(file.reason);
     }
     for (const std::string& version : trace_.versions) inputs->add_versions(version);
@@ -607,12 +610,12 @@ class Analyzer {
     std::set<int64_t> ranks;
     for (const RejectedFile& file : trace_.rejected) {
       if (file.rank != kUnknown) ranks.insert(file.rank);
-      finding->add_evidence(file.error);
+      finding->add_evidence(ValidUtf8(file.error));
     }
     for (const RankConflict& conflict : trace_.conflicts) {
       ranks.insert(conflict.rank);
-      finding->add_evidence(fmt::format("rank {}: several files ({}), none used", conflict.rank,
-                                        fmt::join(conflict.paths, ", ")));
+      finding->add_evidence(ValidUtf8(fmt::format("rank {}: several files ({}), none used",
+                                                  conflict.rank, fmt::join(conflict.paths, ", "))));
     }
     for (int64_t r : ranks) finding->add_ranks(static_cast<int32_t>(r));
     finding->set_collective_seq_id(-1);
@@ -815,7 +818,7 @@ class Analyzer {
                          : dump == nullptr        ? "missing"
                                                   : "healthy";
       out->set_role(role);
-      if (dump != nullptr) out->set_host(HostFromPath(dump->path, options_.source));
+      if (dump != nullptr) out->set_host(ValidUtf8(HostFromPath(dump->path, options_.source)));
       if (dump != nullptr) {
         // The oldest op that did not complete, else the newest op.
         const Entry* shown = nullptr;
