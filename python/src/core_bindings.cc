@@ -105,6 +105,9 @@ LoadedTrace RunInterruptibly(const std::function<absl::StatusOr<LoadedTrace>(Loa
     lock.unlock();
     worker.join();
   }
+  // A Ctrl-C that arrived after the last check (a load can finish within one 50 ms wait) still
+  // interrupts this call, rather than surfacing later outside it.
+  if (!interrupted && PyErr_CheckSignals() != 0) interrupted = true;
   if (interrupted) throw py::error_already_set();
   if (callback_error.has_value()) throw std::move(*callback_error);
   return ValueOrThrow(std::move(*result));
