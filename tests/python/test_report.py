@@ -154,8 +154,11 @@ def test_a_failing_progress_callback_stops_the_load(simulated_job):
 
 def test_ctrl_c_interrupts_a_load(simulated_job):
     # SIGINT arrives while the C++ loader runs; the load must stop with KeyboardInterrupt.
+    # Python keeps SIGINT ignored when it inherits it so (a background job of a non-interactive
+    # shell, as CI may run the tests): install the handler an interactive session has.
     script = (
         "import os, signal, fr_analyze\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "def progress(done, total):\n"
         "    if done == 1: os.kill(os.getpid(), signal.SIGINT)\n"
         "try:\n"
