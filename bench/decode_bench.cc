@@ -97,21 +97,26 @@ void BM_DecodeAndNormalizePickle(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeAndNormalizePickle)->Arg(2000);
 
-// The file named by FR_BENCH_FILE, so that run_benchmarks.py can time CPython's pickle.loads on
-// exactly the same bytes.
-void BM_DecodePickleFile(benchmark::State& state) {
+// The bytes of the file named by FR_BENCH_FILE (run_benchmarks.py times CPython's pickle.loads on
+// exactly the same bytes), copied to the heap once so that loops measure decoding, not page
+// faults; nullptr after marking `state` skipped.
+std::shared_ptr<const Buffer> BenchFileBytes(benchmark::State& state) {
   const char* path = std::getenv("FR_BENCH_FILE");
   if (path == nullptr) {
     state.SkipWithError("FR_BENCH_FILE is not set");
-    return;
+    return nullptr;
   }
-  absl::StatusOr<std::shared_ptr<const Buffer>> mapped = Buffer::MapFile(path);
-  if (!mapped.ok()) {
-    state.SkipWithError(std::string(mapped.status().message()).c_str());
-    return;
+  absl::StatusOr<std::shared_ptr<const Buffer>> read = Buffer::ReadFile(path);
+  if (!read.ok()) {
+    state.SkipWithError(std::string(read.status().message()).c_str());
+    return nullptr;
   }
-  // Copy to the heap once so the loop measures decoding, not page faults.
-  auto bytes = Buffer::FromString(std::string((*mapped)->bytes()));
+  return Buffer::FromString(std::string((*read)->bytes()));
+}
+
+void BM_DecodePickleFile(benchmark::State& state) {
+  std::shared_ptr<const Buffer> bytes = BenchFileBytes(state);
+  if (bytes == nullptr) return;
   for (auto _ : state) {
     absl::StatusOr<Document> doc = DecodePickle(bytes);
     if (!doc.ok()) {
@@ -124,20 +129,12 @@ void BM_DecodePickleFile(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodePickleFile);
 
-// Normalization alone of the file named by FR_BENCH_FILE (decoded once), to compare the warm
-// per-file normalize cost with what a directory load reports under --timings.
+// Normalization alone of the same file (decoded once), to compare the warm per-file normalize
+// cost with what a directory load reports under --timings.
 void BM_NormalizePickleFile(benchmark::State& state) {
-  const char* path = std::getenv("FR_BENCH_FILE");
-  if (path == nullptr) {
-    state.SkipWithError("FR_BENCH_FILE is not set");
-    return;
-  }
-  absl::StatusOr<std::shared_ptr<const Buffer>> mapped = Buffer::MapFile(path);
-  if (!mapped.ok()) {
-    state.SkipWithError(std::string(mapped.status().message()).c_str());
-    return;
-  }
-  absl::StatusOr<Document> doc = DecodePickle(Buffer::FromString(std::string((*mapped)->bytes())));
+  std::shared_ptr<const Buffer> bytes = BenchFileBytes(state);
+  if (bytes == nullptr) return;
+  absl::StatusOr<Document> doc = DecodePickle(bytes);
   if (!doc.ok()) {
     state.SkipWithError(std::string(doc.status().message()).c_str());
     return;
