@@ -718,7 +718,8 @@ class Normalizer {
       }
       bool ok = true;
       std::string_view expected = "expected an int";
-      switch (FieldOfKey(key)) {
+      const EntryField kind = FieldOfKey(key);
+      switch (kind) {
         case EntryField::kFrames: {
           FR_ASSIGN_OR_RETURN(entry->stack, InternStack(field, index));
           break;
@@ -771,16 +772,14 @@ class Normalizer {
         case EntryField::kOutputSizes: {
           ShapeListId id = InternShapes(field);
           if (id == kInvalidList) return ShapesError(field, FieldWhere(index, key));
-          (FieldOfKey(key) == EntryField::kInputSizes ? entry->input_sizes : entry->output_sizes) =
-              id;
+          (kind == EntryField::kInputSizes ? entry->input_sizes : entry->output_sizes) = id;
           break;
         }
         case EntryField::kInputDtypes:
         case EntryField::kOutputDtypes: {
           DtypeListId id = InternDtypes(field);
           if (id == kInvalidList) return DtypesError(field, FieldWhere(index, key));
-          (FieldOfKey(key) == EntryField::kInputDtypes ? entry->input_dtypes
-                                                       : entry->output_dtypes) = id;
+          (kind == EntryField::kInputDtypes ? entry->input_dtypes : entry->output_dtypes) = id;
           break;
         }
         case EntryField::kState:
