@@ -29,8 +29,6 @@ absl::Status ErrnoToStatus(int error, const std::string& path, std::string_view 
   }
 }
 
-}  // namespace
-
 // An open regular file; closes it when done.
 class OpenFile {
  public:
@@ -60,26 +58,42 @@ class OpenFile {
   size_t size_ = 0;
 };
 
-absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::MapFile(const std::string& path) {
-  FR_ASSIGN_OR_RETURN(OpenFile file, OpenFile::Open(path));
+// Maps an open file whole (nullptr for an empty one); the mapping outlives the descriptor.
+absl::StatusOr<void*> MapWhole(const OpenFile& file, const std::string& path) {
+  if (file.size() == 0) return nullptr;
+  void* mapping = ::mmap(nullptr, file.size(), PROT_READ, MAP_PRIVATE, file.fd(), 0);
+  if (mapping == MAP_FAILED) return ErrnoToStatus(errno, path, "cannot map");
+  // Dumps are read once, front to back, right away. (The advice values are not bit flags, so
+  // they take a call each.)
+  ::madvise(mapping, file.size(), MADV_SEQUENTIAL);
+  ::madvise(mapping, file.size(), MADV_WILLNEED);
+  return mapping;
+}
+
+}  // namespace
+
+std::shared_ptr<const Buffer> Buffer::FromMapping(void* mapping, size_t size) {
   std::shared_ptr<Buffer> buffer(new Buffer());
-  if (file.size() > 0) {
-    void* mapping = ::mmap(nullptr, file.size(), PROT_READ, MAP_PRIVATE, file.fd(), 0);
-    if (mapping == MAP_FAILED) return ErrnoToStatus(errno, path, "cannot map");
-    // Dumps are read once, front to back, right away. (The advice values are not bit flags, so
-    // they take a call each.)
-    ::madvise(mapping, file.size(), MADV_SEQUENTIAL);
-    ::madvise(mapping, file.size(), MADV_WILLNEED);
+  if (mapping != nullptr) {
     buffer->mapping_ = mapping;
     buffer->data_ = static_cast<const char*>(mapping);
-    buffer->size_ = file.size();
+    buffer->size_ = size;
   }
-  return buffer;  // the mapping stays valid without the descriptor
+  return buffer;
+}
+
+absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::MapFile(const std::string& path) {
+  FR_ASSIGN_OR_RETURN(OpenFile file, OpenFile::Open(path));
+  FR_ASSIGN_OR_RETURN(void* mapping, MapWhole(file, path));
+  return FromMapping(mapping, file.size());
 }
 
 absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::ReadFile(const std::string& path) {
   FR_ASSIGN_OR_RETURN(OpenFile file, OpenFile::Open(path));
-  if (file.size() > kMaxReadSize) return MapFile(path);
+  if (file.size() > kMaxReadSize) {
+    FR_ASSIGN_OR_RETURN(void* mapping, MapWhole(file, path));
+    return FromMapping(mapping, file.size());
+  }
   // This thread's buffer, taken again when nothing else holds it any more (the document decoded
   // from the previous file is gone): no page faults, no unmapping per file.
   thread_local std::shared_ptr<Buffer> reusable;

@@ -43,6 +43,8 @@ class Buffer {
 
  private:
   Buffer() = default;
+  // Owns `mapping` (size bytes, from mmap), or is empty when it is nullptr.
+  static std::shared_ptr<const Buffer> FromMapping(void* mapping, size_t size);
 
   const char* data_ = nullptr;
   size_t size_ = 0;

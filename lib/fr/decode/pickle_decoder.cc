@@ -306,7 +306,7 @@ ValueId PickleMachine::MemoGet(uint32_t id, const uint8_t* op) {
 
 ValueId PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_t length) {
   if (length > Left(text)) [[unlikely]] {
-    if (length > DocumentBuilder::kMaxInputSize) {
+    if (length > kMaxPickleInputSize) {
       return FailValue(Invalid(op, fmt::format("{} length {} is absurd (the input has {} bytes)",
                                                PickleOpcodeInfo(*op).name, length, end_ - begin_)));
     }
