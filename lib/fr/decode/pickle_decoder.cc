@@ -559,29 +559,16 @@ op_kTuple3 : {
   FR_PICKLE_MAKE_TUPLE(static_cast<size_t>(top - stack) - count);
   FR_PICKLE_NEXT();
 }
-op_kBinUnicode : {
-  FR_PICKLE_NEED(4);
-  uint32_t length = LoadLe32(p);
-  p += 4;
-  ValueId id;
-  FR_PICKLE_TRY_VALUE(id, AddString(op, p, length));
-  FR_PICKLE_PUSH(id);
-  p += length;
-  FR_PICKLE_NEXT();
-}
-op_kShortBinUnicode : {
-  FR_PICKLE_NEED(1);
-  uint32_t length = *p++;
-  ValueId id;
-  FR_PICKLE_TRY_VALUE(id, AddString(op, p, length));
-  FR_PICKLE_PUSH(id);
-  p += length;
-  FR_PICKLE_NEXT();
-}
+op_kBinUnicode:
+op_kShortBinUnicode:
 op_kBinUnicode8 : {
-  FR_PICKLE_NEED(8);
-  uint64_t length = LoadLe64(p);
-  p += 8;
+  // The length comes first, in 1, 4 or 8 little-endian bytes.
+  size_t width = *op == static_cast<uint8_t>(PickleOpcode::kShortBinUnicode) ? 1
+                 : *op == static_cast<uint8_t>(PickleOpcode::kBinUnicode)    ? 4
+                                                                             : 8;
+  FR_PICKLE_NEED(width);
+  uint64_t length = width == 1 ? *p : width == 4 ? LoadLe32(p) : LoadLe64(p);
+  p += width;
   ValueId id;
   FR_PICKLE_TRY_VALUE(id, AddString(op, p, length));
   FR_PICKLE_PUSH(id);
