@@ -100,11 +100,11 @@ class Args {
     std::string_view arg = Peek();
     for (std::string_view name : names) {
       if (arg == name) {
-        ++at_;
-        if (empty()) {
-          *missing = true;
+        if (at_ + 1 == args_.size()) {
+          *missing = true;  // left as the next argument, so that the error can name it
           return std::nullopt;
         }
+        ++at_;
         return Next();
       }
       if (arg.size() > name.size() + 1 && arg.substr(0, name.size()) == name &&
@@ -114,6 +114,17 @@ class Args {
       }
     }
     return std::nullopt;
+  }
+
+  // The end of every subcommand's flag loop, when no flag of its own matched the next argument:
+  // a flag whose value is `missing`, an unknown option, or the one positional argument, taken into
+  // `positional` while it is still empty. Returns what is wrong, or "" once the argument is taken.
+  std::string TakePositional(bool missing, std::string* positional) {
+    if (missing) return fmt::format("{} needs a value", Peek());
+    if (Peek().starts_with("-") && Peek() != "-") return fmt::format("unknown option {}", Peek());
+    if (!positional->empty()) return fmt::format("unexpected argument {}", Peek());
+    *positional = Next();
+    return "";
   }
 
  private:
@@ -201,14 +212,8 @@ int RunAnalyze(Args& args, Mode mode) {
       int64_t jobs;
       if (!ParseInt(*v, &jobs) || jobs < 0) return UsageError("--jobs needs a number");
       options.jobs = static_cast<int>(jobs);
-    } else if (missing) {
-      return UsageError(fmt::format("{} needs a value", args.Peek()));
-    } else if (args.Peek().starts_with("-") && args.Peek() != "-") {
-      return UsageError(fmt::format("unknown option {}", args.Peek()));
-    } else if (path.empty()) {
-      path = args.Next();
-    } else {
-      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    } else if (std::string error = args.TakePositional(missing, &path); !error.empty()) {
+      return UsageError(error);
     }
   }
   if (path.empty()) return UsageError("a directory of dumps is needed");
@@ -280,12 +285,8 @@ int RunDump(Args& args) {
       format = *v;
     } else if (auto v = args.Flag({"-o", "--output"}, &missing)) {
       output = *v;
-    } else if (missing) {
-      return UsageError(fmt::format("{} needs a value", args.Peek()));
-    } else if (path.empty() && !(args.Peek().starts_with("-") && args.Peek() != "-")) {
-      path = args.Next();
-    } else {
-      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    } else if (std::string error = args.TakePositional(missing, &path); !error.empty()) {
+      return UsageError(error);
     }
   }
   if (path.empty()) return UsageError("dump needs a file");
@@ -325,12 +326,8 @@ int RunExample(Args& args) {
       options.stuck_rank = number;
     } else if (auto v = args.Flag({"--dump-version"}, &missing)) {
       options.version = *v;
-    } else if (missing) {
-      return UsageError(fmt::format("{} needs a value", args.Peek()));
-    } else if (directory.empty() && !args.Peek().starts_with("-")) {
-      directory = args.Next();
-    } else {
-      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    } else if (std::string error = args.TakePositional(missing, &directory); !error.empty()) {
+      return UsageError(error);
     }
   }
   if (directory.empty()) return UsageError("example needs an output directory");
@@ -404,12 +401,8 @@ int RunSimulate(Args& args) {
       } else {
         return UsageError(fmt::format("unknown group kind {}", *v));
       }
-    } else if (missing) {
-      return UsageError(fmt::format("{} needs a value", args.Peek()));
-    } else if (directory.empty() && !args.Peek().starts_with("-")) {
-      directory = args.Next();
-    } else {
-      return UsageError(fmt::format("unexpected argument {}", args.Peek()));
+    } else if (std::string error = args.TakePositional(missing, &directory); !error.empty()) {
+      return UsageError(error);
     }
   }
   if (directory.empty()) return UsageError("simulate needs an output directory");

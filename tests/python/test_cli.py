@@ -123,6 +123,27 @@ def test_usage_errors_exit_2(cli, tmp_path):
     assert run(cli, "analyze", empty, "--format", "yaml").returncode == 2
 
 
+def test_every_subcommand_names_what_is_wrong_with_its_arguments(cli, example_job, tmp_path):
+    dump_file = next(example_job.iterdir())
+    cases = [
+        (["analyze", example_job, "--bogus"], "unknown option --bogus"),
+        (["load", example_job, "--format"], "--format needs a value"),
+        (["entries", example_job, example_job], "unexpected argument"),
+        (["dump", dump_file, "--bogus"], "unknown option --bogus"),
+        (["dump", dump_file, dump_file], "unexpected argument"),
+        (["example", tmp_path / "a", "--world-size"], "--world-size needs a value"),
+        (["example", tmp_path / "a", "--bogus", "1"], "unknown option --bogus"),
+        (["simulate", tmp_path / "b", tmp_path / "c"], "unexpected argument"),
+        (["simulate", tmp_path / "b", "--fault", "bogus"], "unknown fault bogus"),
+    ]
+    for args, message in cases:
+        result = run(cli, *args)
+        assert result.returncode == 2, args
+        assert message in result.stderr, (args, result.stderr)
+        assert "usage:" in result.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
 def test_file_names_that_are_not_utf8_still_give_valid_json(cli, example_job, tmp_path):
     job = tmp_path / "job"
     shutil.copytree(example_job, job)
