@@ -3,7 +3,7 @@
 //   fr-analyze DIR                      the verdict (= fr-analyze analyze DIR)
 //   fr-analyze analyze DIR [--format text|json|proto] [-o FILE] [-p PREFIX | --rank-pattern RE]
 //                          [--pg-filter NAME] [-j N] [--dump-time NS]
-//   fr-analyze load DIR [--format text|json]   what was loaded
+//   fr-analyze load DIR [--format text|json|proto]   what was loaded
 //   fr-analyze entries DIR [--ranks 0,5] [--pg-filter NAME]   ranks side by side by group and seq
 //   fr-analyze dump FILE [--format json]   one decoded dump, as Python's pickle.load sees it
 //   fr-analyze example DIR [--world-size N] [--entries N] [--stuck-rank R] [--dump-version V]
@@ -55,7 +55,7 @@ constexpr std::string_view kUsage = R"(usage:
       --allow-incomplete-ranks         accepted for torchfrtrace compatibility (always on)
       --timings                        print time per stage (read, decode, analysis) on stderr
       -j, --jobs N                     threads for reading and decoding (default: all cores)
-  fr-analyze load DIR [--format text|json]
+  fr-analyze load DIR [--format text|json|proto]
                                        what was loaded: ranks, versions, groups, bad files
   fr-analyze entries DIR [--ranks R[,R]] [--pg-filter NAME] [--last N]
                                        ranks side by side, aligned by group and seq
@@ -217,7 +217,7 @@ int RunAnalyze(Args& args, Mode mode) {
     }
   }
   if (path.empty()) return UsageError("a directory of dumps is needed");
-  bool proto_ok = mode == Mode::kAnalyze;
+  bool proto_ok = mode == Mode::kAnalyze || mode == Mode::kLoad;
   if (format != "text" && format != "json" && !(proto_ok && format == "proto")) {
     return UsageError(fmt::format("unknown format {}", format));
   }
@@ -235,9 +235,16 @@ int RunAnalyze(Args& args, Mode mode) {
     return kExitUsage;
   }
   if (mode == Mode::kLoad) {
-    return WriteOutput(format == "json" ? FormatLoadSummaryJson(*trace, path)
-                                        : FormatLoadSummaryText(*trace, path),
-                       output);
+    if (format == "text") return WriteOutput(FormatLoadSummaryText(*trace, path), output);
+    if (format == "proto") {
+      return WriteOutput(BuildLoadSummary(*trace, path).SerializeAsString(), output);
+    }
+    absl::StatusOr<std::string> json = FormatLoadSummaryJson(*trace, path);
+    if (!json.ok()) {
+      std::fprintf(stderr, "fr-analyze: %s\n", std::string(json.status().message()).c_str());
+      return kExitUsage;
+    }
+    return WriteOutput(*json, output);
   }
   if (mode == Mode::kEntries) {
     return WriteOutput(FormatEntriesView(*trace, BuildJobIndex(*trace), entries), output);

@@ -273,7 +273,12 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("bytes_on_disk", &LoadedTrace::bytes_on_disk)
       .def_readonly("bytes_decoded", &LoadedTrace::bytes_decoded)
       .def("summary_text", &FormatLoadSummaryText, py::arg("source"))
-      .def("summary_json", &FormatLoadSummaryJson, py::arg("source"));
+      .def(
+          "summary_json",
+          [](const LoadedTrace& trace, const std::string& source) {
+            return ValueOrThrow(FormatLoadSummaryJson(trace, source));
+          },
+          py::arg("source"));
 
   py::class_<report::Report>(m, "Report")
       .def("text", &FormatReportText)

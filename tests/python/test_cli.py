@@ -38,12 +38,13 @@ def test_summary_names_ranks_groups_and_rejected_files(cli, example_job, tmp_pat
 
 
 def test_output_is_deterministic(cli, example_job):
-    for fmt in ("text", "json", "proto"):  # proto is binary: compare bytes
-        first, second = (
-            subprocess.run([cli, "analyze", str(example_job), "--jobs", jobs, "--format", fmt,
-                            "-o", "/dev/stdout"], capture_output=True)
-            for jobs in ("1", "2"))
-        assert first.stdout == second.stdout and first.stdout
+    for command in ("analyze", "load"):
+        for fmt in ("text", "json", "proto"):  # proto is binary: compare bytes
+            first, second = (
+                subprocess.run([cli, command, str(example_job), "--jobs", jobs, "--format", fmt,
+                                "-o", "/dev/stdout"], capture_output=True)
+                for jobs in ("1", "2"))
+            assert first.stdout == second.stdout and first.stdout, (command, fmt)
 
 
 def test_analyze_names_the_hung_rank_and_exits_1(cli, example_job):

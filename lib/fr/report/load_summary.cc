@@ -13,6 +13,7 @@
 #include "fmt/format.h"
 #include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
+#include "fr/report/report_format.h"
 
 namespace fr {
 namespace {
@@ -84,44 +85,7 @@ std::vector<std::pair<GroupKey, GroupView>> SortedGroups(const LoadedTrace& trac
   return sorted;
 }
 
-std::string JsonIntList(const std::vector<int64_t>& values) {
-  return fmt::format("[{}]", fmt::join(values, ","));
-}
-
 }  // namespace
-
-std::string JsonEscape(std::string_view text) {
-  // Paths are filesystem bytes and may not be UTF-8, which JSON text must be.
-  std::string valid = ValidUtf8(text);
-  std::string out;
-  out.reserve(valid.size() + 2);
-  for (char c : valid) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& source) {
   std::string out;
@@ -192,58 +156,55 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
   return out;
 }
 
-std::string FormatLoadSummaryJson(const LoadedTrace& trace, const std::string& source) {
-  std::vector<int64_t> loaded;
-  for (const RankDump& dump : trace.ranks) loaded.push_back(dump.rank);
-  std::string out = "{";
-  out += fmt::format("\"source\":\"{}\",", JsonEscape(source));
-  out += fmt::format("\"ranks_loaded\":{},", JsonIntList(loaded));
-  out += fmt::format("\"ranks_missing\":{},", JsonIntList(trace.missing_ranks));
-  std::vector<std::string> versions;
-  for (const std::string& v : trace.versions) versions.push_back("\"" + JsonEscape(v) + "\"");
-  out += fmt::format("\"versions\":[{}],", fmt::join(versions, ","));
-  std::vector<std::string> items;
+report::LoadSummary BuildLoadSummary(const LoadedTrace& trace, const std::string& source) {
+  report::LoadSummary summary;
+  summary.set_source(ValidUtf8(source));
+  for (const RankDump& dump : trace.ranks)
+    summary.add_ranks_loaded(static_cast<int32_t>(dump.rank));
+  for (int64_t rank : trace.missing_ranks) summary.add_ranks_missing(static_cast<int32_t>(rank));
+  for (const std::string& version : trace.versions) summary.add_versions(ValidUtf8(version));
   for (const RejectedFile& file : trace.rejected) {
-    items.push_back(fmt::format("{{\"path\":\"{}\",\"rank\":{},\"error\":\"{}\"}}",
-                                JsonEscape(file.path), file.rank, JsonEscape(file.error)));
+    report::RejectedFile* out = summary.add_files_rejected();
+    out->set_path(ValidUtf8(file.path));
+    out->set_rank(static_cast<int32_t>(file.rank));
+    out->set_error(ValidUtf8(file.error));
   }
-  out += fmt::format("\"files_rejected\":[{}],", fmt::join(items, ","));
-  items.clear();
   for (const SkippedFile& file : trace.skipped) {
-    items.push_back(fmt::format("{{\"path\":\"{}\",\"reason\":\"{}\"}}", JsonEscape(file.path),
-                                JsonEscape(file.reason)));
+    report::SkippedFile* out = summary.add_files_skipped();
+    out->set_path(ValidUtf8(file.path));
+    out->set_reason(ValidUtf8(file.reason));
   }
-  out += fmt::format("\"files_skipped\":[{}],", fmt::join(items, ","));
-  items.clear();
   for (const RankConflict& conflict : trace.conflicts) {
-    std::vector<std::string> paths;
-    for (const std::string& p : conflict.paths) paths.push_back("\"" + JsonEscape(p) + "\"");
-    items.push_back(
-        fmt::format("{{\"rank\":{},\"paths\":[{}]}}", conflict.rank, fmt::join(paths, ",")));
+    report::RankConflict* out = summary.add_rank_conflicts();
+    out->set_rank(static_cast<int32_t>(conflict.rank));
+    for (const std::string& path : conflict.paths) out->add_paths(ValidUtf8(path));
   }
-  out += fmt::format("\"rank_conflicts\":[{}],", fmt::join(items, ","));
-  items.clear();
   for (const auto& [key, view] : SortedGroups(trace)) {
-    items.push_back(fmt::format(
-        "{{\"name\":\"{}\",\"desc\":\"{}\",\"ranks\":{},\"ranks_known\":{},\"seen_by\":{},"
-        "\"entries\":{}}}",
-        JsonEscape(key.name), JsonEscape(view.desc), JsonIntList(key.ranks),
-        view.ranks_known ? "true" : "false", JsonIntList(view.seen_by), view.entries));
+    report::LoadedGroup* out = summary.add_process_groups();
+    out->set_name(ValidUtf8(key.name));
+    out->set_desc(ValidUtf8(view.desc));
+    for (int64_t rank : key.ranks) out->add_ranks(static_cast<int32_t>(rank));
+    out->set_ranks_known(view.ranks_known);
+    for (int64_t rank : view.seen_by) out->add_seen_by(static_cast<int32_t>(rank));
+    out->set_entries(view.entries);
   }
-  out += fmt::format("\"process_groups\":[{}],", fmt::join(items, ","));
-  items.clear();
   for (const RankDump& dump : trace.ranks) {
-    items.push_back(
-        fmt::format("{{\"rank\":{},\"path\":\"{}\",\"version\":\"{}\",\"entries\":{},\"groups\":{},"
-                    "\"has_stacks\":{}}}",
-                    dump.rank, JsonEscape(dump.path), JsonEscape(dump.version), dump.entries.size(),
-                    dump.groups.size(), dump.has_stacks ? "true" : "false"));
+    report::LoadedRank* out = summary.add_per_rank();
+    out->set_rank(static_cast<int32_t>(dump.rank));
+    out->set_path(ValidUtf8(dump.path));
+    out->set_version(ValidUtf8(dump.version));
+    out->set_entries(static_cast<int64_t>(dump.entries.size()));
+    out->set_groups(static_cast<int32_t>(dump.groups.size()));
+    out->set_has_stacks(dump.has_stacks);
   }
-  out += fmt::format("\"per_rank\":[{}],", fmt::join(items, ","));
-  out += fmt::format("\"bytes_on_disk\":{},\"bytes_decoded\":{}", trace.bytes_on_disk,
-                     trace.bytes_decoded);
-  out += "}\n";
-  return out;
+  summary.set_bytes_on_disk(static_cast<int64_t>(trace.bytes_on_disk));
+  summary.set_bytes_decoded(static_cast<int64_t>(trace.bytes_decoded));
+  return summary;
+}
+
+absl::StatusOr<std::string> FormatLoadSummaryJson(const LoadedTrace& trace,
+                                                  const std::string& source) {
+  return FormatProtoJson(BuildLoadSummary(trace, source));
 }
 
 }  // namespace fr

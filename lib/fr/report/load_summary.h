@@ -1,6 +1,6 @@
-// What a load found, for people (text) and programs (JSON): ranks loaded and missing, versions,
-// process groups with their members, entries per rank, rejected and skipped files with reasons.
-// This is what `fr-analyze DIR` prints until the culprit analysis lands on top of it.
+// What a load found, for people (text) and programs (report::LoadSummary, as JSON or protobuf):
+// ranks loaded and missing, versions, process groups with their members, entries per rank,
+// rejected and skipped files with reasons. `fr-analyze load DIR` prints it.
 //
 //   FR_ASSIGN_OR_RETURN(LoadedTrace trace, LoadTrace(dir));
 //   std::fputs(FormatLoadSummaryText(trace, dir).c_str(), stdout);
@@ -11,18 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "fr/base/rank_set.h"
 #include "fr/load/load.h"
+#include "fr/report.pb.h"
 
 namespace fr {
 
+// The summary as data; strings that are not UTF-8 (file names are bytes) hold U+FFFD instead.
+report::LoadSummary BuildLoadSummary(const LoadedTrace& trace, const std::string& source);
+
 // Deterministic: the same trace gives the same bytes (no timings, which vary run to run).
 std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& source);
-std::string FormatLoadSummaryJson(const LoadedTrace& trace, const std::string& source);
-
-// Escapes `text` as the contents of a JSON string (without the quotes); bytes that are not UTF-8
-// become U+FFFD.
-std::string JsonEscape(std::string_view text);
+// BuildLoadSummary in protobuf's JSON mapping (see FormatProtoJson).
+absl::StatusOr<std::string> FormatLoadSummaryJson(const LoadedTrace& trace,
+                                                  const std::string& source);
 
 }  // namespace fr
 

@@ -186,15 +186,19 @@ std::string FormatReportText(const Report& report) {
   return out;
 }
 
-absl::StatusOr<std::string> FormatReportJson(const Report& report) {
+absl::StatusOr<std::string> FormatProtoJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.always_print_primitive_fields = true;
   options.preserve_proto_field_names = true;
   std::string json;
-  auto status = google::protobuf::util::MessageToJsonString(report, &json, options);
+  auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) return absl::InternalError(std::string(status.message()));
   return json;
+}
+
+absl::StatusOr<std::string> FormatReportJson(const Report& report) {
+  return FormatProtoJson(report);
 }
 
 std::string FormatReportProto(const Report& report) {

@@ -18,6 +18,8 @@ std::string FormatReportText(const report::Report& report);
 
 // Protobuf's JSON mapping, original field names, every field printed (empty lists included).
 absl::StatusOr<std::string> FormatReportJson(const report::Report& report);
+// The same for any message (the load summary); fails only on strings that are not UTF-8.
+absl::StatusOr<std::string> FormatProtoJson(const google::protobuf::Message& message);
 
 // The binary protobuf message.
 std::string FormatReportProto(const report::Report& report);
