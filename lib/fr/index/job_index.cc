@@ -43,17 +43,21 @@ void AddEntry(const RankDump& dump, uint32_t i, GroupMember* member) {
   // p2p batches close with a "coalesced" entry that carries no collective of its own.
   if (entry.op == OpKind::kCoalesced && entry.is_p2p) return;
   if (entry.collective_seq_id == kUnknown) return;
+  bool by_retirement = entry.state != EntryState::kCompleted && entry.retired;
+  EntryState state = by_retirement ? EntryState::kCompleted : entry.state;
   if (!member->units.empty() && member->units.back().seq == entry.collective_seq_id) {
     CollectiveUnit& unit = member->units.back();
     if (unit.entry_count < std::numeric_limits<uint16_t>::max()) ++unit.entry_count;
-    if (Rank(entry.state) < Rank(unit.state)) unit.state = entry.state;
+    if (Rank(state) < Rank(unit.state)) unit.state = state;
+    if (by_retirement) unit.retired_without_completion = true;
     return;
   }
   CollectiveUnit unit;
   unit.seq = entry.collective_seq_id;
   unit.first_entry = i;
   unit.entry_count = 1;
-  unit.state = entry.state;
+  unit.state = state;
+  unit.retired_without_completion = by_retirement;
   member->units.push_back(unit);
 }
 
@@ -85,6 +89,90 @@ void FinishMember(const RankDump& dump, GroupMember* member) {
   }
 }
 
+// The job's world size as far as the files tell: one past the highest rank loaded, missing,
+// rejected or in conflict.
+int64_t WorldSize(const LoadedTrace& trace) {
+  int64_t highest = -1;
+  for (const RankDump& dump : trace.ranks) highest = std::max(highest, dump.rank);
+  for (int64_t rank : trace.missing_ranks) highest = std::max(highest, rank);
+  for (const RejectedFile& file : trace.rejected) highest = std::max(highest, file.rank);
+  for (const RankConflict& conflict : trace.conflicts) highest = std::max(highest, conflict.rank);
+  return highest + 1;
+}
+
+// True when `member` issued a different op than `op` as collective `seq`.
+bool IssuedOtherOp(const RankDump& dump, const GroupMember& member, int64_t seq, OpKind op) {
+  auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                             [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+  return it != member.units.end() && it->seq == seq && dump.entries[it->first_entry].op != op;
+}
+
+// A retired op that some present member never issued cannot have completed once it is older
+// than its timeout at that member's dump: it failed (Gloo retires ops that time out). Such units
+// become the member's pending head again.
+int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times, JobGroup* group) {
+  int64_t reopened = 0;
+  for (GroupMember& member : group->members) {
+    if (member.dump < 0) continue;
+    const RankDump& dump = trace.ranks[member.dump];
+    int64_t first_failed = kUnknown;
+    for (auto unit = member.units.rbegin(); unit != member.units.rend(); ++unit) {
+      if (!unit->retired_without_completion) break;
+      const Entry& entry = dump.entries[unit->first_entry];
+      int64_t timeout_ns = (entry.timeout_ms > 0 ? entry.timeout_ms : 600000) * 1'000'000;
+      bool failed = false;
+      for (const GroupMember& other : group->members) {
+        if (other.dump < 0 || &other == &member) continue;
+        if (IssuedOtherOp(trace.ranks[other.dump], other, unit->seq, entry.op)) {
+          failed = true;  // a desync: the collective cannot have completed
+          break;
+        }
+        if (other.last_enqueued != kUnknown && other.last_enqueued >= unit->seq) continue;
+        int64_t other_time = times.per_dump[other.dump];
+        if (other_time == kUnknown || entry.time_created_ns == kUnknown ||
+            other_time - entry.time_created_ns >= timeout_ns) {
+          failed = true;
+          break;
+        }
+      }
+      if (!failed) break;
+      unit->state = EntryState::kScheduled;
+      unit->retired_failed = true;
+      first_failed = unit->seq;
+      ++reopened;
+    }
+    if (first_failed == kUnknown) continue;
+    member.last_completed = std::min(member.last_completed, first_failed - 1);
+    member.last_started = std::min(member.last_started, first_failed - 1);
+  }
+  return reopened;
+}
+
+// Each dump's oldest entry that did not finish, counting reopened units as unfinished.
+void FindFirstUnfinished(const LoadedTrace& trace, JobIndex* index) {
+  index->first_unfinished_entry.assign(trace.ranks.size(), -1);
+  for (size_t d = 0; d < trace.ranks.size(); ++d) {
+    const auto& entries = trace.ranks[d].entries;
+    for (size_t e = 0; e < entries.size(); ++e) {
+      if (!EntryFinished(entries[e]) && entries[e].op != OpKind::kCoalesced) {
+        index->first_unfinished_entry[d] = static_cast<int64_t>(e);
+        break;
+      }
+    }
+  }
+  for (const JobGroup& group : index->groups) {
+    for (const GroupMember& member : group.members) {
+      if (member.dump < 0) continue;
+      for (const CollectiveUnit& unit : member.units) {
+        if (!unit.retired_failed) continue;
+        int64_t& first = index->first_unfinished_entry[member.dump];
+        if (first < 0 || unit.first_entry < first) first = unit.first_entry;
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool GroupNameLess(const std::string& a, const std::string& b) {
@@ -94,8 +182,9 @@ bool GroupNameLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-JobIndex BuildJobIndex(const LoadedTrace& trace) {
+JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
   JobIndex index;
+  index.dump_times = EstimateDumpTimes(trace, dump_time_ns);
   // Identity is name plus rank set; dumps that do not know a group's ranks join it by name.
   std::map<std::pair<std::string, std::vector<int64_t>>, uint32_t> by_identity;
   std::map<std::string, uint32_t> unknown_ranks_by_name;
@@ -139,8 +228,15 @@ JobIndex BuildJobIndex(const LoadedTrace& trace) {
     dump_of_rank[trace.ranks[d].rank] = static_cast<int32_t>(d);
   }
   std::vector<absl::flat_hash_map<int64_t, uint32_t>> member_of_rank(index.groups.size());
+  const int64_t world_size = WorldSize(trace);
   for (size_t g = 0; g < index.groups.size(); ++g) {
     JobGroup& group = index.groups[g];
+    if (!group.ranks_known && group.desc == "default_pg" && world_size > 0) {
+      group.ranks.clear();
+      for (int64_t r = 0; r < world_size; ++r) group.ranks.push_back(r);
+      group.ranks_known = true;
+      group.ranks_inferred = true;
+    }
     if (!group.ranks_known) std::sort(group.ranks.begin(), group.ranks.end());
     group.members.resize(group.ranks.size());
     for (uint32_t m = 0; m < group.ranks.size(); ++m) {
@@ -170,6 +266,9 @@ JobIndex BuildJobIndex(const LoadedTrace& trace) {
       if (member != nullptr) FinishMember(dump, member);
     }
   }
+  for (JobGroup& group : index.groups) {
+    index.retired_failed_units += ReopenFailedRetirements(trace, index.dump_times, &group);
+  }
   // Sort groups and remap group_of_local accordingly.
   std::vector<uint32_t> order(index.groups.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -186,6 +285,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace) {
   for (auto& locals : index.group_of_local) {
     for (uint32_t& g : locals) g = new_position[g];
   }
+  FindFirstUnfinished(trace, &index);
   return index;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fr/index/dump_time.h"
 #include "fr/load/load.h"
 #include "fr/model/rank_dump.h"
 
@@ -31,7 +32,16 @@ struct CollectiveUnit {
   // few dozen ops). 16 bytes in all: a 4096-rank job has millions of units.
   uint16_t entry_count = 0;
   // The least advanced state among the unit's entries: a coalesced group is done when all are.
+  // An entry that the watchdog retired counts as completed (Gloo records no completion event and
+  // retires every finished op), unless the group shows that it cannot have completed: see
+  // `retired_failed`.
   EntryState state = EntryState::kUnknown;
+  // Completed only by retirement, with no completion recorded.
+  bool retired_without_completion : 1 = false;
+  // Retired, yet some member whose dump is present never issued it while it was older than its
+  // timeout: it ended in an error (Gloo's timeout), so it is where this member waited (state is
+  // then kScheduled).
+  bool retired_failed : 1 = false;
 };
 
 struct GroupMember {
@@ -54,16 +64,27 @@ struct JobGroup {
   std::vector<int64_t> ranks;        // global ranks in group-rank order
   bool ranks_known = false;          // false: members are just the dumps that name the group
   std::vector<GroupMember> members;  // one per rank, in `ranks` order
+  // The ranks come from no dump but from the job: the default group ("default_pg") spans every
+  // rank, while Gloo's dumps carry no usable pg_config.
+  bool ranks_inferred = false;
 };
 
 struct JobIndex {
   std::vector<JobGroup> groups;  // sorted by name (numerically when numeric), then ranks
   // For each loaded dump (same order as LoadedTrace::ranks): group index per local group.
   std::vector<std::vector<uint32_t>> group_of_local;
+  // For each loaded dump: the index of its oldest entry that did not finish (neither completed
+  // nor retired, or retired_failed), or -1. Closing entries of coalesced groups are skipped.
+  std::vector<int64_t> first_unfinished_entry;
+  // When each dump was taken, against which ages are judged.
+  DumpTimes dump_times;
   int64_t entries = 0;
+  int64_t retired_failed_units = 0;
 };
 
-JobIndex BuildJobIndex(const LoadedTrace& trace);
+// `dump_time_ns` (kUnknown: estimate from the files, see dump_time.h) is the time the dumps were
+// taken, used to tell a retired op that failed from one that completed.
+JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns = kUnknown);
 
 // The order in which groups are listed: numeric names numerically ("2" before "10"), then other
 // names as strings.

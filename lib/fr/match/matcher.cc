@@ -135,14 +135,13 @@ std::vector<int64_t> Sorted(std::vector<int64_t> ranks) {
 
 class GroupMatcher {
  public:
-  GroupMatcher(const LoadedTrace& trace, const std::vector<int64_t>& first_pending,
-               const JobGroup& group, uint32_t group_index, const MatchOptions& options,
+  GroupMatcher(const LoadedTrace& trace, const JobIndex& index, uint32_t group_index,
                MatchResult* result)
       : trace_(trace),
-        first_pending_(first_pending),
-        group_(group),
+        index_(index),
+        first_pending_(index.first_unfinished_entry),
+        group_(index.groups[group_index]),
         group_index_(group_index),
-        options_(options),
         result_(*result),
         match_(result->groups[group_index]) {}
 
@@ -315,6 +314,15 @@ class GroupMatcher {
         tie = true;
       }
     }
+    if (tie) {
+      // Two sides of equal size (a 2-rank TP pair): groups of the same kind run the same program,
+      // so what their members issued at this seq says which side deviated.
+      uint64_t sibling_majority = 0;
+      if (SiblingMajority(seq, attribute, &sibling_majority) && count.contains(sibling_majority)) {
+        majority_value = sibling_majority;
+        tie = false;
+      }
+    }
     Mismatch mismatch;
     mismatch.group = group_index_;
     mismatch.seq = seq;
@@ -339,6 +347,34 @@ class GroupMatcher {
     std::vector<int64_t> minority = mismatch.minority;
     result_.mismatches.push_back(std::move(mismatch));
     return minority;
+  }
+
+  // The attribute value that the members of other groups with this group's desc issued most at
+  // `seq`, when one value has a strict majority of them.
+  template <typename Attribute>
+  bool SiblingMajority(int64_t seq, const Attribute& attribute, uint64_t* value) const {
+    if (group_.desc.empty()) return false;
+    absl::flat_hash_map<uint64_t, int64_t> votes;
+    int64_t total = 0;
+    for (uint32_t g = 0; g < index_.groups.size(); ++g) {
+      const JobGroup& sibling = index_.groups[g];
+      if (g == group_index_ || sibling.desc != group_.desc) continue;
+      for (const GroupMember& member : sibling.members) {
+        if (member.dump < 0) continue;
+        auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                                   [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+        if (it == member.units.end() || it->seq != seq) continue;
+        ++votes[attribute(Sign(trace_.ranks[member.dump], *it))];
+        ++total;
+      }
+    }
+    for (const auto& [candidate, n] : votes) {
+      if (2 * n > total) {
+        *value = candidate;
+        return true;
+      }
+    }
+    return false;
   }
 
   void NoteDivergence(int64_t seq) {
@@ -373,14 +409,9 @@ class GroupMatcher {
     return Progress::kScheduled;
   }
 
-  int64_t DumpTimeOf(const RankDump& dump) const {
-    if (options_.dump_time_ns != kUnknown) return options_.dump_time_ns;
-    return dump.file_mtime_ns;
-  }
-
   // An op younger than its timeout at dump time is in flight, not stuck.
-  bool IsStuck(const RankDump& dump, const Entry& entry) const {
-    int64_t dump_time = DumpTimeOf(dump);
+  bool IsStuck(const GroupMember& member, const Entry& entry) const {
+    int64_t dump_time = index_.dump_times.per_dump[member.dump];
     if (dump_time == kUnknown || entry.time_created_ns == kUnknown) return true;
     int64_t timeout_ms = entry.timeout_ms > 0 ? entry.timeout_ms : kDefaultTimeoutMs;
     return dump_time - entry.time_created_ns >= timeout_ms * 1'000'000;
@@ -404,7 +435,7 @@ class GroupMatcher {
       }
       int64_t p2p = -1;
       for (uint32_t e : member.p2p_entries) {
-        if (dump->entries[e].state != EntryState::kCompleted) {
+        if (!EntryFinished(dump->entries[e])) {
           p2p = e;
           break;
         }
@@ -417,13 +448,13 @@ class GroupMatcher {
         continue;
       }
       if (coll_first) {
-        if (!IsStuck(*dump, dump->entries[coll->first_entry])) {
+        if (!IsStuck(member, dump->entries[coll->first_entry])) {
           ++result_.in_flight_ops;
           continue;
         }
         collective_heads[coll->seq].push_back(m);
       } else if (p2p >= 0) {
-        if (!IsStuck(*dump, dump->entries[p2p])) {
+        if (!IsStuck(member, dump->entries[p2p])) {
           ++result_.in_flight_ops;
           continue;
         }
@@ -431,7 +462,7 @@ class GroupMatcher {
         int64_t batch = dump->entries[p2p].p2p_seq_id;
         for (uint32_t e : member.p2p_entries) {
           const Entry& entry = dump->entries[e];
-          if (e < static_cast<uint32_t>(p2p) || entry.state == EntryState::kCompleted) continue;
+          if (e < static_cast<uint32_t>(p2p) || EntryFinished(entry)) continue;
           if (e != static_cast<uint32_t>(p2p) && (batch == kUnknown || entry.p2p_seq_id != batch)) {
             break;
           }
@@ -578,7 +609,7 @@ class GroupMatcher {
       for (uint32_t e : member.p2p_entries) {
         if (e > up_to_entry || (!inclusive && e == up_to_entry)) break;
         const Entry& entry = dump.entries[e];
-        if (entry.op == kind && entry.peer_rank == peer && entry.state != EntryState::kCompleted) {
+        if (entry.op == kind && entry.peer_rank == peer && !EntryFinished(entry)) {
           ++count;
         }
       }
@@ -623,7 +654,7 @@ class GroupMatcher {
       for (uint32_t pe : peer.p2p_entries) {
         const Entry& candidate = peer_dump.entries[pe];
         if (candidate.op == partner_kind && candidate.peer_rank == member.rank &&
-            candidate.state != EntryState::kCompleted && ++seen == position) {
+            !EntryFinished(candidate) && ++seen == position) {
           partner = &candidate;
           partner_index = pe;
           break;
@@ -728,7 +759,7 @@ class GroupMatcher {
         // oldest unfinished one, else the last.
         uint32_t shown = member.p2p_entries.back();
         for (uint32_t e : member.p2p_entries) {
-          if (dump->entries[e].state != EntryState::kCompleted) {
+          if (!EntryFinished(dump->entries[e])) {
             shown = e;
             break;
           }
@@ -777,10 +808,10 @@ class GroupMatcher {
   }
 
   const LoadedTrace& trace_;
+  const JobIndex& index_;
   const std::vector<int64_t>& first_pending_;
   const JobGroup& group_;
   uint32_t group_index_;
-  const MatchOptions& options_;
   MatchResult& result_;
   GroupMatch& match_;
   bool timing_known_ = false;
@@ -800,32 +831,14 @@ std::string_view MismatchKindName(MismatchKind kind) {
   return "op_mismatch";
 }
 
-MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, const MatchOptions& options) {
+MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index) {
   MatchResult result;
   result.groups.resize(index.groups.size());
-  if (options.dump_time_ns != kUnknown) {
-    result.dump_time_ns = options.dump_time_ns;
-    result.dump_time_source = "option";
-  } else {
-    for (const RankDump& dump : trace.ranks) {
-      result.dump_time_ns = std::max(result.dump_time_ns, dump.file_mtime_ns);
-    }
-    result.dump_time_source =
-        result.dump_time_ns == kUnknown ? "unknown" : "file modification time";
-  }
-  // Each dump's oldest entry that did not complete, or -1.
-  std::vector<int64_t> first_pending(trace.ranks.size(), -1);
-  for (size_t d = 0; d < trace.ranks.size(); ++d) {
-    const auto& entries = trace.ranks[d].entries;
-    for (size_t e = 0; e < entries.size(); ++e) {
-      if (entries[e].state != EntryState::kCompleted && !(entries[e].op == OpKind::kCoalesced)) {
-        first_pending[d] = static_cast<int64_t>(e);
-        break;
-      }
-    }
-  }
+  result.dump_time_ns = index.dump_times.job_ns;
+  result.dump_time_source = index.dump_times.source;
+  result.dump_time_confidence = index.dump_times.confidence;
   for (uint32_t g = 0; g < index.groups.size(); ++g) {
-    GroupMatcher(trace, first_pending, index.groups[g], g, options, &result).Run();
+    GroupMatcher(trace, index, g, &result).Run();
   }
   return result;
 }

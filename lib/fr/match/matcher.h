@@ -2,7 +2,7 @@
 // op, shapes and dtypes, did each send meet its recv, and where is each member blocked?
 //
 //   JobIndex index = BuildJobIndex(trace);
-//   MatchResult result = MatchJob(trace, index, MatchOptions{});
+//   MatchResult result = MatchJob(trace, index);
 //   for (const Block& block : result.blocks) { ... block.waiters wait for block.blockers ... }
 //
 // Linear in the number of entries: each group is walked once with one cursor per member, and
@@ -18,13 +18,6 @@
 #include "fr/load/load.h"
 
 namespace fr {
-
-struct MatchOptions {
-  // Wall-clock time of the dumps, ns since the epoch, used to tell a stuck op (older than its
-  // timeout) from one merely in flight. kUnknown: use each file's modification time, and when
-  // that is unknown too, treat every pending op as stuck (dumps are usually taken on timeout).
-  int64_t dump_time_ns = kUnknown;
-};
 
 // What differs between members at one collective.
 enum class MismatchKind : uint8_t { kOp, kDtype, kSize };
@@ -93,11 +86,14 @@ struct MatchResult {
   int64_t in_flight_ops = 0;
   int64_t collectives_checked = 0;
   int64_t p2p_ops_checked = 0;
+  // When the dumps were taken (see dump_time.h): the job's time, its source and how sure it is.
   int64_t dump_time_ns = kUnknown;
-  std::string dump_time_source;  // "option", "file modification time", "unknown"
+  std::string dump_time_source;
+  std::string dump_time_confidence;
 };
 
-MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, const MatchOptions& options);
+// Ages are judged against the index's dump times (BuildJobIndex's `dump_time_ns`).
+MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index);
 
 }  // namespace fr
 

@@ -75,7 +75,16 @@ struct Entry {
   EntryState state = EntryState::kUnknown;
   bool retired = false;
   bool is_p2p = false;
+  // State and retirement copied from the entry that closed this op's coalesced group or p2p
+  // batch: PyTorch records no events for the members themselves.
+  bool state_from_batch = false;
 };
+
+// Finished: completed, or retired by the watchdog. Retirement also ends ops that failed (Gloo
+// retires an op that timed out), which only the group as a whole can tell (see the index).
+inline bool EntryFinished(const Entry& entry) {
+  return entry.state == EntryState::kCompleted || entry.retired;
+}
 
 struct PgStatus {
   int64_t last_enqueued_collective = kUnknown;

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "fmt/format.h"
 #include "fr/base/status_macros.h"
+#include "fr/normalize/recorder_semantics.h"
 
 namespace fr {
 namespace {
@@ -471,6 +472,12 @@ class Normalizer {
       ValueId name_value = doc_.Find(value, "name");
       if (name_value != kNoValue && doc_.kind(name_value) == ValueKind::kString) {
         name = doc_.string_value(name_value);
+      }
+      if (name.empty()) {
+        // Gloo (2.13, 2.14) writes one nameless group whose ranks are empty or belong to some
+        // other group: a placeholder, not a group of this rank.
+        Oddity("pg_config_placeholder_group");
+        continue;
       }
       uint32_t index = GroupByName(dump_.strings.Intern(name));
       ProcessGroup& group = dump_.groups[index];
@@ -1371,6 +1378,7 @@ absl::StatusOr<RankDump> NormalizeDump(const Document& document, int64_t rank) {
   dump.rank = rank;
   Normalizer normalizer(document, &dump);
   FR_RETURN_IF_ERROR(normalizer.Run());
+  ApplyRecorderSemantics(&dump);
   return dump;
 }
 

@@ -60,8 +60,13 @@ void AppendVerdict(const Report& report, std::string* out) {
       std::string line;
       for (const auto& edge : chain.edges()) {
         if (line.empty()) line = fmt::format("rank {}", edge.waiter());
-        line += fmt::format(" --[{} {} in {}: {}]--> rank {}", edge.op(), Seq(edge.seq_id()),
-                            GroupLabel(edge.process_group()), edge.reason(), edge.waits_for());
+        if (edge.process_group().name().empty() && edge.process_group().ranks_size() == 0) {
+          // An inferred wait in an op no dump records: no group, no seq to show.
+          line += fmt::format(" --[{}: {}]--> rank {}", edge.op(), edge.reason(), edge.waits_for());
+        } else {
+          line += fmt::format(" --[{} {} in {}: {}]--> rank {}", edge.op(), Seq(edge.seq_id()),
+                              GroupLabel(edge.process_group()), edge.reason(), edge.waits_for());
+        }
       }
       *out += fmt::format("  {}\n", line);
     }

@@ -37,8 +37,14 @@ std::string GroupLabel(const JobGroup& group) {
 }
 
 // Precedence between causes created at the same time: the most specific wins.
+// A wait inferred, not recorded: see LinkSinksWaitingInUnrecordedOps.
+constexpr std::string_view kUnrecordedOpReason =
+    "presumably blocked in a send/recv that Gloo does not record";
+// Block::group of such an inferred wait, which belongs to no known group.
+constexpr uint32_t kNoGroupIndex = std::numeric_limits<uint32_t>::max();
+
 int ReasonPriority(const std::string& reason) {
-  if (reason == "blocked behind an earlier op") return 5;
+  if (reason == "blocked behind an earlier op" || reason == kUnrecordedOpReason) return 5;
   if (reason.ends_with("_mismatch")) return 0;
   if (reason == "issued but not started") return 1;
   if (reason.starts_with("no matching") || reason.ends_with("incomplete batch")) return 2;
@@ -94,10 +100,9 @@ class Analyzer {
   }
 
   Report Run() {
-    index_ = BuildJobIndex(trace_);
-    MatchOptions match_options;
-    match_options.dump_time_ns = options_.dump_time_ns;
-    matched_ = MatchJob(trace_, index_, match_options);
+    index_ = BuildJobIndex(trace_, options_.dump_time_ns);
+    matched_ = MatchJob(trace_, index_);
+    LinkSinksWaitingInUnrecordedOps();
     WaitForGraph graph(matched_.blocks);
 
     Report report;
@@ -157,6 +162,65 @@ class Analyzer {
     for (const std::string& version : trace_.versions) inputs->add_versions(version);
     if (matched_.dump_time_ns != kUnknown) inputs->set_dump_time_ns(matched_.dump_time_ns);
     inputs->set_dump_time_source(matched_.dump_time_source);
+    inputs->set_dump_time_confidence(matched_.dump_time_confidence);
+  }
+
+  // True when the job ran send/recv that no dump can show: Gloo records collectives only (2.13,
+  // 2.14), so a rank blocked in a recv looks like a rank that waits on nothing.
+  bool PointToPointUnrecorded() const {
+    bool gloo = false;
+    for (const RankDump& dump : trace_.ranks) {
+      for (const Entry& entry : dump.entries) {
+        if (IsPointToPoint(entry.op) || entry.is_p2p) return false;
+        if (!gloo && dump.strings.view(entry.backend) == "gloo") gloo = true;
+      }
+    }
+    return gloo;
+  }
+
+  // Where send/recv go unrecorded, a sink that kept recording ops after others had begun to wait
+  // for the first sink is not an independent culprit: it went on working while the job was
+  // already hanging, then stopped in an op the recorder does not see. It is linked to the sink
+  // that the job waited for first, by a block whose reason says that the link is inferred.
+  void LinkSinksWaitingInUnrecordedOps() {
+    if (!PointToPointUnrecorded()) return;
+    WaitForGraph first(matched_.blocks);
+    if (first.culprits().size() < 2) return;
+    auto first_wait_on = [&](int64_t rank) {
+      int64_t earliest = kUnknown;
+      for (uint32_t b : first.BlocksOn(rank)) {
+        int64_t t = matched_.blocks[b].time_created_ns;
+        if (t != kUnknown && (earliest == kUnknown || t < earliest)) earliest = t;
+      }
+      return earliest;
+    };
+    int64_t origin = kUnknown, origin_time = kUnknown;
+    for (int64_t sink : first.culprits()) {
+      int64_t t = first_wait_on(sink);
+      if (t != kUnknown && (origin_time == kUnknown || t < origin_time)) {
+        origin = sink;
+        origin_time = t;
+      }
+    }
+    if (origin == kUnknown) return;
+    for (int64_t sink : first.culprits()) {
+      const RankDump* dump = DumpOf(sink);
+      if (sink == origin || dump == nullptr) continue;
+      int64_t last_activity = kUnknown;
+      for (const Entry& entry : dump->entries) {
+        last_activity = std::max(last_activity, entry.time_created_ns);
+      }
+      if (last_activity == kUnknown || last_activity <= origin_time) continue;
+      Block link;
+      link.group = kNoGroupIndex;
+      link.is_p2p = true;
+      link.op = "send/recv";
+      link.waiters = {sink};
+      link.blockers = {origin};
+      link.reason = std::string(kUnrecordedOpReason);
+      link.time_created_ns = last_activity;
+      matched_.blocks.push_back(std::move(link));
+    }
   }
 
   // The culprit's last entry anywhere: what it was doing when everything stopped.
@@ -169,9 +233,11 @@ class Analyzer {
     std::string seq = IsPointToPoint(entry.op) ? fmt::format("p2p #{}", entry.p2p_seq_id)
                                                : fmt::format("#{}", entry.collective_seq_id);
     std::string desc(dump.strings.view(group.desc));
+    // Gloo never records completion: a retired op only says that it ended.
+    std::string state(EntryStateName(entry.state));
+    if (entry.retired && entry.state != EntryState::kCompleted) state += ", retired";
     return fmt::format("{} {} in group {}{} ({})", dump.strings.view(entry.op_name), seq,
-                       dump.strings.view(group.name), desc.empty() ? "" : " " + desc,
-                       EntryStateName(entry.state));
+                       dump.strings.view(group.name), desc.empty() ? "" : " " + desc, state);
   }
 
   void AddStack(const RankDump& dump, const Entry& entry, Finding* finding) const {
@@ -751,7 +817,9 @@ class Analyzer {
         auto* edge = out->add_edges();
         edge->set_waiter(static_cast<int32_t>(hop.waiter));
         edge->set_waits_for(static_cast<int32_t>(hop.waits_for));
-        FillGroupRef(index_.groups[block.group], edge->mutable_process_group());
+        if (block.group != kNoGroupIndex) {
+          FillGroupRef(index_.groups[block.group], edge->mutable_process_group());
+        }
         edge->set_op(block.op);
         edge->set_seq_id(static_cast<int32_t>(block.seq));
         edge->set_reason(block.reason);

@@ -1,0 +1,44 @@
+// When each dump was taken: the clock against which an op's age is judged (an op younger than its
+// timeout at dump time is in flight, not stuck). No dump version records the time it was written,
+// so the evidence is, in order of trust:
+//   1. the time the user gives (--dump-time);
+//   2. the file's modification time, unless it is older than the dump's own newest record
+//      (copies through object stores, archives or `cp` without -p lose it; an mtime of 0 is
+//      common);
+//   3. nothing: the dump time is unknown, and pending ops are judged stuck (dumps are normally
+//      written on a timeout), with the verdict's confidence lowered.
+// The dump's newest record (time_created_ns, time_discovered_*) is a lower bound on its time in
+// every case, and is what rejects an impossible file time.
+//
+//   DumpTimes times = EstimateDumpTimes(trace, /*option_ns=*/kUnknown);
+//   if (times.per_dump[d] == kUnknown) { ... age unknown ... }
+#ifndef FR_INDEX_DUMP_TIME_H_
+#define FR_INDEX_DUMP_TIME_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fr/load/load.h"
+
+namespace fr {
+
+struct DumpTimes {
+  // Per loaded dump (LoadedTrace::ranks order): ns since the epoch, or kUnknown.
+  std::vector<int64_t> per_dump;
+  // The newest record in each dump: a lower bound on when it was taken; kUnknown when empty.
+  std::vector<int64_t> newest_record;
+  // The latest accepted dump time over the job (what the report shows), or kUnknown.
+  int64_t job_ns = kUnknown;
+  // "option", "file modification time", or "unknown", with the reason when a source was refused.
+  std::string source;
+  std::string confidence;           // "high" (option), "medium" (file times), "low" (unknown)
+  int64_t file_times_rejected = 0;  // files whose mtime predates their own records
+};
+
+// Never fails. `option_ns` (kUnknown when not given) overrides every file.
+DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns);
+
+}  // namespace fr
+
+#endif  // FR_INDEX_DUMP_TIME_H_

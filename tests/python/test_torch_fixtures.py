@@ -1,0 +1,82 @@
+"""Golden tests on dumps written by real PyTorch (tests/data/torch/<torch>/<case>/, captured by
+tests/torch/capture.py; see tests/data/torch/README.md).
+
+Each case holds the dumps as PyTorch wrote them (zstd-compressed copies), the file times they had,
+expected.json (what the harness injected; never derived from fr-analyze) and report.json (the
+JSON report, reviewed by hand once, then diffed on every run like Perfetto's diff tests).
+
+    FR_UPDATE_GOLDEN=1 pytest tests/python/test_torch_fixtures.py   # rewrite report.json files
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "torch"
+CASES = sorted(p.parent for p in DATA.glob("*/*/expected.json"))
+
+
+def case_id(case):
+    return f"{case.parent.name}/{case.name}"
+
+
+def stage(case, tmp_path, mtimes="recorded"):
+    """Copies a case's dumps to tmp_path/dumps with the recorded file times (or zeroed ones)."""
+    dumps = tmp_path / "dumps"
+    shutil.copytree(case / "dumps", dumps)
+    recorded = json.loads((case / "file_times.json").read_text())
+    for name in os.listdir(dumps):
+        ns = 0 if mtimes == "zero" else recorded[name]
+        os.utime(dumps / name, ns=(ns, ns))
+    return dumps
+
+
+def analyze(cli, cwd):
+    proc = subprocess.run([cli, "analyze", "dumps", "--format", "json"], cwd=cwd,
+                          capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_fixtures_are_present():
+    # Guards against a checkout that lost the captured data: the golden tests would pass vacuously.
+    assert len(CASES) >= 5, f"expected captured cases under {DATA}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_verdict_is_the_injected_fault(cli, case, tmp_path):
+    expected = json.loads((case / "expected.json").read_text())
+    stage(case, tmp_path)
+    status, report = analyze(cli, tmp_path)
+    verdict = report["verdict"]
+    assert verdict["failure_class"] == expected["failure_class"], verdict.get("summary")
+    assert verdict.get("culprit_ranks", []) == expected["culprit_ranks"], verdict.get("summary")
+    assert status == (0 if expected["failure_class"] == "none" else 1)
+    assert report["inputs"]["ranks_loaded"] == expected["ranks_dumped"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_lost_file_times_change_no_verdict(cli, case, tmp_path):
+    # Copies through object stores and archives lose modification times (often to 0).
+    expected = json.loads((case / "expected.json").read_text())
+    stage(case, tmp_path, mtimes="zero")
+    _, report = analyze(cli, tmp_path)
+    assert report["verdict"]["failure_class"] == expected["failure_class"]
+    assert report["verdict"].get("culprit_ranks", []) == expected["culprit_ranks"]
+    assert report["inputs"]["dump_time_source"].startswith("unknown")
+    assert report["inputs"]["dump_time_confidence"] == "low"
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_report_matches_golden(cli, case, tmp_path):
+    stage(case, tmp_path)
+    _, report = analyze(cli, tmp_path)
+    golden = case / "report.json"
+    if os.environ.get("FR_UPDATE_GOLDEN"):
+        golden.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    assert golden.exists(), f"no golden report for {case_id(case)}: run with FR_UPDATE_GOLDEN=1"
+    assert report == json.loads(golden.read_text())
