@@ -32,11 +32,32 @@ class Dumps {
       if (spec) specs_.emplace(r, std::move(*spec));
     }
     for (const auto& [rank, spec] : specs_) {
+      // As PyTorch records them: members of a coalesced group or batch carry no events, and the
+      // entry closing a p2p batch says is_p2p false (pytorch/pytorch#139280).
+      std::map<std::string, const EntrySpec*> closing;  // per group, the next closing entry
+      for (size_t i = spec.entries.size(); i-- > 0;) {
+        const EntrySpec& e = spec.entries[i];
+        const EntrySpec* end = closing[e.pg_name];
+        bool member = end != nullptr && e.state == "scheduled" && !e.retired &&
+                      (e.is_p2p ? e.p2p_seq_id == end->p2p_seq_id
+                                : e.collective_seq_id == end->collective_seq_id);
+        state_[&e] = member ? end->state : e.state;
+        if (e.profiling_name == "nccl:coalesced") {
+          closing[e.pg_name] = &e;
+        } else if (!member) {
+          closing[e.pg_name] = nullptr;
+        }
+        if (member && e.is_p2p) p2p_ends_.insert(end);
+      }
       for (const EntrySpec& e : spec.entries) {
-        if (!e.is_p2p) by_seq_[{e.pg_name, e.collective_seq_id}][rank].push_back(&e);
+        if (!IsP2pSide(e)) by_seq_[{e.pg_name, e.collective_seq_id}][rank].push_back(&e);
       }
     }
   }
+  // The state an entry stands for: its own, or its closing entry's for a silent member.
+  const std::string& StateOf(const EntrySpec& e) const { return state_.at(&e); }
+  // A send, a recv, or the entry that closes a batch of them.
+  bool IsP2pSide(const EntrySpec& e) const { return e.is_p2p || p2p_ends_.contains(&e); }
   const std::map<int64_t, DumpSpec>& specs() const { return specs_; }
   const DumpSpec& spec(int64_t rank) const { return specs_.at(rank); }
   // The non-p2p entries of `rank` at (group, seq): one, or several for a coalesced group.
@@ -54,7 +75,7 @@ class Dumps {
   std::pair<int64_t, int64_t> Window(int64_t rank, const std::string& group) const {
     int64_t lo = -1, hi = -1;
     for (const EntrySpec& e : specs_.at(rank).entries) {
-      if (e.pg_name != group || e.is_p2p) continue;
+      if (e.pg_name != group || IsP2pSide(e)) continue;
       if (lo < 0) lo = e.collective_seq_id;
       hi = e.collective_seq_id;
     }
@@ -66,6 +87,8 @@ class Dumps {
   std::map<int64_t, DumpSpec> specs_;
   std::map<std::pair<std::string, int64_t>, std::map<int64_t, std::vector<const EntrySpec*>>>
       by_seq_;
+  std::map<const EntrySpec*, std::string> state_;
+  std::set<const EntrySpec*> p2p_ends_;
 };
 
 JobSimulatorOptions SmallJob() {
@@ -144,7 +167,7 @@ TEST(JobSimulatorTest, HealthyJobMatchesEveryCollectiveAndNothingIsStuck) {
           EXPECT_EQ(entries[i]->input_sizes, first[i]->input_sizes) << group << " #" << seq;
           EXPECT_EQ(entries[i]->output_sizes, first[i]->output_sizes);
         }
-        all_completed &= entries[i]->state == "completed";
+        all_completed &= dumps.StateOf(*entries[i]) == "completed";
       }
     }
     if (all_there && all_completed) ++complete_groups;
@@ -153,7 +176,7 @@ TEST(JobSimulatorTest, HealthyJobMatchesEveryCollectiveAndNothingIsStuck) {
     if (!all_there || !all_completed) {
       for (const auto& [rank, entries] : members) {
         for (const EntrySpec* e : entries) {
-          if (e->state == "completed") continue;
+          if (dumps.StateOf(*e) == "completed") continue;
           int64_t age_ns = truth.dump_time_ns - e->time_created_ns;
           EXPECT_LT(age_ns, 5'000'000'000) << "rank " << rank << " " << group << " #" << seq;
         }
@@ -171,7 +194,7 @@ TEST(JobSimulatorTest, HealthyJobMatchesEveryCollectiveAndNothingIsStuck) {
       if (status.last_completed_collective > 0) {
         auto at = dumps.At(g.name, status.last_completed_collective, rank);
         ASSERT_FALSE(at.empty());
-        EXPECT_EQ(at[0]->state, "completed");
+        EXPECT_EQ(dumps.StateOf(*at[0]), "completed");
       }
     }
   }
@@ -194,12 +217,15 @@ TEST(JobSimulatorTest, SeqIdsBumpPerCollectiveAndOpIdsPerOp) {
         EXPECT_EQ(e.op_id, 1);
         continue;
       }
-      EXPECT_EQ(e.op_id, prev->op_id + 1);
-      bool prev_open =
-          prev->profiling_name != "nccl:coalesced" &&
-          ((e.is_p2p && e.p2p_seq_id == prev->p2p_seq_id && prev->is_p2p) ||
-           (!e.is_p2p && e.collective_seq_id == prev->collective_seq_id && !prev->is_p2p));
-      if (e.is_p2p) {
+      bool closing = e.profiling_name == "nccl:coalesced";
+      // The closing entry reuses its last member's op id.
+      EXPECT_EQ(e.op_id, prev->op_id + (closing ? 0 : 1));
+      bool p2p = dumps.IsP2pSide(e);
+      bool prev_open = prev->profiling_name != "nccl:coalesced" &&
+                       ((p2p && e.p2p_seq_id == prev->p2p_seq_id && prev->is_p2p) ||
+                        (!p2p && e.collective_seq_id == prev->collective_seq_id && !prev->is_p2p));
+      if (closing) EXPECT_FALSE(e.is_p2p) << "PyTorch writes is_p2p false on a batch's end";
+      if (p2p) {
         EXPECT_EQ(e.collective_seq_id, prev->collective_seq_id);
         EXPECT_EQ(e.p2p_seq_id, prev->p2p_seq_id + (prev_open ? 0 : 1)) << e.profiling_name;
       } else {
@@ -208,8 +234,8 @@ TEST(JobSimulatorTest, SeqIdsBumpPerCollectiveAndOpIdsPerOp) {
       }
       if (e.profiling_name == "nccl:coalesced") {
         EXPECT_TRUE(prev_open) << "an end entry closes a group of ops sharing its seq";
-        (e.is_p2p ? batches : coalesced_dp) += 1;
-        EXPECT_EQ(e.pg_desc, e.is_p2p ? "PP" : "DP");
+        (p2p ? batches : coalesced_dp) += 1;
+        EXPECT_EQ(e.pg_desc, p2p ? "PP" : "DP");
       }
     }
   }
@@ -286,11 +312,11 @@ TEST(JobSimulatorTest, SendsAndRecvsPairUpPerChannelInOrder) {
       for (size_t i = 0; i < n; ++i) {
         EXPECT_EQ(ch.sends[i]->input_sizes, ch.recvs[i]->input_sizes);
         // A side completes only once both sides started (a batch completes with its last op).
-        if (ch.sends[i]->state == "completed") {
-          EXPECT_NE(ch.recvs[i]->state, "scheduled");
+        if (dumps.StateOf(*ch.sends[i]) == "completed") {
+          EXPECT_NE(dumps.StateOf(*ch.recvs[i]), "scheduled");
         }
-        if (ch.recvs[i]->state == "completed") {
-          EXPECT_NE(ch.sends[i]->state, "scheduled");
+        if (dumps.StateOf(*ch.recvs[i]) == "completed") {
+          EXPECT_NE(dumps.StateOf(*ch.sends[i]), "scheduled");
         }
       }
     }
@@ -362,7 +388,7 @@ void ExpectPendingOlderThanTimeout(const SimulatedJob& job, const Dumps& dumps) 
   int64_t pending = 0;
   for (const auto& [rank, spec] : dumps.specs()) {
     for (const EntrySpec& e : spec.entries) {
-      if (e.state == "completed") continue;
+      if (dumps.StateOf(e) == "completed") continue;
       ++pending;
       EXPECT_GT(job.ground_truth().dump_time_ns - e.time_created_ns, timeout_ns);
     }
@@ -376,7 +402,7 @@ std::map<int64_t, std::string> StatesAtFault(const SimulatedJob& job, const Dump
   std::map<int64_t, std::string> states;
   for (int64_t r : t.process_group.ranks) {
     auto at = dumps.At(t.process_group.name, t.collective_seq_id, r);
-    states[r] = at.empty() ? "absent" : at[0]->state;
+    states[r] = at.empty() ? "absent" : dumps.StateOf(*at[0]);
   }
   return states;
 }
@@ -406,7 +432,7 @@ TEST_P(StuckTest, CulpritNeverIssuesWhatItsPeersWaitIn) {
   // The hang spreads: every rank ends up with something pending.
   for (const auto& [rank, spec] : dumps.specs()) {
     bool pending = false;
-    for (const EntrySpec& e : spec.entries) pending |= e.state != "completed";
+    for (const EntrySpec& e : spec.entries) pending |= dumps.StateOf(e) != "completed";
     EXPECT_TRUE(pending || rank == 5) << "rank " << rank;
   }
 }
@@ -456,8 +482,8 @@ TEST_P(MismatchTest, CulpritDiffersInExactlyTheInjectedAttribute) {
   EXPECT_EQ(good.input_dtypes == bad.input_dtypes, o.fault.kind != FaultKind::kDtypeMismatch);
   EXPECT_EQ(good.output_dtypes == bad.output_dtypes, o.fault.kind != FaultKind::kDtypeMismatch);
   EXPECT_EQ("nccl:" + t.op, good.profiling_name);
-  EXPECT_EQ(good.state, "started");
-  EXPECT_EQ(bad.state, "started");
+  EXPECT_EQ(dumps.StateOf(good), "started");
+  EXPECT_EQ(dumps.StateOf(bad), "started");
   ExpectPendingOlderThanTimeout(job, dumps);
 }
 INSTANTIATE_TEST_SUITE_P(
@@ -515,7 +541,7 @@ TEST(JobSimulatorTest, GpuStallLeavesCulpritScheduledWhilePeersStarted) {
   // Nothing the culprit enqueued afterwards ever started either.
   for (const EntrySpec& e : dumps.spec(6).entries) {
     if (e.pg_desc == "DP" && e.collective_seq_id >= t.collective_seq_id) {
-      EXPECT_EQ(e.state, "scheduled");
+      EXPECT_EQ(dumps.StateOf(e), "scheduled");
     }
   }
 }
@@ -561,7 +587,7 @@ TEST(JobSimulatorTest, StragglerIsLateEveryStepButNothingHangs) {
   EXPECT_GT((peer_wait - straggler_wait) / steps, 20.0);
   for (const auto& [rank, spec] : dumps.specs()) {
     for (const EntrySpec& e : spec.entries) {
-      if (e.state != "completed") {
+      if (dumps.StateOf(e) != "completed") {
         EXPECT_LT(t.dump_time_ns - e.time_created_ns, 5'000'000'000);
       }
     }
@@ -619,7 +645,7 @@ TEST(JobSimulatorTest, FiveHundredTwelveRanksCulpritDeepInThePipeline) {
       EXPECT_TRUE(at.empty());
     } else {
       ASSERT_EQ(at.size(), 1u);
-      EXPECT_EQ(at[0]->state, "started");
+      EXPECT_EQ(dumps.StateOf(*at[0]), "started");
     }
   }
   int64_t wrapped = 0;

@@ -38,6 +38,9 @@ struct SimulatedJob::State {
     uint32_t collective_seq = 0;
     uint32_t p2p_seq = 0;
     uint32_t op_id = 0;
+    // A member of a coalesced group or batch_isend_irecv: PyTorch records it without events
+    // (scheduled, not retired, forever); only the closing entry gets them.
+    bool silent_member = false;
   };
 
   struct Rank {
@@ -54,6 +57,7 @@ struct SimulatedJob::State {
   JobSimulatorOptions options;
   int64_t world = 0;
   std::vector<OpTemplate> templates;
+  uint32_t p2p_end_template = std::numeric_limits<uint32_t>::max();
   std::vector<FrameSpec> frames;
   std::vector<Rank> ranks;
   GroundTruth truth;
@@ -544,6 +548,7 @@ void Simulator::BuildTemplates() {
                               {kFrameBatchIsendIrecv, kFrameCommunicate, kFrameSchedule,
                                kFrameTrainStep, kFrameTrain, kFramePretrain, kFrameModule},
                               0});
+  state_->p2p_end_template = ids_.p2p_end;
 }
 
 void Simulator::BuildStep(int32_t rank, RankSim& rs) {
@@ -904,7 +909,13 @@ void Simulator::Enqueue(int32_t rank, RankSim& rs, const ProgramOp& op) {
     r.template_id = op.entries[e];
     r.collective_seq = rs.collective_seq[slot];
     r.p2p_seq = rs.p2p_seq[slot];
-    r.op_id = ++rs.op_id[slot];
+    const bool closes_group = op.entry_count > 1 && e == op.entry_count - 1 &&
+                              (op.entries[e] == ids_.dp_end || op.entries[e] == ids_.p2p_end);
+    const bool has_closing = op.entry_count > 1 && (op.entries[op.entry_count - 1] == ids_.dp_end ||
+                                                    op.entries[op.entry_count - 1] == ids_.p2p_end);
+    r.silent_member = has_closing && !closes_group;
+    // The closing entry reuses its last member's op id.
+    r.op_id = closes_group ? rs.op_id[slot] : ++rs.op_id[slot];
     if (keep_records_) {
       const size_t cap = static_cast<size_t>(o_.buffer_size);
       if (out.ring.size() < cap) {
@@ -1333,8 +1344,9 @@ std::optional<DumpSpec> SimulatedJob::RankDump(int64_t rank) const {
     e.input_dtypes = t.input_dtypes;
     e.output_sizes = t.output_sizes;
     e.output_dtypes = t.output_dtypes;
-    const bool completed = r.completed != kNever && r.completed + lag <= dump_time;
-    const bool started = r.started != kNever && r.started + lag <= dump_time;
+    const bool completed =
+        !r.silent_member && r.completed != kNever && r.completed + lag <= dump_time;
+    const bool started = !r.silent_member && r.started != kNever && r.started + lag <= dump_time;
     if (completed) {
       e.state = "completed";
       e.retired = true;
@@ -1347,7 +1359,8 @@ std::optional<DumpSpec> SimulatedJob::RankDump(int64_t rank) const {
       if (completed) e.duration_ms = static_cast<double>(r.completed - r.started) / 1e6;
     }
     e.timeout_ms = o.timeout_ms;
-    e.is_p2p = t.is_p2p;
+    // PyTorch writes is_p2p false on the entry closing a p2p batch (pytorch/pytorch#139280).
+    e.is_p2p = t.is_p2p && r.template_id != state_->p2p_end_template;
     e.thread_id = thread_id;
     e.frames = t.frames;
     spec.entries.push_back(std::move(e));
