@@ -93,12 +93,10 @@ def worker(args):
             sys.stderr.flush()
             os._exit(code)
 
-    def dump_at_deadline():
-        time.sleep(max(0.0, args.deadline - time.time()))
+    def dump_at_deadline(deadline):
+        time.sleep(max(0.0, deadline - time.time()))
         print(f"rank {rank}: still alive at the deadline; dumping", flush=True)
         dump_and_exit(0)
-
-    threading.Thread(target=dump_at_deadline, daemon=True).start()
 
     dist.init_process_group("gloo", timeout=timeout)
 
@@ -129,6 +127,12 @@ def worker(args):
                 dp_group = g
 
     faulty = rank == args.fault_rank
+    # The rendezvous above ends at nearly the same moment on every rank, however long the ranks
+    # took to start (importing torch on a loaded machine): the deadline counts from here. Steps
+    # before the fault take well under a second; a victim fails after one timeout, and victims of
+    # victims after a few more.
+    deadline = time.time() + args.timeout * 3 + args.settle
+    threading.Thread(target=dump_at_deadline, args=(deadline,), daemon=True).start()
 
     def data_loading(step):
         if faulty and step == args.fault_step and args.scenario == "stuck_before_op":
@@ -232,9 +236,6 @@ def launch(args):
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     for name in os.listdir(os.path.join(args.out, "dumps")):
         os.remove(os.path.join(args.out, "dumps", name))
-    # Everyone reaches the fault within a few seconds; victims time out after --timeout and dump;
-    # survivors dump at the deadline.
-    deadline = time.time() + args.startup + args.timeout * 3 + 4
     port = free_port()
     procs = []
     for rank in range(world):
@@ -245,13 +246,13 @@ def launch(args):
                "--scenario", args.scenario, "--tp", str(args.tp), "--pp", str(args.pp),
                "--dp", str(args.dp), "--steps", str(args.steps), "--fault-rank",
                str(args.fault_rank), "--fault-step", str(args.fault_step), "--timeout",
-               str(args.timeout), "--deadline", repr(deadline), "--buffer", str(args.buffer)]
+               str(args.timeout), "--settle", str(args.settle), "--buffer", str(args.buffer)]
         cmd += ["--json"] if args.json else []
         cmd += [] if args.stacks else ["--no-stacks"]
         cmd += ["--only-active"] if args.only_active else []
         log = open(os.path.join(args.out, "logs", f"rank{rank}.log"), "wb")
         procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
-    limit = deadline + 60
+    limit = time.time() + args.startup + args.timeout * 3 + args.settle + 60
     for proc, log in procs:
         try:
             proc.wait(timeout=max(1.0, limit - time.time()))
@@ -304,14 +305,15 @@ def main():
     parser.add_argument("--fault-step", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=3.0,
                         help="process-group timeout in seconds (victims fail after it)")
-    parser.add_argument("--startup", type=float, default=8.0,
-                        help="seconds the job needs to reach the fault")
+    parser.add_argument("--startup", type=float, default=120.0,
+                        help="seconds the ranks may take to start and meet (import torch)")
+    parser.add_argument("--settle", type=float, default=6.0,
+                        help="seconds after the last victim's timeout before survivors dump")
     parser.add_argument("--buffer", type=int, default=2000, help="TORCH_FR_BUFFER_SIZE")
     parser.add_argument("--json", action="store_true", help="dump with _dump_fr_trace_json")
     parser.add_argument("--no-stacks", dest="stacks", action="store_false")
     parser.add_argument("--only-active", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)

@@ -34,9 +34,9 @@ def capture(tmp_path, *args):
 
 @pytest.mark.parametrize("args", [
     ["--scenario", "stuck_before_op", "--fault-rank", "6"],
-    ["--scenario", "dtype_mismatch", "--fault-rank", "1", "--json"],
+    ["--scenario", "op_mismatch", "--fault-rank", "1", "--json"],
     ["--scenario", "healthy", "--no-stacks"],
-], ids=["stuck_before_op", "dtype_mismatch_json", "healthy_no_stacks"])
+], ids=["stuck_before_op", "op_mismatch_json", "healthy_no_stacks"])
 def test_live_capture_is_diagnosed(cli, tmp_path, args):
     job, expected = capture(tmp_path, *args)
     proc = subprocess.run([cli, "analyze", str(job / "dumps"), "--format", "json"],
