@@ -5,9 +5,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "fmt/format.h"
+#include "fr/base/status_macros.h"
 #include "fr/load/load.h"
 #include "fr/report/report_format.h"
 #include "fr/simulate/job_simulator.h"
@@ -254,6 +256,115 @@ TEST(AnalyzeTest, TooFewDumpsIsInsufficientEvidence) {
   fs::remove_all(dir);
   EXPECT_EQ(report.verdict().failure_class(), "insufficient_evidence");
   EXPECT_THAT(report.verdict().summary(), HasSubstr("2-7"));
+}
+
+// Loads a simulated job's dumps, keeping only the ranks in `keep` (all when empty).
+absl::StatusOr<LoadedTrace> WriteAndLoad(const SimulatedJob& job, const std::string& name,
+                                         const std::vector<int64_t>& keep = {}) {
+  fs::path dir = TempDir(name);
+  FR_RETURN_IF_ERROR(WriteSimulatedJob(job, dir.string(), {}).status());
+  if (!keep.empty()) {
+    for (int64_t r = 0; r < job.world_size(); ++r) {
+      if (std::find(keep.begin(), keep.end(), r) == keep.end()) {
+        fs::remove(dir / fmt::format("nccl_trace_rank_{}", r));
+      }
+    }
+  }
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir.string());
+  fs::remove_all(dir);
+  return trace;
+}
+
+TEST(AnalyzeTest, CoalescedGroupCutByTheRingBufferDoesNotOutrankTheHang) {
+  // 256 ranks, 30 steps: rank 77's ring buffer starts in the middle of a coalesced DP all-gather,
+  // whose remaining ops differ from the whole group its peers recorded. That is no desync.
+  JobSimulatorOptions options;
+  options.tensor_parallel = 8;
+  options.pipeline_parallel = 4;
+  options.data_parallel = 8;
+  options.steps = 30;
+  options.fault = {.kind = FaultKind::kStuckBeforeOp, .rank = 77, .step = 26};
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<LoadedTrace> trace = WriteAndLoad(*job, "wrap_edge");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  report::Report report = Analyze(*trace, {});
+  SCOPED_TRACE(FormatReportText(report));
+  EXPECT_EQ(report.verdict().failure_class(), "missing_participant");
+  EXPECT_THAT(Ranks(report.verdict().culprit_ranks()), ElementsAreArray({77}));
+  EXPECT_EQ(report.verdict().confidence(), "high");
+  for (const report::Finding& finding : report.findings()) {
+    EXPECT_FALSE(finding.kind().ends_with("_mismatch")) << finding.summary();
+  }
+}
+
+TEST(AnalyzeTest, DesyncShowsTheStackAtTheMismatchedOpBesideAMajorityStack) {
+  JobSimulatorOptions options;
+  options.steps = 12;
+  options.fault = {
+      .kind = FaultKind::kOpMismatch, .rank = 3, .step = 9, .group = GroupKind::kTensor};
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<LoadedTrace> trace = WriteAndLoad(*job, "desync_stack");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  report::Report report = Analyze(*trace, {});
+  SCOPED_TRACE(FormatReportText(report));
+  const GroundTruth& truth = job->ground_truth();
+  ASSERT_EQ(report.verdict().failure_class(), "op_mismatch");
+  const report::Finding* lead = nullptr;
+  for (const report::Finding& f : report.findings()) {
+    if (f.kind() == "op_mismatch") lead = lead == nullptr ? &f : lead;
+  }
+  ASSERT_NE(lead, nullptr);
+  // The stack is the one recorded at the mismatching collective, not at the rank's last op.
+  EXPECT_THAT(lead->stack_at(), HasSubstr(fmt::format("#{} in group {}", truth.collective_seq_id,
+                                                      truth.process_group.name)));
+  ASSERT_TRUE(lead->has_majority_rank());
+  EXPECT_NE(lead->majority_rank(), 3);
+  EXPECT_FALSE(lead->majority_stack().empty());
+  EXPECT_THAT(FormatReportText(report), HasSubstr("(majority) at the same collective"));
+}
+
+TEST(AnalyzeTest, FewDumpsWithTheBlamedRankMissingCannotNameACulprit) {
+  JobSimulatorOptions options;
+  options.steps = 8;
+  options.fault = {.kind = FaultKind::kStuckBeforeOp, .rank = 5, .step = 6};
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Ranks 0 and 5 only: rank 0 is seen waiting for rank 1, whose dump is one of six missing.
+  absl::StatusOr<LoadedTrace> few = WriteAndLoad(*job, "few_missing", {0, 5});
+  ASSERT_TRUE(few.ok()) << few.status();
+  report::Report report = Analyze(*few, {});
+  EXPECT_EQ(report.verdict().failure_class(), "insufficient_evidence");
+  EXPECT_TRUE(report.verdict().culprit_ranks().empty());
+  EXPECT_THAT(report.verdict().summary(), ::testing::StartsWith("Only 2 of 8"));
+  // The culprit and its waiting peer: the culprit is named, and the limit is said first.
+  absl::StatusOr<LoadedTrace> pair = WriteAndLoad(*job, "few_present", {4, 5});
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  report::Report named = Analyze(*pair, {});
+  EXPECT_EQ(named.verdict().failure_class(), "missing_participant");
+  EXPECT_THAT(Ranks(named.verdict().culprit_ranks()), ElementsAreArray({5}));
+  EXPECT_EQ(named.verdict().confidence(), "medium");
+  EXPECT_THAT(named.verdict().summary(), ::testing::StartsWith("Only 2 of 8"));
+}
+
+TEST(AnalyzeTest, PgFilterHeadlineSaysWhenTheCauseIsOutsideTheSelectedGroups) {
+  JobSimulatorOptions options;
+  options.steps = 8;
+  options.fault = {.kind = FaultKind::kStuckBeforeOp, .rank = 5, .step = 6};
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<LoadedTrace> trace = WriteAndLoad(*job, "pg_filter");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  const std::string& culprit_group = job->ground_truth().process_group.desc;
+  ASSERT_EQ(culprit_group, "DP");
+  report::Report selected = Analyze(*trace, AnalyzeOptions{.pg_filter = {"DP"}});
+  EXPECT_EQ(selected.verdict().process_group().desc(), "DP");
+  EXPECT_THAT(selected.verdict().summary(), ::testing::Not(HasSubstr("No cause lies")));
+  report::Report other = Analyze(*trace, AnalyzeOptions{.pg_filter = {"PP"}});
+  EXPECT_THAT(other.verdict().summary(),
+              ::testing::StartsWith("No cause lies in the selected groups (PP)"));
+  EXPECT_THAT(Ranks(other.verdict().culprit_ranks()), ElementsAreArray({5}));
 }
 
 TEST(AnalyzeTest, SameInputGivesTheSameBytes) {

@@ -206,13 +206,23 @@ class GroupMatcher {
       for (size_t m = 0; m < cursor.size(); ++m) {
         const auto& units = group_.members[m].units;
         if (cursor[m] < units.size() && units[cursor[m]].seq == seq) {
-          issued.emplace_back(m, &units[cursor[m]]);
+          if (!CutByRingBuffer(group_.members[m], units[cursor[m]])) {
+            issued.emplace_back(m, &units[cursor[m]]);
+          }
           ++cursor[m];
         }
       }
       ++result_.collectives_checked;
       if (CompareAtSeq(seq, issued)) ++match_.collectives_matched;
     }
+  }
+
+  // A unit at the very start of a wrapped ring buffer may have lost its first ops (a coalesced
+  // group cut in the middle): what is left of it is no evidence of what the rank issued.
+  bool CutByRingBuffer(const GroupMember& member, const CollectiveUnit& unit) const {
+    if (unit.first_entry != 0) return false;
+    const Entry& first = DumpOf(member)->entries[0];
+    return first.record_id > 0;
   }
 
   // Returns true when every member that issued `seq` agrees.

@@ -79,9 +79,17 @@ void AppendVerdict(const Report& report, std::string* out) {
       for (const std::string& line : finding.evidence()) *out += fmt::format("  {}\n", line);
     }
     if (finding.stack_size() > 0) {
-      *out += fmt::format("\nstack of rank {} at its last op (innermost first):\n",
-                          finding.ranks_size() > 0 ? finding.ranks(0) : -1);
+      *out += fmt::format("\nstack of rank {} at {} (innermost first):\n",
+                          finding.ranks_size() > 0 ? finding.ranks(0) : -1,
+                          finding.stack_at().empty() ? "its last op" : finding.stack_at());
       for (const std::string& frame : finding.stack()) *out += fmt::format("  {}\n", frame);
+    }
+    if (finding.has_majority_rank() && finding.majority_stack_size() > 0) {
+      *out += fmt::format("\nstack of rank {} (majority) at the same collective:\n",
+                          finding.majority_rank());
+      for (const std::string& frame : finding.majority_stack()) {
+        *out += fmt::format("  {}\n", frame);
+      }
     }
     break;
   }

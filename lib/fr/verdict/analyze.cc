@@ -254,6 +254,44 @@ class Analyzer {
     }
   }
 
+  // The entry `rank` recorded as collective `seq` of `group`, or nullptr.
+  const Entry* EntryAt(const JobGroup& group, int64_t rank, int64_t seq,
+                       const RankDump** dump_out) const {
+    for (const GroupMember& member : group.members) {
+      if (member.rank != rank || member.dump < 0) continue;
+      auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                                 [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+      if (it == member.units.end() || it->seq != seq) return nullptr;
+      *dump_out = &trace_.ranks[member.dump];
+      return &(*dump_out)->entries[it->first_entry];
+    }
+    return nullptr;
+  }
+
+  // The stack of `rank` at collective `seq` of `group`, when it recorded one.
+  void AddStackAt(const JobGroup& group, int64_t rank, int64_t seq, Finding* finding) const {
+    const RankDump* dump = nullptr;
+    const Entry* entry = EntryAt(group, rank, seq, &dump);
+    if (entry == nullptr) return;
+    AddStack(*dump, *entry, finding);
+    if (finding->stack_size() > 0) finding->set_stack_at(ValidUtf8(DescribeEntry(*dump, *entry)));
+  }
+
+  // The stack of the lowest majority member with one at collective `seq`, for comparison.
+  void AddMajorityStack(const JobGroup& group, const std::vector<int64_t>& majority, int64_t seq,
+                        Finding* finding) const {
+    for (int64_t rank : majority) {
+      const RankDump* dump = nullptr;
+      const Entry* entry = EntryAt(group, rank, seq, &dump);
+      if (entry == nullptr || entry->stack == kNoStack) continue;
+      Finding scratch;
+      AddStack(*dump, *entry, &scratch);
+      finding->set_majority_rank(static_cast<int32_t>(rank));
+      *finding->mutable_majority_stack() = scratch.stack();
+      return;
+    }
+  }
+
   // One finding per culprit set blocked for the same reason at the same op.
   void AddCulpritFindings(const WaitForGraph& graph, Report* report) {
     struct Cause {
@@ -409,9 +447,17 @@ class Analyzer {
           }
         }
       }
-      // The stack of the first culprit's last op shows where it stopped.
-      if (const RankDump* dump = DumpOf(cause.culprits.front()); dump != nullptr) {
-        if (const Entry* last = LastEntry(*dump)) AddStack(*dump, *last, finding);
+      if (block.reason.ends_with("_mismatch")) {
+        // A desync: the culprit's stack at the collective it issued differently, and a majority
+        // member's stack at the same collective beside it.
+        AddStackAt(group, cause.culprits.front(), block.seq, finding);
+        AddMajorityStack(group, block.waiters, block.seq, finding);
+      } else if (const RankDump* dump = DumpOf(cause.culprits.front()); dump != nullptr) {
+        // Where the culprit stopped: its last op anywhere.
+        if (const Entry* last = LastEntry(*dump)) {
+          AddStack(*dump, *last, finding);
+          finding->set_stack_at(ValidUtf8("its last op, " + DescribeEntry(*dump, *last)));
+        }
       }
       finding_time_[report->findings_size() - 1] = block.time_created_ns;
     }
@@ -522,10 +568,11 @@ class Analyzer {
         for (const CollectiveUnit& unit : member.units) {
           if (unit.seq == mismatch.seq) {
             op = std::string(dump->strings.view(dump->entries[unit.first_entry].op_name));
-            AddStack(*dump, dump->entries[unit.first_entry], finding);
           }
         }
       }
+      if (dump != nullptr) AddStackAt(group, dump->rank, mismatch.seq, finding);
+      AddMajorityStack(group, mismatch.majority, mismatch.seq, finding);
       finding->set_op(op);
       finding->set_summary(fmt::format(
           "{} {} disagreed with the other members of {} at collective #{} ({}){}.",
@@ -702,9 +749,22 @@ class Analyzer {
     verdict->set_collective_seq_id(-1);
     const Finding* lead = nullptr;
     std::set<int64_t> culprits;
+    // The lead is the most certain cause, the earliest among equals (findings are in time
+    // order): a doubtful finding, such as a desync that completed anyway, never outranks a
+    // certain cause of the hang.
+    auto certainty = [](const Finding& f) {
+      return f.confidence() == "high" ? 2 : f.confidence() == "medium" ? 1 : 0;
+    };
+    // With --pg-filter, the headline comes from the selected groups when they hold a cause.
+    bool filtered =
+        !options_.pg_filter.empty() &&
+        std::any_of(report->findings().begin(), report->findings().end(), [&](const Finding& f) {
+          return IsCulpritKind(f.kind()) && FindingSelected(f);
+        });
+    bool outside_only = !options_.pg_filter.empty() && !filtered;
     for (const Finding& finding : report->findings()) {
-      if (IsCulpritKind(finding.kind())) {
-        if (lead == nullptr) lead = &finding;
+      if (IsCulpritKind(finding.kind()) && (!filtered || FindingSelected(finding))) {
+        if (lead == nullptr || certainty(finding) > certainty(*lead)) lead = &finding;
         culprits.insert(finding.ranks().begin(), finding.ranks().end());
       }
     }
@@ -736,6 +796,31 @@ class Analyzer {
       verdict->set_collective_seq_id(lead->collective_seq_id());
       verdict->set_op(lead->op());
       if (too_few && confidence == "high") confidence = "medium";
+      if (too_few) {
+        // What so few dumps can and cannot decide comes first.
+        std::vector<int64_t> missing(report->inputs().ranks_missing().begin(),
+                                     report->inputs().ranks_missing().end());
+        bool blamed_have_dumps = std::all_of(lead->ranks().begin(), lead->ranks().end(),
+                                             [&](int64_t r) { return DumpOf(r) != nullptr; });
+        std::string limit = fmt::format("Only {} of {} ranks' dumps could be read (missing: {}).",
+                                        trace_.ranks.size(), expected, FormatRankSet(missing));
+        if (blamed_have_dumps) {
+          summary = fmt::format("{} From them: {}", limit, summary);
+        } else {
+          // The blamed rank left no dump: among so many missing ones it may as well be another
+          // victim of a culprit whose dump is missing too.
+          failure_class = "insufficient_evidence";
+          confidence = "low";
+          culprits.clear();
+          summary = fmt::format(
+              "{} They show ranks waiting for rank(s) {} that left no dump, but with most dumps "
+              "missing that rank may be one more victim; the dumps of ranks {} would settle it. "
+              "The wait seen: {}",
+              limit,
+              FormatRankSet(std::vector<int64_t>(lead->ranks().begin(), lead->ranks().end())),
+              FormatRankSet(missing), lead->summary());
+        }
+      }
     } else if (too_few) {
       failure_class = "insufficient_evidence";
       confidence = "low";
@@ -752,6 +837,10 @@ class Analyzer {
           matched_.in_flight_ops);
     } else {
       summary = "Every collective in the dumps is matched across its group and nothing is stuck.";
+    }
+    if (outside_only && lead != nullptr) {
+      summary = fmt::format("No cause lies in the selected groups ({}); outside them: {}",
+                            fmt::join(options_.pg_filter, ", "), summary);
     }
     if (failure_class == "none" && report->stragglers_size() > 0) {
       summary +=
@@ -825,6 +914,15 @@ class Analyzer {
         edge->set_reason(block.reason);
       }
     }
+  }
+
+  bool FindingSelected(const Finding& finding) const {
+    for (const std::string& wanted : options_.pg_filter) {
+      if (wanted == finding.process_group().name() || wanted == finding.process_group().desc()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   bool GroupSelected(const JobGroup& group) const {
