@@ -1,0 +1,162 @@
+// The cross-rank index from small hand-built jobs: what each member achieved (a retired op that
+// failed, the default group's members), and when the dumps were taken. Expectations come from the
+// jobs each test builds.
+#include "fr/index/job_index.h"
+
+#include <string>
+#include <vector>
+
+#include "fr/base/buffer.h"
+#include "fr/decode/pickle_decoder.h"
+#include "fr/index/dump_time.h"
+#include "fr/normalize/normalize.h"
+#include "fr/write/dump_spec.h"
+#include "fr/write/dump_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fr {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::StartsWith;
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kStart = 1'800'000'000 * kSecond;
+
+// A Gloo-style entry: scheduled forever, retired once it ended (completed or failed).
+EntrySpec GlooOp(std::string op, int64_t seq, int64_t created_s, bool retired) {
+  EntrySpec e;
+  e.record_id = seq - 1;
+  e.pg_name = "0";
+  e.pg_desc = "default_pg";
+  e.collective_seq_id = seq;
+  e.op_id = seq;
+  e.profiling_name = "gloo:" + op;
+  e.time_created_ns = kStart + created_s * kSecond;
+  e.time_discovered_started_ns.reset();
+  e.time_discovered_completed_ns.reset();
+  e.retired = retired;
+  e.timeout_ms = 3000;
+  e.input_sizes = {{4}};
+  e.output_sizes = {{4}};
+  e.input_dtypes = {"Float"};
+  e.output_dtypes = {"Float"};
+  return e;
+}
+
+RankDump Dump(int64_t rank, std::vector<EntrySpec> entries, int64_t mtime_ns) {
+  DumpSpec spec;
+  spec.comm_lib_version = "";
+  spec.include_stacks = false;
+  spec.entries = std::move(entries);
+  absl::StatusOr<Document> doc = DecodePickle(Buffer::FromString(WriteDumpPickle(spec)));
+  EXPECT_TRUE(doc.ok()) << doc.status();
+  absl::StatusOr<RankDump> dump = NormalizeDump(*doc, rank);
+  EXPECT_TRUE(dump.ok()) << dump.status();
+  dump->file_mtime_ns = mtime_ns;
+  return *std::move(dump);
+}
+
+const GroupMember& Member(const JobIndex& index, int64_t rank) {
+  for (const GroupMember& member : index.groups.at(0).members) {
+    if (member.rank == rank) return member;
+  }
+  ADD_FAILURE() << "no member " << rank;
+  return index.groups.at(0).members.at(0);
+}
+
+TEST(JobIndexTest, RetiredOpThatAPeerNeverIssuedInTimeFailed) {
+  LoadedTrace trace;
+  // Rank 0 issued #2 at t=10 s and Gloo retired it (its timeout, 3 s); rank 1 stopped after #1
+  // and dumped at t=20 s, long after #2 would have needed it.
+  trace.ranks.push_back(Dump(0,
+                             {GlooOp("all_reduce", 1, 0, true), GlooOp("all_reduce", 2, 10, true)},
+                             kStart + 14 * kSecond));
+  trace.ranks.push_back(Dump(1, {GlooOp("all_reduce", 1, 0, true)}, kStart + 20 * kSecond));
+  JobIndex index = BuildJobIndex(trace);
+  const GroupMember& culprit_peer = Member(index, 0);
+  ASSERT_EQ(culprit_peer.units.size(), 2u);
+  EXPECT_TRUE(culprit_peer.units[1].retired_failed);
+  EXPECT_EQ(culprit_peer.units[1].state, EntryState::kScheduled);
+  EXPECT_FALSE(culprit_peer.units[0].retired_failed);
+  EXPECT_EQ(culprit_peer.units[0].state, EntryState::kCompleted);
+  EXPECT_EQ(culprit_peer.last_completed, 1);
+  EXPECT_EQ(index.first_unfinished_entry[0], 1) << "rank 0 waits at its #2";
+  EXPECT_EQ(index.first_unfinished_entry[1], -1);
+  EXPECT_EQ(index.retired_failed_units, 1);
+}
+
+TEST(JobIndexTest, RetiredOpOfAnOnDemandDumpTakenBeforeThePeerArrivedCompleted) {
+  LoadedTrace trace;
+  // The peer dumped 1 s after #2 was issued: younger than the timeout, it may still have come.
+  trace.ranks.push_back(Dump(0,
+                             {GlooOp("all_reduce", 1, 0, true), GlooOp("all_reduce", 2, 10, true)},
+                             kStart + 12 * kSecond));
+  trace.ranks.push_back(Dump(1, {GlooOp("all_reduce", 1, 0, true)}, kStart + 11 * kSecond));
+  JobIndex index = BuildJobIndex(trace);
+  EXPECT_FALSE(Member(index, 0).units[1].retired_failed);
+  EXPECT_EQ(Member(index, 0).units[1].state, EntryState::kCompleted);
+  EXPECT_EQ(index.first_unfinished_entry[0], -1);
+}
+
+TEST(JobIndexTest, RetiredOpThatAPeerIssuedDifferentlyFailed) {
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(0, {GlooOp("all_reduce", 1, 0, true)}, kStart + 2 * kSecond));
+  trace.ranks.push_back(Dump(1, {GlooOp("all_gather", 1, 0, false)}, kStart + 2 * kSecond));
+  JobIndex index = BuildJobIndex(trace);
+  EXPECT_TRUE(Member(index, 0).units[0].retired_failed);
+}
+
+TEST(JobIndexTest, DefaultGroupWithoutPgConfigSpansTheJob) {
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(0, {GlooOp("barrier", 1, 0, true)}, kStart + kSecond));
+  trace.ranks.push_back(Dump(3, {GlooOp("barrier", 1, 0, true)}, kStart + kSecond));
+  trace.missing_ranks = {1, 2};
+  JobIndex index = BuildJobIndex(trace);
+  ASSERT_EQ(index.groups.size(), 1u);
+  const JobGroup& group = index.groups[0];
+  EXPECT_EQ(group.desc, "default_pg");
+  EXPECT_TRUE(group.ranks_inferred);
+  EXPECT_THAT(group.ranks, ElementsAre(0, 1, 2, 3));
+  EXPECT_EQ(Member(index, 2).dump, -1);
+}
+
+TEST(DumpTimeTest, FileTimesOlderThanTheDumpsOwnRecordsAreRefused) {
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(0, {GlooOp("all_reduce", 1, 10, true)}, 0));       // copied: mtime 0
+  trace.ranks.push_back(Dump(1, {GlooOp("all_reduce", 1, 10, true)}, kStart));  // before t=10 s
+  DumpTimes times = EstimateDumpTimes(trace, kUnknown);
+  EXPECT_EQ(times.file_times_rejected, 2);
+  EXPECT_THAT(times.per_dump, ElementsAre(kUnknown, kUnknown));
+  EXPECT_THAT(times.source, StartsWith("unknown"));
+  EXPECT_EQ(times.confidence, "low");
+  EXPECT_THAT(times.newest_record, ElementsAre(kStart + 10 * kSecond, kStart + 10 * kSecond));
+}
+
+TEST(DumpTimeTest, ConsistentFileTimesAreUsedAndARefusedOneTakesTheJobTime) {
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(0, {GlooOp("all_reduce", 1, 10, true)}, kStart + 30 * kSecond));
+  trace.ranks.push_back(Dump(1, {GlooOp("all_reduce", 1, 10, true)}, kStart + 31 * kSecond));
+  DumpTimes times = EstimateDumpTimes(trace, kUnknown);
+  EXPECT_EQ(times.source, "file modification time");
+  EXPECT_EQ(times.confidence, "medium");
+  EXPECT_EQ(times.job_ns, kStart + 31 * kSecond);
+  trace.ranks[0].file_mtime_ns = 0;
+  times = EstimateDumpTimes(trace, kUnknown);
+  EXPECT_EQ(times.per_dump[0], kStart + 31 * kSecond);
+  EXPECT_EQ(times.confidence, "low");
+  EXPECT_THAT(times.source, StartsWith("file modification time (1 file(s) refused"));
+}
+
+TEST(DumpTimeTest, AGivenTimeWins) {
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(0, {GlooOp("all_reduce", 1, 10, true)}, 0));
+  DumpTimes times = EstimateDumpTimes(trace, kStart + 99 * kSecond);
+  EXPECT_THAT(times.per_dump, ElementsAre(kStart + 99 * kSecond));
+  EXPECT_EQ(times.source, "option");
+  EXPECT_EQ(times.confidence, "high");
+}
+
+}  // namespace
+}  // namespace fr
