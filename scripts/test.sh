@@ -2,16 +2,19 @@
 # Every test: installs what is missing, builds everything (library, CLI, Python module,
 # benchmarks), then runs the GoogleTest suites, the fuzz-corpus replays, the benchmark smoke run
 # (all through ctest), the pytest suite (the package and CLI used as a user would; it also
-# pip-installs the package into a fresh venv, reusing build/dev instead of building again), and
-# the real-PyTorch tests: a venv with torch (scripts/torch-venv.sh) captures live Gloo jobs whose
-# dumps fr-analyze must diagnose.
+# pip-installs the package into a fresh venv with build isolation, reusing build/dev instead of
+# building again), and the real-PyTorch tests, which capture live Gloo jobs whose dumps
+# fr-analyze must diagnose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake --preset dev >/dev/null
+# Python tests, the notebook and the real-PyTorch tests run in one venv with their dependencies
+# from PyPI (scripts/venv.sh); the Python module is built for its interpreter.
+python=$(bash scripts/venv.sh)
+echo "test.sh: $(command -v cmake) ($(cmake --version | head -n 1)), $("$python" --version)"
+cmake --preset dev -DPython3_EXECUTABLE="$python" >/dev/null
 cmake --build build/dev
 (cd build/dev && ctest --output-on-failure --timeout 600)
 PYTHONPATH="$PWD/build/dev/python" FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" \
-  FR_ANALYZE_CMAKE_BUILD_DIR="$PWD/build/dev" /usr/bin/python3 -m pytest -q tests/python
-torch_python=$(bash scripts/torch-venv.sh)
-FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" "$torch_python" -m pytest -q tests/torch
+  FR_ANALYZE_CMAKE_BUILD_DIR="$PWD/build/dev" "$python" -m pytest -q tests/python
+FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" "$python" -m pytest -q tests/torch

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Creates (or reuses) build/venv: the Python 3.11 venv that the tests, the notebook and the
+# benchmarks run in, with every Python dependency from PyPI, PyTorch's CPU build included (the
+# real-PyTorch tests capture jobs with it and the benchmark runs PyTorch's own analyzer).
+# Prints the venv's python.
+#
+#   py=$(bash scripts/venv.sh)       # then: "$py" -m pytest tests/python
+#
+# torch is pinned to 2.13.0, the CPU wheel these machines keep on disk (FR_TORCH_VERSION
+# overrides). The venv is built from the first Python 3.11 found: pyenv's python3.11 or python3
+# on PATH (pip reaches PyPI), else Debian's /usr/bin/python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+torch_version=${FR_TORCH_VERSION:-2.13.0}
+venv=${FR_VENV:-build/venv}
+packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest nbclient nbformat ipykernel)
+python=""
+for candidate in python3.11 python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null 2>&1 &&
+    "$candidate" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \
+      2>/dev/null; then
+    python=$(command -v "$candidate")
+    break
+  fi
+done
+[ -n "$python" ] || { echo "venv.sh: no Python 3.11 with venv and ensurepip found" >&2; exit 2; }
+# The stamp names what is installed: a changed list rebuilds the venv.
+stamp="$venv/.fr-packages-$(printf '%s\n' "${packages[@]}" | md5sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  rm -rf "$venv"
+  echo "venv.sh: creating $venv from $python ($("$python" --version 2>&1))" >&2
+  "$python" -m venv "$venv" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "${packages[@]}" >&2
+  touch "$stamp"
+fi
+echo "$PWD/$venv/bin/python"
