@@ -367,6 +367,22 @@ TEST(AnalyzeTest, PgFilterHeadlineSaysWhenTheCauseIsOutsideTheSelectedGroups) {
   EXPECT_THAT(Ranks(other.verdict().culprit_ranks()), ElementsAreArray({5}));
 }
 
+TEST(AnalyzeTest, NothingStuckButADumpMissingIsNotCalledHealthy) {
+  // A rank that exits leaves no dump, and with Gloo its peers' ops end retired as if completed:
+  // the dumps alone cannot call such a job healthy.
+  JobSimulatorOptions options;
+  options.steps = 8;
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<LoadedTrace> trace = WriteAndLoad(*job, "one_missing", {0, 1, 2, 3, 4, 6, 7});
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  report::Report report = Analyze(*trace, {});
+  EXPECT_EQ(report.verdict().failure_class(), "insufficient_evidence");
+  EXPECT_EQ(report.verdict().confidence(), "low");
+  EXPECT_THAT(report.verdict().summary(), HasSubstr("rank 5 left no dump"));
+  EXPECT_FALSE(IsFailure(report));
+}
+
 TEST(AnalyzeTest, SameInputGivesTheSameBytes) {
   JobSimulatorOptions options;
   options.steps = 16;

@@ -830,6 +830,20 @@ class Analyzer {
           trace_.ranks.size(), expected,
           FormatRankSet(std::vector<int64_t>(report->inputs().ranks_missing().begin(),
                                              report->inputs().ranks_missing().end())));
+    } else if (!trace_.missing_ranks.empty()) {
+      // Nothing is seen stuck, but a rank left no file: a rank that died takes no dump with it,
+      // and its peers' ops may have ended in errors that the recorder does not tell from
+      // completion (Gloo retires both). The dumps cannot call such a job healthy.
+      failure_class = "insufficient_evidence";
+      confidence = "low";
+      summary = fmt::format(
+          "Nothing in the {} dumps read is stuck or mismatched, but {} {} left no dump: a rank "
+          "that died leaves none, and its peers' last ops may have ended in errors that the "
+          "flight recorder does not tell from completion. The dumps or logs of {} would settle "
+          "it.",
+          trace_.ranks.size(), trace_.missing_ranks.size() > 1 ? "ranks" : "rank",
+          FormatRankSet(trace_.missing_ranks),
+          trace_.missing_ranks.size() > 1 ? "those ranks" : "that rank");
     } else if (matched_.in_flight_ops > 0) {
       summary = fmt::format(
           "No collective is stuck: {} op(s) were in flight but younger than their timeout when "
