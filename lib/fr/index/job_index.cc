@@ -175,6 +175,10 @@ void FindFirstUnfinished(const LoadedTrace& trace, JobIndex* index) {
 
 }  // namespace
 
+bool JobIndex::Unreadable(int64_t rank) const {
+  return std::binary_search(unreadable_ranks.begin(), unreadable_ranks.end(), rank);
+}
+
 bool GroupNameLess(const std::string& a, const std::string& b) {
   bool a_num = NumericName(a), b_num = NumericName(b);
   if (a_num != b_num) return a_num;
@@ -185,6 +189,16 @@ bool GroupNameLess(const std::string& a, const std::string& b) {
 JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
   JobIndex index;
   index.dump_times = EstimateDumpTimes(trace, dump_time_ns);
+  for (const RejectedFile& file : trace.rejected) {
+    if (file.rank != kUnknown) index.unreadable_ranks.push_back(file.rank);
+  }
+  for (const RankConflict& conflict : trace.conflicts) {
+    index.unreadable_ranks.push_back(conflict.rank);
+  }
+  std::sort(index.unreadable_ranks.begin(), index.unreadable_ranks.end());
+  index.unreadable_ranks.erase(
+      std::unique(index.unreadable_ranks.begin(), index.unreadable_ranks.end()),
+      index.unreadable_ranks.end());
   // Identity is name plus rank set; dumps that do not know a group's ranks join it by name.
   std::map<std::pair<std::string, std::vector<int64_t>>, uint32_t> by_identity;
   std::map<std::string, uint32_t> unknown_ranks_by_name;

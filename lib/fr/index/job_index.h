@@ -80,6 +80,10 @@ struct JobIndex {
   DumpTimes dump_times;
   int64_t entries = 0;
   int64_t retired_failed_units = 0;
+  // Ranks whose file exists but could not be used (rejected, or several conflicting files),
+  // ascending: unlike a rank that left no file, nothing says such a rank crashed.
+  std::vector<int64_t> unreadable_ranks;
+  bool Unreadable(int64_t rank) const;
 };
 
 // `dump_time_ns` (kUnknown: estimate from the files, see dump_time.h) is the time the dumps were

@@ -206,7 +206,8 @@ class GroupMatcher {
       for (size_t m = 0; m < cursor.size(); ++m) {
         const auto& units = group_.members[m].units;
         if (cursor[m] < units.size() && units[cursor[m]].seq == seq) {
-          if (!CutByRingBuffer(group_.members[m], units[cursor[m]])) {
+          if (!CutByRingBuffer(group_.members[m], units[cursor[m]]) &&
+              !Unnamed(group_.members[m], units[cursor[m]])) {
             issued.emplace_back(m, &units[cursor[m]]);
           }
           ++cursor[m];
@@ -223,6 +224,16 @@ class GroupMatcher {
     if (unit.first_entry != 0) return false;
     const Entry& first = DumpOf(member)->entries[0];
     return first.record_id > 0;
+  }
+
+  // An entry without a profiling_name does not say which op the rank issued: no evidence of a
+  // desync either way.
+  bool Unnamed(const GroupMember& member, const CollectiveUnit& unit) const {
+    const RankDump& dump = *DumpOf(member);
+    for (uint32_t i = unit.first_entry; i < unit.first_entry + unit.entry_count; ++i) {
+      if (dump.strings.view(dump.entries[i].profiling_name).empty()) return true;
+    }
+    return false;
   }
 
   // Returns true when every member that issued `seq` agrees.
@@ -509,7 +520,7 @@ class GroupMatcher {
     std::string op(first_dump.strings.view(head_entry.op_name));
     int64_t created = head_entry.time_created_ns;
 
-    std::vector<int64_t> missing, not_issued, not_started, blocked_behind;
+    std::vector<int64_t> missing, unreadable, not_issued, not_started, blocked_behind;
     std::vector<std::pair<size_t, const CollectiveUnit*>> issued;
     bool any_started = false;
     bool all_started = true;
@@ -520,7 +531,8 @@ class GroupMatcher {
       Progress progress = ProgressAt(member, seq, &unit);
       switch (progress) {
         case Progress::kMissing:
-          missing.push_back(member.rank);
+          // A file that exists but could not be read says nothing of what its rank did.
+          (index_.Unreadable(member.rank) ? unreadable : missing).push_back(member.rank);
           all_started = false;
           break;
         case Progress::kNotIssued:
@@ -580,6 +592,7 @@ class GroupMatcher {
     }
     AddBlock(false, seq, op, waiters, not_issued, "never issued", created);
     AddBlock(false, seq, op, waiters, missing, "dump missing", created);
+    AddBlock(false, seq, op, waiters, unreadable, "dump unreadable", created);
     AddBlock(false, seq, op, waiters, blocked_behind, "blocked behind an earlier op", created);
     // Without timing every pending op reads "scheduled": only timing can show who did not start.
     if (timing_known_ && any_started) {
@@ -708,7 +721,7 @@ class GroupMatcher {
         case PartnerState::kSkip:
           break;
         case PartnerState::kPeerMissing:
-          block("dump missing");
+          block(index_.Unreadable(peer.rank) ? "dump unreadable" : "dump missing");
           break;
         case PartnerState::kAbsent:
           block(entry.op == OpKind::kSend ? "no matching recv" : "no matching send");
@@ -760,7 +773,7 @@ class GroupMatcher {
       state.rank = member.rank;
       const RankDump* dump = DumpOf(member);
       if (dump == nullptr) {
-        state.state = "dump missing";
+        state.state = index_.Unreadable(member.rank) ? "dump unreadable" : "dump missing";
         match_.members.push_back(std::move(state));
         continue;
       }

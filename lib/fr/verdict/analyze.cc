@@ -44,6 +44,7 @@ constexpr std::string_view kUnrecordedOpReason =
 constexpr uint32_t kNoGroupIndex = std::numeric_limits<uint32_t>::max();
 
 int ReasonPriority(const std::string& reason) {
+  if (reason == "dump unreadable") return 6;
   if (reason == "blocked behind an earlier op" || reason == kUnrecordedOpReason) return 5;
   if (reason.ends_with("_mismatch")) return 0;
   if (reason == "issued but not started") return 1;
@@ -324,6 +325,13 @@ class Analyzer {
       // other (a p2p ordering deadlock), kept for below.
       if (matched_.blocks[best].reason == "blocked behind an earlier op") {
         if (!InStuckOp(culprit)) relay_ranks.push_back(culprit);
+        continue;
+      }
+      // Waited for, but its file could not be read: what it did is unknown, so it is neither
+      // blamed nor cleared; the verdict says which file would settle it.
+      if (std::all_of(blocks.begin(), blocks.end(),
+                      [&](uint32_t b) { return matched_.blocks[b].reason == "dump unreadable"; })) {
+        unreadable_sinks_.push_back(culprit);
         continue;
       }
       by_block[best].block = best;
@@ -765,6 +773,12 @@ class Analyzer {
     for (const Finding& finding : report->findings()) {
       if (IsCulpritKind(finding.kind()) && (!filtered || FindingSelected(finding))) {
         if (lead == nullptr || certainty(finding) > certainty(*lead)) lead = &finding;
+      }
+    }
+    // Other culprits come from findings as certain as the lead; doubtful ones stay findings.
+    for (const Finding& finding : report->findings()) {
+      if (lead != nullptr && IsCulpritKind(finding.kind()) &&
+          (!filtered || FindingSelected(finding)) && certainty(finding) >= certainty(*lead)) {
         culprits.insert(finding.ranks().begin(), finding.ranks().end());
       }
     }
@@ -830,6 +844,20 @@ class Analyzer {
           trace_.ranks.size(), expected,
           FormatRankSet(std::vector<int64_t>(report->inputs().ranks_missing().begin(),
                                              report->inputs().ranks_missing().end())));
+    } else if (!unreadable_sinks_.empty()) {
+      failure_class = "insufficient_evidence";
+      confidence = "low";
+      std::vector<std::string> errors;
+      for (const RejectedFile& file : trace_.rejected) {
+        if (std::binary_search(unreadable_sinks_.begin(), unreadable_sinks_.end(), file.rank)) {
+          errors.push_back(file.error);
+        }
+      }
+      summary = fmt::format(
+          "Ranks wait for {} {}, whose dump could not be read{}: whether it is the cause or one "
+          "more victim is not in the other dumps. A readable copy of its dump would settle it.",
+          unreadable_sinks_.size() > 1 ? "ranks" : "rank", FormatRankSet(unreadable_sinks_),
+          errors.empty() ? "" : fmt::format(" ({})", fmt::join(errors, "; ")));
     } else if (!trace_.missing_ranks.empty()) {
       // Nothing is seen stuck, but a rank left no file: a rank that died takes no dump with it,
       // and its peers' ops may have ended in errors that the recorder does not tell from
@@ -851,6 +879,15 @@ class Analyzer {
           matched_.in_flight_ops);
     } else {
       summary = "Every collective in the dumps is matched across its group and nothing is stuck.";
+    }
+    if (failure_class != "none" && failure_class != "insufficient_evidence" &&
+        index_.dump_times.job_ns == kUnknown) {
+      // Pending ops were judged stuck for want of a dump time: the structure may be certain,
+      // but not that the job had hung rather than been dumped on demand while running.
+      if (confidence == "high") confidence = "medium";
+      summary +=
+          " The dump time is unknown (no usable file times), so pending ops were judged "
+          "stuck; if the dumps were taken on demand from a running job, give --dump-time.";
     }
     if (outside_only && lead != nullptr) {
       summary = fmt::format("No cause lies in the selected groups ({}); outside them: {}",
@@ -1035,6 +1072,8 @@ class Analyzer {
 
   const LoadedTrace& trace_;
   const AnalyzeOptions& options_;
+  // Ranks others wait for whose file exists but could not be read, ascending.
+  std::vector<int64_t> unreadable_sinks_;
   std::map<int64_t, size_t> dump_of_rank_;
   JobIndex index_;
   MatchResult matched_;
