@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 
     from fr_analyze._trace import Trace
 
-# int64 fields, which protobuf's JSON mapping prints as strings; to_dict() turns them into ints.
-_INT64_FIELDS = {("inputs", "dump_time_ns"), ("stats", "entries")}
-
-
 class Message:
     """A read-only view of one message of the report: fields are attributes, nested messages are
     Messages, repeated fields are lists. `to_dict()` gives the plain dict."""
@@ -87,14 +83,8 @@ class Report:
         self._core = core
         self._trace = trace
         self._json = core.json()
+        # 64-bit integers are JSON numbers in fr-analyze's JSON (lib/fr/report/proto_json.h).
         self._fields = json.loads(self._json)
-        for message, field in _INT64_FIELDS:
-            value = self._fields.get(message, {}).get(field)
-            if isinstance(value, str):
-                self._fields[message][field] = int(value)
-        counters = self._fields.get("stats", {}).get("counters", {})
-        for name, value in counters.items():
-            counters[name] = int(value)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

@@ -29,5 +29,21 @@ TEST(ValidUtf8Test, EachStrayByteBecomesOneReplacementCharacter) {
   EXPECT_EQ(ValidUtf8("a\xe2\x82z"), "a" + kReplacement + kReplacement + "z");
 }
 
+TEST(TerminalSafeTest, ControlsAndBidiOverridesBecomeVisibleEscapes) {
+  EXPECT_EQ(TerminalSafe("forward (/x/model.py:12)"), "forward (/x/model.py:12)");
+  EXPECT_EQ(TerminalSafe("h\xc3\xa9te"), "h\xc3\xa9te");                   // printable UTF-8 kept
+  EXPECT_EQ(TerminalSafe("\x1b[2J"), "\\x1b[2J");                          // clear screen
+  EXPECT_EQ(TerminalSafe("a\nfr-analyze: none"), "a\\nfr-analyze: none");  // a fake line
+  EXPECT_EQ(TerminalSafe("a\rb\tc\x7f"), "a\\rb\\tc\\x7f");
+  EXPECT_EQ(TerminalSafe("\xc2\x9b"
+                         "31m"),
+            "\\u009b31m");  // C1 CSI
+  EXPECT_EQ(TerminalSafe("ab\xe2\x80\xae"
+                         "cd"),
+            "ab\\u202ecd");                              // right-to-left override
+  EXPECT_EQ(TerminalSafe("\xe2\x81\xa6x"), "\\u2066x");  // left-to-right isolate
+  EXPECT_EQ(TerminalSafe("\xff"), kReplacement);         // invalid UTF-8 as in ValidUtf8
+}
+
 }  // namespace
 }  // namespace fr

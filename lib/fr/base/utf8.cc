@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "fmt/format.h"
+
 namespace fr {
 namespace {
 
@@ -42,6 +44,45 @@ std::string ValidUtf8(std::string_view text) {
       out.append(text.data(), length);
     }
     text.remove_prefix(length);
+  }
+  return out;
+}
+
+std::string TerminalSafe(std::string_view text) {
+  std::string valid = ValidUtf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(valid[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xc2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(valid[i + 1]) <= 0x9f) {
+      // C1 controls (U+0080..U+009F): CSI (U+009B) starts escape sequences like ESC [ does.
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(valid[i + 1]));
+      ++i;
+    } else if (c == 0xe2 && i + 2 < valid.size() &&
+               ((static_cast<unsigned char>(valid[i + 1]) == 0x80 &&
+                 static_cast<unsigned char>(valid[i + 2]) >= 0xaa &&
+                 static_cast<unsigned char>(valid[i + 2]) <= 0xae) ||
+                (static_cast<unsigned char>(valid[i + 1]) == 0x81 &&
+                 static_cast<unsigned char>(valid[i + 2]) >= 0xa6 &&
+                 static_cast<unsigned char>(valid[i + 2]) <= 0xa9))) {
+      // Bidirectional overrides and isolates reorder what the terminal shows.
+      int code = ((c & 0x0f) << 12) | ((static_cast<unsigned char>(valid[i + 1]) & 0x3f) << 6) |
+                 (static_cast<unsigned char>(valid[i + 2]) & 0x3f);
+      out += fmt::format("\\u{:04x}", code);
+      i += 2;
+    } else {
+      out += static_cast<char>(c);
+    }
   }
   return out;
 }

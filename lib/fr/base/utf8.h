@@ -14,6 +14,13 @@ namespace fr {
 // back unchanged.
 std::string ValidUtf8(std::string_view text);
 
+// `text` made safe to print on a terminal as one line: ValidUtf8, then every control character
+// (C0 including newline and tab, DEL, C1) and every bidirectional override or isolate
+// (U+202A..U+202E, U+2066..U+2069) written as an escape ("\x1b", "\n", "\u202e"). A hostile
+// dump's frame names or group descs can then neither clear the screen nor print a line of
+// their own (a fake verdict).
+std::string TerminalSafe(std::string_view text);
+
 }  // namespace fr
 
 #endif  // FR_BASE_UTF8_H_

@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "fr/base/rank_set.h"
+#include "fr/base/utf8.h"
 
 namespace fr {
 namespace {
@@ -51,8 +52,8 @@ std::string FormatEntriesView(const LoadedTrace& trace, const JobIndex& index,
     for (const GroupMember* member : columns) {
       for (const CollectiveUnit& unit : member->units) seqs.insert(unit.seq);
     }
-    std::string label =
-        group.desc.empty() ? group.name : fmt::format("{} ({})", group.name, group.desc);
+    std::string label = TerminalSafe(
+        group.desc.empty() ? group.name : fmt::format("{} ({})", group.name, group.desc));
     out += fmt::format("group {} [{}]", label, FormatRankSet(group.ranks));
     if (static_cast<int>(group.members.size()) > static_cast<int>(columns.size())) {
       out += fmt::format(" showing {} of {} ranks", columns.size(), group.members.size());
@@ -78,8 +79,9 @@ std::string FormatEntriesView(const LoadedTrace& trace, const JobIndex& index,
                                      [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
           if (it != member->units.end() && it->seq == seq) {
             const RankDump& dump = trace.ranks[member->dump];
-            cell = fmt::format("{} {}", dump.strings.view(dump.entries[it->first_entry].op_name),
-                               ShortState(it->state));
+            cell = fmt::format(
+                "{} {}", TerminalSafe(dump.strings.view(dump.entries[it->first_entry].op_name)),
+                ShortState(it->state));
             if (it->entry_count > 1) cell += fmt::format(" x{}", it->entry_count);
           } else if (member->first_seq_in_buffer != kUnknown && seq < member->first_seq_in_buffer) {
             cell = "(rolled out)";

@@ -97,31 +97,35 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
   }
   size_t expected =
       loaded.size() + trace.missing_ranks.size() + trace.rejected.size() + trace.conflicts.size();
-  out +=
-      fmt::format("fr-analyze: loaded {} of {} ranks from {}\n", loaded.size(), expected, source);
+  out += fmt::format("fr-analyze: loaded {} of {} ranks from {}\n", loaded.size(), expected,
+                     TerminalSafe(source));
   out += fmt::format("  ranks loaded:   {}\n", loaded.empty() ? "none" : FormatRankSet(loaded));
   out += fmt::format("  ranks missing:  {}\n",
                      trace.missing_ranks.empty() ? "none" : FormatRankSet(trace.missing_ranks));
-  out += fmt::format(
-      "  versions:       {}\n",
-      trace.versions.empty() ? "none" : fmt::format("{}", fmt::join(trace.versions, ", ")));
+  out += fmt::format("  versions:       {}\n",
+                     trace.versions.empty()
+                         ? "none"
+                         : TerminalSafe(fmt::format("{}", fmt::join(trace.versions, ", "))));
   out += fmt::format("  bytes:          {} on disk, {} decoded\n", trace.bytes_on_disk,
                      trace.bytes_decoded);
   if (!trace.rejected.empty()) {
     out += fmt::format("\nrejected files ({}):\n", trace.rejected.size());
-    for (const RejectedFile& file : trace.rejected) out += fmt::format("  {}\n", file.error);
+    for (const RejectedFile& file : trace.rejected) {
+      out += fmt::format("  {}\n", TerminalSafe(file.error));
+    }
   }
   if (!trace.conflicts.empty()) {
     out += fmt::format("\nranks with several files ({}), none of them used:\n",
                        trace.conflicts.size());
     for (const RankConflict& conflict : trace.conflicts) {
-      out += fmt::format("  rank {}: {}\n", conflict.rank, fmt::join(conflict.paths, ", "));
+      out += fmt::format("  rank {}: {}\n", conflict.rank,
+                         TerminalSafe(fmt::format("{}", fmt::join(conflict.paths, ", "))));
     }
   }
   if (!trace.skipped.empty()) {
     out += fmt::format("\nskipped files ({}), not dumps:\n", trace.skipped.size());
     for (const SkippedFile& file : trace.skipped) {
-      out += fmt::format("  {}: {}\n", file.path, file.reason);
+      out += fmt::format("  {}: {}\n", TerminalSafe(file.path), TerminalSafe(file.reason));
     }
   }
   auto groups = SortedGroups(trace);
@@ -131,9 +135,9 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
       std::string members = view.ranks_known ? fmt::format("{} ranks [{}]", key.ranks.size(),
                                                            FormatRankSet(key.ranks))
                                              : std::string("ranks unknown");
-      out += fmt::format("  {:<6} {:<12} {}; in {} dumps, {} entries\n", key.name,
-                         view.desc.empty() ? "-" : view.desc, members, view.seen_by.size(),
-                         view.entries);
+      out += fmt::format("  {:<6} {:<12} {}; in {} dumps, {} entries\n", TerminalSafe(key.name),
+                         view.desc.empty() ? "-" : TerminalSafe(view.desc), members,
+                         view.seen_by.size(), view.entries);
     }
   }
   if (!trace.ranks.empty()) {

@@ -1,11 +1,11 @@
 #include "fr/report/report_format.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <vector>
 
 #include "fmt/format.h"
 #include "fr/base/rank_set.h"
+#include "fr/base/utf8.h"
+#include "fr/report/proto_json.h"
 
 namespace fr {
 namespace {
@@ -15,6 +15,40 @@ using report::Report;
 // Groups with problems are listed in full; of the healthy ones only this many, then a count.
 constexpr int kHealthyGroupsShown = 8;
 constexpr int kStatesPerGroupShown = 6;
+
+// Every string of `message` and its submessages made TerminalSafe: the text report quotes
+// frame names, group descs and paths from files that anyone could have written.
+void MakeTerminalSafe(google::protobuf::Message* message) {
+  const google::protobuf::Reflection* reflection = message->GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(*message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    using google::protobuf::FieldDescriptor;
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
+          reflection->SetRepeatedString(
+              message, field, i, TerminalSafe(reflection->GetRepeatedString(*message, field, i)));
+        }
+      } else {
+        reflection->SetString(message, field, TerminalSafe(reflection->GetString(*message, field)));
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (field->is_map()) {
+        // Maps hold counters keyed by oddity names, which may quote a key from a file.
+        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
+          MakeTerminalSafe(reflection->MutableRepeatedMessage(message, field, i));
+        }
+      } else if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
+          MakeTerminalSafe(reflection->MutableRepeatedMessage(message, field, i));
+        }
+      } else {
+        MakeTerminalSafe(reflection->MutableMessage(message, field));
+      }
+    }
+  }
+}
 
 std::vector<int64_t> Ranks(const google::protobuf::RepeatedField<int32_t>& field) {
   return std::vector<int64_t>(field.begin(), field.end());
@@ -26,7 +60,7 @@ std::string GroupLabel(const report::ProcessGroupRef& group) {
                               : fmt::format("group {} ({})", group.name(), group.desc());
 }
 
-std::string Seq(int32_t seq) { return seq < 0 ? std::string("-") : fmt::format("#{}", seq); }
+std::string Seq(int64_t seq) { return seq < 0 ? std::string("-") : fmt::format("#{}", seq); }
 
 void AppendVerdict(const Report& report, std::string* out) {
   const auto& v = report.verdict();
@@ -190,7 +224,9 @@ void AppendInputs(const Report& report, std::string* out) {
 
 }  // namespace
 
-std::string FormatReportText(const Report& report) {
+std::string FormatReportText(const Report& unsafe) {
+  Report report = unsafe;
+  MakeTerminalSafe(&report);
   std::string out;
   AppendVerdict(report, &out);
   AppendGroups(report, &out);
@@ -200,14 +236,7 @@ std::string FormatReportText(const Report& report) {
 }
 
 absl::StatusOr<std::string> FormatProtoJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  std::string json;
-  auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) return absl::InternalError(std::string(status.message()));
-  return json;
+  return ProtoToJson(message);
 }
 
 absl::StatusOr<std::string> FormatReportJson(const Report& report) {

@@ -369,7 +369,7 @@ class Analyzer {
       finding->set_kind(kind);
       for (int64_t r : cause.culprits) finding->add_ranks(static_cast<int32_t>(r));
       FillGroupRef(group, finding->mutable_process_group());
-      finding->set_collective_seq_id(static_cast<int32_t>(block.seq));
+      finding->set_collective_seq_id(block.seq);
       finding->set_op(block.op);
       std::string culprits = FormatRankSetWithin(cause.culprits, group.ranks);
       std::string plural = cause.culprits.size() > 1 ? "ranks" : "rank";
@@ -497,7 +497,7 @@ class Analyzer {
     std::sort(sorted.begin(), sorted.end());
     for (int64_t r : sorted) finding->add_ranks(static_cast<int32_t>(r));
     FillGroupRef(group, finding->mutable_process_group());
-    finding->set_collective_seq_id(static_cast<int32_t>(first.seq));
+    finding->set_collective_seq_id(first.seq);
     finding->set_op(first.op);
     finding->set_confidence("low");
     finding->set_summary(fmt::format(
@@ -526,7 +526,7 @@ class Analyzer {
       Finding* finding = report->add_findings();
       finding->set_kind("stuck_collective");
       FillGroupRef(group, finding->mutable_process_group());
-      finding->set_collective_seq_id(static_cast<int32_t>(stuck.seq));
+      finding->set_collective_seq_id(stuck.seq);
       finding->set_op(stuck.op);
       finding->set_confidence(stuck.timing_known && stuck.all_started ? "medium" : "low");
       std::string seq =
@@ -567,7 +567,7 @@ class Analyzer {
       finding->set_kind(kind);
       for (int64_t r : mismatch.minority) finding->add_ranks(static_cast<int32_t>(r));
       FillGroupRef(group, finding->mutable_process_group());
-      finding->set_collective_seq_id(static_cast<int32_t>(mismatch.seq));
+      finding->set_collective_seq_id(mismatch.seq);
       finding->set_confidence(mismatch.tie ? "low" : mismatch.completed ? "medium" : "high");
       const RankDump* dump = DumpOf(mismatch.minority.empty() ? -1 : mismatch.minority.front());
       std::string op;
@@ -961,7 +961,7 @@ class Analyzer {
           FillGroupRef(index_.groups[block.group], edge->mutable_process_group());
         }
         edge->set_op(block.op);
-        edge->set_seq_id(static_cast<int32_t>(block.seq));
+        edge->set_seq_id(block.seq);
         edge->set_reason(block.reason);
       }
     }
@@ -994,9 +994,9 @@ class Analyzer {
       for (const GroupMember& member : group.members) {
         if (member.dump >= 0) out->add_ranks_loaded(static_cast<int32_t>(member.rank));
       }
-      out->set_window_first_seq(static_cast<int32_t>(match.window_first));
-      out->set_window_last_seq(static_cast<int32_t>(match.window_last));
-      out->set_first_divergence_seq(static_cast<int32_t>(match.first_divergence));
+      out->set_window_first_seq(match.window_first);
+      out->set_window_last_seq(match.window_last);
+      out->set_first_divergence_seq(match.first_divergence);
       out->set_collectives_matched(static_cast<int32_t>(match.collectives_matched));
       std::map<std::tuple<std::string, int64_t, std::string>, std::vector<int64_t>> grouped;
       for (const MemberState& state : match.members) {
@@ -1013,7 +1013,7 @@ class Analyzer {
         for (int64_t r : ranks) state->add_ranks(static_cast<int32_t>(r));
         state->set_ranks_text(FormatRankSetWithin(ranks, group.ranks));
         state->set_state(std::get<0>(key));
-        state->set_seq_id(static_cast<int32_t>(std::get<1>(key)));
+        state->set_seq_id(std::get<1>(key));
         state->set_op(std::get<2>(key));
       }
     }
