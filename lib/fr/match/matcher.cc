@@ -496,7 +496,7 @@ class GroupMatcher {
   }
 
   void AddBlock(bool is_p2p, int64_t seq, std::string op, std::vector<int64_t> waiters,
-                std::vector<int64_t> blockers, std::string reason, int64_t time_created_ns) {
+                std::vector<int64_t> blockers, BlockReason reason, int64_t time_created_ns) {
     if (waiters.empty() || blockers.empty()) return;
     Block block;
     block.group = group_index_;
@@ -505,7 +505,7 @@ class GroupMatcher {
     block.op = std::move(op);
     block.waiters = Sorted(std::move(waiters));
     block.blockers = Sorted(std::move(blockers));
-    block.reason = std::move(reason);
+    block.reason = reason;
     block.time_created_ns = time_created_ns;
     result_.blocks.push_back(std::move(block));
   }
@@ -587,13 +587,12 @@ class GroupMatcher {
           majority_waiters.push_back(w);
         }
       }
-      AddBlock(false, seq, op, majority_waiters, mismatched,
-               std::string(MismatchKindName(mismatch_kind)), created);
+      AddBlock(false, seq, op, majority_waiters, mismatched, BlockReasonOf(mismatch_kind), created);
     }
-    AddBlock(false, seq, op, waiters, not_issued, "never issued", created);
-    AddBlock(false, seq, op, waiters, missing, "dump missing", created);
-    AddBlock(false, seq, op, waiters, unreadable, "dump unreadable", created);
-    AddBlock(false, seq, op, waiters, blocked_behind, "blocked behind an earlier op", created);
+    AddBlock(false, seq, op, waiters, not_issued, BlockReason::kNeverIssued, created);
+    AddBlock(false, seq, op, waiters, missing, BlockReason::kDumpMissing, created);
+    AddBlock(false, seq, op, waiters, unreadable, BlockReason::kDumpUnreadable, created);
+    AddBlock(false, seq, op, waiters, blocked_behind, BlockReason::kBehindEarlierOp, created);
     // Without timing every pending op reads "scheduled": only timing can show who did not start.
     if (timing_known_ && any_started) {
       std::vector<int64_t> started_waiters;
@@ -602,7 +601,7 @@ class GroupMatcher {
           started_waiters.push_back(w);
         }
       }
-      AddBlock(false, seq, op, started_waiters, not_started, "issued but not started", created);
+      AddBlock(false, seq, op, started_waiters, not_started, BlockReason::kNotStarted, created);
     }
     bool nobody_blocks = mismatched.empty() && not_issued.empty() && missing.empty() &&
                          blocked_behind.empty() &&
@@ -713,29 +712,31 @@ class GroupMatcher {
       const Entry& entry = dump.entries[j.entry];
       const GroupMember& peer = group_.members[j.peer];
       std::string op(dump.strings.view(entry.op_name));
-      auto block = [&](std::string reason) {
-        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, std::move(reason),
+      auto block = [&](BlockReason reason) {
+        AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, reason,
                  entry.time_created_ns);
       };
       switch (j.partner) {
         case PartnerState::kSkip:
           break;
         case PartnerState::kPeerMissing:
-          block(index_.Unreadable(peer.rank) ? "dump unreadable" : "dump missing");
+          block(index_.Unreadable(peer.rank) ? BlockReason::kDumpUnreadable
+                                             : BlockReason::kDumpMissing);
           break;
         case PartnerState::kAbsent:
-          block(entry.op == OpKind::kSend ? "no matching recv" : "no matching send");
+          block(entry.op == OpKind::kSend ? BlockReason::kNoMatchingRecv
+                                          : BlockReason::kNoMatchingSend);
           break;
         case PartnerState::kBehind:
-          block("blocked behind an earlier op");
+          block(BlockReason::kBehindEarlierOp);
           break;
         case PartnerState::kNotStarted:
-          block("issued but not started");
+          block(BlockReason::kNotStarted);
           break;
         case PartnerState::kStarted:
           if (held_batches.contains({peer.rank, j.partner_batch})) {
-            block(entry.op == OpKind::kSend ? "matching recv held by an incomplete batch"
-                                            : "matching send held by an incomplete batch");
+            block(entry.op == OpKind::kSend ? BlockReason::kRecvHeldByBatch
+                                            : BlockReason::kSendHeldByBatch);
           } else if (entry.op == OpKind::kSend) {
             // Both sides posted and neither completed: the transport (reported by the sender).
             StuckOp stuck;
@@ -773,7 +774,8 @@ class GroupMatcher {
       state.rank = member.rank;
       const RankDump* dump = DumpOf(member);
       if (dump == nullptr) {
-        state.state = index_.Unreadable(member.rank) ? "dump unreadable" : "dump missing";
+        state.state = index_.Unreadable(member.rank) ? MemberProgress::kDumpUnreadable
+                                                     : MemberProgress::kDumpMissing;
         match_.members.push_back(std::move(state));
         continue;
       }
@@ -788,7 +790,9 @@ class GroupMatcher {
           }
         }
         const Entry& entry = dump->entries[shown];
-        state.state = std::string(EntryStateName(entry.state));
+        state.state = entry.state == EntryState::kCompleted ? MemberProgress::kCompleted
+                      : entry.state == EntryState::kStarted ? MemberProgress::kStarted
+                                                            : MemberProgress::kScheduled;
         state.op = fmt::format("{} {} {}", dump->strings.view(entry.op_name),
                                entry.op == OpKind::kSend ? "to" : "from", entry.peer_rank);
         state.seq = entry.p2p_seq_id;
@@ -799,13 +803,13 @@ class GroupMatcher {
       const CollectiveUnit* unit = nullptr;
       Progress progress = seq == kUnknown ? Progress::kNotIssued : ProgressAt(member, seq, &unit);
       if (progress == Progress::kNotIssued) {
-        state.state = "not issued";
+        state.state = MemberProgress::kNotIssued;
         seq = member.last_enqueued;
         ProgressAt(member, seq, &unit);
       } else {
-        state.state = progress == Progress::kCompleted ? "completed"
-                      : progress == Progress::kStarted ? "started"
-                                                       : "scheduled";
+        state.state = progress == Progress::kCompleted ? MemberProgress::kCompleted
+                      : progress == Progress::kStarted ? MemberProgress::kStarted
+                                                       : MemberProgress::kScheduled;
       }
       state.seq = seq;
       if (unit != nullptr) {
@@ -841,6 +845,68 @@ class GroupMatcher {
 };
 
 }  // namespace
+
+std::string_view BlockReasonText(BlockReason reason) {
+  switch (reason) {
+    case BlockReason::kNeverIssued:
+      return "never issued";
+    case BlockReason::kDumpMissing:
+      return "dump missing";
+    case BlockReason::kDumpUnreadable:
+      return "dump unreadable";
+    case BlockReason::kNotStarted:
+      return "issued but not started";
+    case BlockReason::kNoMatchingRecv:
+      return "no matching recv";
+    case BlockReason::kNoMatchingSend:
+      return "no matching send";
+    case BlockReason::kOpMismatch:
+      return "op_mismatch";
+    case BlockReason::kSizeMismatch:
+      return "size_mismatch";
+    case BlockReason::kDtypeMismatch:
+      return "dtype_mismatch";
+    case BlockReason::kBehindEarlierOp:
+      return "blocked behind an earlier op";
+    case BlockReason::kRecvHeldByBatch:
+      return "matching recv held by an incomplete batch";
+    case BlockReason::kSendHeldByBatch:
+      return "matching send held by an incomplete batch";
+    case BlockReason::kUnrecordedP2p:
+      return "presumably blocked in a send/recv that Gloo does not record";
+  }
+  return "never issued";
+}
+
+BlockReason BlockReasonOf(MismatchKind kind) {
+  switch (kind) {
+    case MismatchKind::kOp:
+      return BlockReason::kOpMismatch;
+    case MismatchKind::kDtype:
+      return BlockReason::kDtypeMismatch;
+    case MismatchKind::kSize:
+      return BlockReason::kSizeMismatch;
+  }
+  return BlockReason::kOpMismatch;
+}
+
+std::string_view MemberProgressName(MemberProgress progress) {
+  switch (progress) {
+    case MemberProgress::kScheduled:
+      return "scheduled";
+    case MemberProgress::kStarted:
+      return "started";
+    case MemberProgress::kCompleted:
+      return "completed";
+    case MemberProgress::kNotIssued:
+      return "not issued";
+    case MemberProgress::kDumpMissing:
+      return "dump missing";
+    case MemberProgress::kDumpUnreadable:
+      return "dump unreadable";
+  }
+  return "scheduled";
+}
 
 std::string_view MismatchKindName(MismatchKind kind) {
   switch (kind) {

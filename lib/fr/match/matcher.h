@@ -34,6 +34,38 @@ struct Mismatch {
   std::vector<std::string> evidence;  // "rank 3: all_reduce [[4, 4]] Float", one per variant
 };
 
+// Why waiters cannot go on. Verdict logic works on these values; the words come only when a
+// report is rendered (BlockReasonText), so rewording a sentence never changes a verdict.
+enum class BlockReason : uint8_t {
+  kNeverIssued,      // the blockers never issued the op the waiters are in
+  kDumpMissing,      // the blockers left no dump file
+  kDumpUnreadable,   // the blockers' dump exists but could not be read: no evidence either way
+  kNotStarted,       // the blockers issued it but their GPU never started it (needs timing)
+  kNoMatchingRecv,   // a send whose recv the peer never posted
+  kNoMatchingSend,   // a recv whose send the peer never posted
+  kOpMismatch,       // the blockers issued a different op at the same seq
+  kSizeMismatch,     // ... different shapes
+  kDtypeMismatch,    // ... different dtypes
+  kBehindEarlierOp,  // the blockers are themselves stuck in an earlier op (a relay)
+  kRecvHeldByBatch,  // the matching recv sits in a batch that cannot complete
+  kSendHeldByBatch,  // the matching send sits in a batch that cannot complete
+  kUnrecordedP2p,    // inferred: blocked in a send/recv the recorder does not record (Gloo)
+};
+// The words of the report contract (WaitEdge.reason): "never issued", "dump missing", ...
+std::string_view BlockReasonText(BlockReason reason);
+BlockReason BlockReasonOf(MismatchKind kind);
+inline bool IsMismatch(BlockReason r) {
+  return r == BlockReason::kOpMismatch || r == BlockReason::kSizeMismatch ||
+         r == BlockReason::kDtypeMismatch;
+}
+// A wait that only passes another wait on: the blockers are not where it started.
+inline bool IsRelay(BlockReason r) {
+  return r == BlockReason::kBehindEarlierOp || r == BlockReason::kUnrecordedP2p;
+}
+inline bool IsHeldByBatch(BlockReason r) {
+  return r == BlockReason::kRecvHeldByBatch || r == BlockReason::kSendHeldByBatch;
+}
+
 // Waiters are blocked in an op (their stream head in `group`) that cannot complete until the
 // blockers do something.
 struct Block {
@@ -43,9 +75,7 @@ struct Block {
   std::string op;                 // op name of the waiters' entry, e.g. "all_reduce", "send"
   std::vector<int64_t> waiters;   // ascending
   std::vector<int64_t> blockers;  // ascending
-  // "never issued", "dump missing", "issued but not started", "no matching recv",
-  // "no matching send", "op_mismatch" / "size_mismatch" / "dtype_mismatch".
-  std::string reason;
+  BlockReason reason = BlockReason::kNeverIssued;
   int64_t time_created_ns = kUnknown;  // earliest waiter's entry
 };
 
@@ -61,10 +91,22 @@ struct StuckOp {
   int64_t time_created_ns = kUnknown;
 };
 
+// Where a member stands in one collective of a group.
+enum class MemberProgress : uint8_t {
+  kScheduled,
+  kStarted,
+  kCompleted,
+  kNotIssued,
+  kDumpMissing,
+  kDumpUnreadable,
+};
+// "scheduled", "started", "completed", "not issued", "dump missing", "dump unreadable".
+std::string_view MemberProgressName(MemberProgress progress);
+
 // Where a member stands in a group, for the report's grouped rank states.
 struct MemberState {
   int64_t rank = kUnknown;
-  std::string state;  // "scheduled", "started", "completed", "not issued", "dump missing"
+  MemberProgress state = MemberProgress::kScheduled;
   std::string op;
   int64_t seq = kUnknown;
 };

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -12,6 +13,7 @@
 #include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
 #include "fr/match/matcher.h"
+#include "fr/verdict/failure_class.h"
 #include "fr/verdict/next_actions.h"
 #include "fr/waitfor/wait_for_graph.h"
 
@@ -37,29 +39,24 @@ std::string GroupLabel(const JobGroup& group) {
 }
 
 // Precedence between causes created at the same time: the most specific wins.
-// A wait inferred, not recorded: see LinkSinksWaitingInUnrecordedOps.
-constexpr std::string_view kUnrecordedOpReason =
-    "presumably blocked in a send/recv that Gloo does not record";
-// Block::group of such an inferred wait, which belongs to no known group.
+// Block::group of an inferred wait (LinkSinksWaitingInUnrecordedOps), which belongs to no known
+// group.
 constexpr uint32_t kNoGroupIndex = std::numeric_limits<uint32_t>::max();
 
-int ReasonPriority(const std::string& reason) {
-  if (reason == "dump unreadable") return 6;
-  if (reason == "blocked behind an earlier op" || reason == kUnrecordedOpReason) return 5;
-  if (reason.ends_with("_mismatch")) return 0;
-  if (reason == "issued but not started") return 1;
-  if (reason.starts_with("no matching") || reason.ends_with("incomplete batch")) return 2;
-  if (reason == "never issued") return 3;
-  return 4;  // dump missing
-}
-
-std::string ClassOfReason(const std::string& reason) {
-  if (reason.ends_with("_mismatch")) return reason;
-  if (reason == "issued but not started") return "gpu_stall";
-  if (reason.starts_with("no matching") || reason.ends_with("incomplete batch")) {
-    return "p2p_unmatched";
+// Which cause names the root best when a culprit blocks others for several reasons: a desync
+// first, then a GPU that never started, a p2p partner, an op never issued, a missing dump; relays
+// and unreadable dumps last (they show no cause of their own).
+int ReasonPriority(BlockReason reason) {
+  if (reason == BlockReason::kDumpUnreadable) return 6;
+  if (IsRelay(reason)) return 5;
+  if (IsMismatch(reason)) return 0;
+  if (reason == BlockReason::kNotStarted) return 1;
+  if (reason == BlockReason::kNoMatchingRecv || reason == BlockReason::kNoMatchingSend ||
+      IsHeldByBatch(reason)) {
+    return 2;
   }
-  return "missing_participant";
+  if (reason == BlockReason::kNeverIssued) return 3;
+  return 4;  // dump missing
 }
 
 // The host a dump came from, when its path says: a per-host subfolder ("node03/nccl_trace_rank_5")
@@ -218,7 +215,7 @@ class Analyzer {
       link.op = "send/recv";
       link.waiters = {sink};
       link.blockers = {origin};
-      link.reason = std::string(kUnrecordedOpReason);
+      link.reason = BlockReason::kUnrecordedP2p;
       link.time_created_ns = last_activity;
       matched_.blocks.push_back(std::move(link));
     }
@@ -311,8 +308,8 @@ class Analyzer {
         // The earliest op others wait in is the root: what the culprit failed to do first.
         // Everything after it (sends it never reached, later collectives) follows from it.
         // "Blocked behind an earlier op" only relays a wait: prefer any direct cause.
-        bool x_relay = x.reason == "blocked behind an earlier op";
-        bool y_relay = y.reason == "blocked behind an earlier op";
+        bool x_relay = x.reason == BlockReason::kBehindEarlierOp;
+        bool y_relay = y.reason == BlockReason::kBehindEarlierOp;
         // Collectives align by seq across ranks; p2p waits only say "not yet", and a peer posts
         // its recv long before the culprit would have reached the send. So a collective the
         // culprit failed to join names the root better than a p2p op it failed to match.
@@ -323,14 +320,15 @@ class Analyzer {
       // blames no one (a stalled transport, an op still in flight) is not a culprit. If it is in
       // no stuck op either, it waits in a cycle of such relays: send/recv queued behind each
       // other (a p2p ordering deadlock), kept for below.
-      if (matched_.blocks[best].reason == "blocked behind an earlier op") {
+      if (matched_.blocks[best].reason == BlockReason::kBehindEarlierOp) {
         if (!InStuckOp(culprit)) relay_ranks.push_back(culprit);
         continue;
       }
       // Waited for, but its file could not be read: what it did is unknown, so it is neither
       // blamed nor cleared; the verdict says which file would settle it.
-      if (std::all_of(blocks.begin(), blocks.end(),
-                      [&](uint32_t b) { return matched_.blocks[b].reason == "dump unreadable"; })) {
+      if (std::all_of(blocks.begin(), blocks.end(), [&](uint32_t b) {
+            return matched_.blocks[b].reason == BlockReason::kDumpUnreadable;
+          })) {
         unreadable_sinks_.push_back(culprit);
         continue;
       }
@@ -355,7 +353,7 @@ class Analyzer {
     for (auto& [b, cause] : by_block) {
       const Block& block = matched_.blocks[b];
       const JobGroup& group = index_.groups[block.group];
-      bool batch_shift = block.reason.ends_with("incomplete batch");
+      bool batch_shift = IsHeldByBatch(block.reason);
       if (batch_shift) {
         // Batched p2p stuck against each other: a skipped or extra op on either side of the
         // channel shifts the FIFO pairing; both sides are named.
@@ -365,8 +363,7 @@ class Analyzer {
                              cause.culprits.end());
       }
       Finding* finding = report->add_findings();
-      std::string kind = ClassOfReason(block.reason);
-      finding->set_kind(kind);
+      finding->set_kind(std::string(FailureClassName(ClassOfReason(block.reason))));
       for (int64_t r : cause.culprits) finding->add_ranks(static_cast<int32_t>(r));
       FillGroupRef(group, finding->mutable_process_group());
       finding->set_collective_seq_id(block.seq);
@@ -379,20 +376,20 @@ class Analyzer {
                                 ? fmt::format("rank {} is", block.waiters.front())
                                 : fmt::format("{} ranks are", block.waiters.size());
       std::string confidence = "high";
-      if (block.reason == "never issued") {
+      if (block.reason == BlockReason::kNeverIssued) {
         finding->set_summary(fmt::format(
             "{} {} never issued {} {} in {}, which {} blocked in; {} waiting on nothing else "
             "(stuck outside communication, or diverged control flow).",
             plural, culprits, block.op, seq, GroupLabel(group), waiters,
             cause.culprits.size() > 1 ? "they are" : "it is"));
-      } else if (block.reason == "dump missing") {
+      } else if (block.reason == BlockReason::kDumpMissing) {
         confidence = "medium";
         finding->set_summary(fmt::format(
             "{} {} left no dump, and {} blocked in {} {} in {} waiting for {}: it most likely "
             "crashed or hung before dumping.",
             plural, culprits, waiters, block.op, seq, GroupLabel(group),
             cause.culprits.size() > 1 ? "them" : "it"));
-      } else if (block.reason == "issued but not started") {
+      } else if (block.reason == BlockReason::kNotStarted) {
         finding->set_summary(fmt::format(
             "{} {} enqueued {} {} in {} but {} GPU never started it, while its peers did.", plural,
             culprits, block.op, seq, GroupLabel(group),
@@ -405,11 +402,13 @@ class Analyzer {
             "added a p2p op, shifting the FIFO pairing. Which one is not in the dumps; compare "
             "their pipeline schedules.",
             culprits, GroupLabel(group)));
-      } else if (block.reason == "no matching recv" || block.reason == "no matching send") {
-        finding->set_summary(fmt::format(
-            "{} {} never posted the {} that {} {} in {} needs ({} {} waiting).", plural, culprits,
-            block.reason == "no matching recv" ? "recv" : "send", block.op, seq, GroupLabel(group),
-            FormatRankSet(block.waiters), block.waiters.size() == 1 ? "is" : "are"));
+      } else if (block.reason == BlockReason::kNoMatchingRecv ||
+                 block.reason == BlockReason::kNoMatchingSend) {
+        finding->set_summary(
+            fmt::format("{} {} never posted the {} that {} {} in {} needs ({} {} waiting).", plural,
+                        culprits, block.reason == BlockReason::kNoMatchingRecv ? "recv" : "send",
+                        block.op, seq, GroupLabel(group), FormatRankSet(block.waiters),
+                        block.waiters.size() == 1 ? "is" : "are"));
       } else {
         bool tie = false;
         for (const Mismatch& mismatch : matched_.mismatches) {
@@ -419,9 +418,9 @@ class Analyzer {
           }
         }
         if (tie) confidence = "low";
-        std::string what = block.reason == "op_mismatch"      ? "a different op"
-                           : block.reason == "dtype_mismatch" ? "a different dtype"
-                                                              : "different tensor sizes";
+        std::string what = block.reason == BlockReason::kOpMismatch      ? "a different op"
+                           : block.reason == BlockReason::kDtypeMismatch ? "a different dtype"
+                                                                         : "different tensor sizes";
         finding->set_summary(
             fmt::format("{} {} issued {} than the other members at {} {} in {}, "
                         "so the collective cannot complete.",
@@ -455,7 +454,7 @@ class Analyzer {
           }
         }
       }
-      if (block.reason.ends_with("_mismatch")) {
+      if (IsMismatch(block.reason)) {
         // A desync: the culprit's stack at the collective it issued differently, and a majority
         // member's stack at the same collective beside it.
         AddStackAt(group, cause.culprits.front(), block.seq, finding);
@@ -519,12 +518,12 @@ class Analyzer {
     int kept = 0;
     for (const StuckOp& stuck : matched_.stuck) {
       if (kept++ >= options_.max_findings_per_kind) {
-        ++dropped_["stuck_collective"];
+        ++dropped_[std::string(FailureClassName(FailureClass::kStuckCollective))];
         continue;
       }
       const JobGroup& group = index_.groups[stuck.group];
       Finding* finding = report->add_findings();
-      finding->set_kind("stuck_collective");
+      finding->set_kind(std::string(FailureClassName(FailureClass::kStuckCollective)));
       FillGroupRef(group, finding->mutable_process_group());
       finding->set_collective_seq_id(stuck.seq);
       finding->set_op(stuck.op);
@@ -552,7 +551,7 @@ class Analyzer {
   void AddSilentMismatchFindings(Report* report) {
     std::set<std::pair<uint32_t, int64_t>> blamed;
     for (const Block& block : matched_.blocks) {
-      if (block.reason.ends_with("_mismatch")) blamed.emplace(block.group, block.seq);
+      if (IsMismatch(block.reason)) blamed.emplace(block.group, block.seq);
     }
     std::map<std::string, int> kept;
     for (const Mismatch& mismatch : matched_.mismatches) {
@@ -747,9 +746,9 @@ class Analyzer {
                     trace_.rejected.size() + trace_.conflicts.size()));
   }
 
-  bool IsCulpritKind(const std::string& kind) const {
-    return kind == "missing_participant" || kind == "gpu_stall" || kind == "p2p_unmatched" ||
-           kind.ends_with("_mismatch");
+  static bool IsCulpritKind(const std::string& kind) {
+    std::optional<FailureClass> c = ParseFailureClass(kind);
+    return c.has_value() && NamesCulprits(*c);
   }
 
   void FillVerdict(const WaitForGraph& graph, Report* report) {
@@ -784,7 +783,7 @@ class Analyzer {
     }
     if (lead == nullptr) {
       for (const Finding& finding : report->findings()) {
-        if (finding.kind() == "stuck_collective") {
+        if (ParseFailureClass(finding.kind()) == FailureClass::kStuckCollective) {
           lead = &finding;
           break;
         }
@@ -793,13 +792,13 @@ class Analyzer {
     size_t expected =
         trace_.ranks.size() + static_cast<size_t>(report->inputs().ranks_missing_size());
     bool too_few = trace_.ranks.size() < 2 || trace_.ranks.size() * 2 < expected;
-    std::string failure_class = "none";
+    FailureClass failure_class = FailureClass::kNone;
     std::string confidence = "high";
     std::string summary;
     if (lead != nullptr) {
-      failure_class = lead->kind();
+      failure_class = *ParseFailureClass(lead->kind());
       confidence = lead->confidence();
-      if (culprits.size() > lead->ranks_size() && lead->kind() != "stuck_collective") {
+      if (culprits.size() > lead->ranks_size() && failure_class != FailureClass::kStuckCollective) {
         summary =
             fmt::format("{} Other independent culprits: {}.", lead->summary(),
                         FormatRankSet(std::vector<int64_t>(culprits.begin(), culprits.end())));
@@ -823,7 +822,7 @@ class Analyzer {
         } else {
           // The blamed rank left no dump: among so many missing ones it may as well be another
           // victim of a culprit whose dump is missing too.
-          failure_class = "insufficient_evidence";
+          failure_class = FailureClass::kInsufficientEvidence;
           confidence = "low";
           culprits.clear();
           summary = fmt::format(
@@ -836,7 +835,7 @@ class Analyzer {
         }
       }
     } else if (too_few) {
-      failure_class = "insufficient_evidence";
+      failure_class = FailureClass::kInsufficientEvidence;
       confidence = "low";
       summary = fmt::format(
           "Only {} of {} ranks' dumps could be read: too few to tell culprits from victims. The "
@@ -845,7 +844,7 @@ class Analyzer {
           FormatRankSet(std::vector<int64_t>(report->inputs().ranks_missing().begin(),
                                              report->inputs().ranks_missing().end())));
     } else if (!unreadable_sinks_.empty()) {
-      failure_class = "insufficient_evidence";
+      failure_class = FailureClass::kInsufficientEvidence;
       confidence = "low";
       std::vector<std::string> errors;
       for (const RejectedFile& file : trace_.rejected) {
@@ -862,7 +861,7 @@ class Analyzer {
       // Nothing is seen stuck, but a rank left no file: a rank that died takes no dump with it,
       // and its peers' ops may have ended in errors that the recorder does not tell from
       // completion (Gloo retires both). The dumps cannot call such a job healthy.
-      failure_class = "insufficient_evidence";
+      failure_class = FailureClass::kInsufficientEvidence;
       confidence = "low";
       summary = fmt::format(
           "Nothing in the {} dumps read is stuck or mismatched, but {} {} left no dump: a rank "
@@ -880,8 +879,7 @@ class Analyzer {
     } else {
       summary = "Every collective in the dumps is matched across its group and nothing is stuck.";
     }
-    if (failure_class != "none" && failure_class != "insufficient_evidence" &&
-        index_.dump_times.job_ns == kUnknown) {
+    if (IsFailureClass(failure_class) && index_.dump_times.job_ns == kUnknown) {
       // Pending ops were judged stuck for want of a dump time: the structure may be certain,
       // but not that the job had hung rather than been dumped on demand while running.
       if (confidence == "high") confidence = "medium";
@@ -893,11 +891,11 @@ class Analyzer {
       summary = fmt::format("No cause lies in the selected groups ({}); outside them: {}",
                             fmt::join(options_.pg_filter, ", "), summary);
     }
-    if (failure_class == "none" && report->stragglers_size() > 0) {
+    if (failure_class == FailureClass::kNone && report->stragglers_size() > 0) {
       summary +=
           fmt::format(" Rank {} is a straggler (see findings).", report->stragglers(0).rank());
     }
-    verdict->set_failure_class(failure_class);
+    verdict->set_failure_class(std::string(FailureClassName(failure_class)));
     for (int64_t r : culprits) verdict->add_culprit_ranks(static_cast<int32_t>(r));
     verdict->set_confidence(confidence);
     verdict->set_summary(summary);
@@ -905,8 +903,12 @@ class Analyzer {
     NextActionContext context;
     context.failure_class = failure_class;
     context.culprits.assign(culprits.begin(), culprits.end());
+    // Blamed for what it did not do while leaving no file behind: its crash is the lead.
     context.culprit_dump_missing =
-        lead != nullptr && lead->summary().find("left no dump") != std::string::npos;
+        lead != nullptr && lead->ranks_size() > 0 &&
+        std::all_of(lead->ranks().begin(), lead->ranks().end(),
+                    [&](int32_t r) { return DumpOf(r) == nullptr && !index_.Unreadable(r); });
+    context.timing_recordable = !OnlyGloo();
     context.timing_known = TimingSeen();
     context.buffer_wrapped = BufferWrapped();
     context.ranks_missing.assign(report->inputs().ranks_missing().begin(),
@@ -914,6 +916,18 @@ class Analyzer {
     context.has_stragglers = report->stragglers_size() > 0;
     for (const std::string& action : NextActions(context)) verdict->add_next_actions(action);
     AddChains(graph, verdict);
+  }
+
+  // Every entry came from Gloo, which records no start or completion events at all.
+  bool OnlyGloo() const {
+    bool any = false;
+    for (const RankDump& dump : trace_.ranks) {
+      for (const Entry& entry : dump.entries) {
+        if (dump.strings.view(entry.backend) != "gloo") return false;
+        any = true;
+      }
+    }
+    return any;
   }
 
   bool TimingSeen() const {
@@ -962,7 +976,7 @@ class Analyzer {
         }
         edge->set_op(block.op);
         edge->set_seq_id(block.seq);
-        edge->set_reason(block.reason);
+        edge->set_reason(std::string(BlockReasonText(block.reason)));
       }
     }
   }
@@ -998,9 +1012,11 @@ class Analyzer {
       out->set_window_last_seq(match.window_last);
       out->set_first_divergence_seq(match.first_divergence);
       out->set_collectives_matched(static_cast<int32_t>(match.collectives_matched));
+      // Keyed by the state's name, so that equal-sized sets are listed alphabetically by state.
       std::map<std::tuple<std::string, int64_t, std::string>, std::vector<int64_t>> grouped;
       for (const MemberState& state : match.members) {
-        grouped[{state.state, state.seq, state.op}].push_back(state.rank);
+        grouped[{std::string(MemberProgressName(state.state)), state.seq, state.op}].push_back(
+            state.rank);
       }
       // Largest set first: "[0-4095 except 17] started ..." then "[17] ...".
       std::vector<std::pair<std::tuple<std::string, int64_t, std::string>, std::vector<int64_t>>>
@@ -1088,8 +1104,8 @@ Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options) {
 }
 
 bool IsFailure(const Report& report) {
-  const std::string& failure_class = report.verdict().failure_class();
-  return failure_class != "none" && failure_class != "insufficient_evidence";
+  std::optional<FailureClass> c = ParseFailureClass(report.verdict().failure_class());
+  return c.has_value() && IsFailureClass(*c);
 }
 
 }  // namespace fr

@@ -7,13 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "fr/verdict/failure_class.h"
+
 namespace fr {
 
 struct NextActionContext {
-  std::string failure_class;
+  FailureClass failure_class = FailureClass::kNone;
   std::vector<int64_t> culprits;
   bool culprit_dump_missing = false;
-  bool timing_known = false;    // TORCH_NCCL_ENABLE_TIMING was on
+  bool timing_known = false;  // TORCH_NCCL_ENABLE_TIMING was on
+  // The backend can record start events (NCCL and friends; Gloo records none, with or without
+  // TORCH_NCCL_ENABLE_TIMING), so advising timing helps.
+  bool timing_recordable = true;
   bool buffer_wrapped = false;  // entries rolled out of a ring buffer
   std::vector<int64_t> ranks_missing;
   bool has_stragglers = false;
