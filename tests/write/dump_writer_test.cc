@@ -1,5 +1,5 @@
 // Tests of the writer stage: golden bytes worked out by hand from the format notes
-// (shared/docs/dump-format.md) and torch's pickler rules, differential checks against Debian's
+// (docs/dump-format.md) and torch's pickler rules, differential checks against Debian's
 // CPython, and round trips through the decoders once they exist.
 #include "fr/write/dump_writer.h"
 

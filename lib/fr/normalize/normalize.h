@@ -4,7 +4,7 @@
 //   FR_ASSIGN_OR_RETURN(Document doc, DecodePickle(bytes));
 //   FR_ASSIGN_OR_RETURN(RankDump dump, NormalizeDump(doc, /*rank=*/3));
 //
-// Accepts every layout PyTorch has written (shared dump-format.md, sections 3-5): the 2023 bare
+// Accepts every layout PyTorch has written (docs/dump-format.md): the 2023 bare
 // list of entries, 1.x (seq_id, int-keyed pg_config, time_created_us), 2.0 to 2.10, and newer
 // minors, whose unknown keys are counted as oddities rather than refused. JSON peculiarities
 // (string pg_status values, 0 for unknown times, process_group as a list) are absorbed here.

@@ -133,7 +133,7 @@ struct GroupTruth {
   std::vector<int64_t> ranks;  // global ranks, ascending
 };
 
-// What the analysis should find, in the terms of the report contract (shared design.md).
+// What the analysis should find, in the terms of the report contract (docs/report-contract.md).
 struct GroundTruth {
   // "none", "missing_participant", "gpu_stall", "op_mismatch", "size_mismatch", "dtype_mismatch",
   // "p2p_unmatched", "stuck_collective".

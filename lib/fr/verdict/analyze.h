@@ -1,6 +1,6 @@
 // The verdict: from the per-rank dumps of a hung or crashed job to a Report that names the
 // initiating rank(s), separates them from the victims, classifies the failure, shows the evidence
-// and says what to do next (shared design: failure classes and report contract).
+// and says what to do next (docs/report-contract.md: failure classes and the report).
 //
 //   FR_ASSIGN_OR_RETURN(LoadedTrace trace, LoadTrace(dir));
 //   report::Report report = Analyze(trace, {.source = dir});
