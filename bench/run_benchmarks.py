@@ -10,12 +10,19 @@ times, because these machines are shared and noisy).
    with stacks, one rank stuck) from files on disk to the JSON report, vs CPython merely
    unpickling the same files; the split between reading, decoding and matching; optionally a
    4096-rank job (--large-job) for peak RSS against the input size.
+4. Optionally (--fr-trace), PyTorch's own analyzer side by side: bench/fr_trace_compare.py runs
+   torch.distributed.flight_recorder.fr_trace and fr-analyze on the same simulated jobs (64, 512,
+   1024 ranks; --captured adds real-PyTorch capture directories): wall time, peak RSS, right or
+   wrong culprit. The smoke run includes a 16-rank comparison when the venv with torch
+   (scripts/torch-venv.sh) already exists, and never creates it.
 
     bench/run_benchmarks.py --build build            # full run (1024 ranks x 2000 entries)
     bench/run_benchmarks.py --build build --smoke    # seconds; part of the test suite
 
 Prints a table and writes the figures as JSON (--out). With --check, exits 1 when a target is
-missed: decode >= 10x CPython, directory load >= 10x CPython, peak RSS < input size.
+missed: decode >= 10x CPython, directory load >= 10x CPython, peak RSS < input size; with
+--fr-trace also fr-analyze >= 100x faster than fr_trace at 512 ranks and never wrong where
+fr_trace is right.
 """
 
 import argparse
@@ -27,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import fr_trace_compare
 
 
 def run(cmd, env=None):
@@ -128,6 +137,15 @@ def main():
                         help="ranks of the simulated job for the analysis benchmark")
     parser.add_argument("--large-job", action="store_true",
                         help="also analyse a 4096-rank job (several GB of disk, minutes)")
+    parser.add_argument("--fr-trace", action="store_true",
+                        help="also compare with PyTorch's fr_trace (creates the torch venv)")
+    parser.add_argument("--fr-trace-sizes", default="64,512,1024",
+                        help="ranks of the jobs both analyzers run on, comma-separated")
+    parser.add_argument("--fr-trace-timeout", type=float, default=600,
+                        help="seconds fr_trace may take on one job")
+    parser.add_argument("--captured", nargs="*", default=[], metavar="DIR",
+                        help="capture-harness directories both analyzers run on too "
+                             "(implies --fr-trace)")
     args = parser.parse_args()
     if args.smoke:
         args.ranks, args.entries, args.job_ranks = 16, 200, 16
@@ -201,6 +219,15 @@ def main():
         sizes = [args.job_ranks] + ([4096] if args.large_job and not args.smoke else [])
         figures["analysis"] = [
             analyse_simulated_job(cli, workdir, ranks, args.smoke) for ranks in sizes]
+
+        # 4. PyTorch's fr_trace on the same jobs (smoke: only where the torch venv exists).
+        if args.fr_trace or args.captured or args.smoke:
+            frt_sizes = [16] if args.smoke else [
+                int(s) for s in args.fr_trace_sizes.split(",") if s.strip()]
+            figures["fr_trace"] = fr_trace_compare.run_section(
+                cli, frt_sizes, [] if args.smoke else args.captured, workdir,
+                min(args.fr_trace_timeout, 120) if args.smoke else args.fr_trace_timeout,
+                os.cpu_count() or 1, args.smoke, table=False)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -223,6 +250,8 @@ def main():
               f"{a['peak_rss_bytes'] / 1e6:.0f} MB = {a['peak_rss_over_input']:.2f} of the input;"
               f" verdict {a['verdict']} {a['culprits']} (injected: rank {a['expected_culprit']})")
         print(f"  {a['stage_timings']}")
+    if figures.get("fr_trace"):
+        fr_trace_compare.print_table(figures["fr_trace"])
     if args.out:
         with open(args.out, "w") as f:
             json.dump(figures, f, indent=2)
@@ -242,6 +271,8 @@ def main():
                 missed.append(f"analysis of {a['ranks']} ranks: peak RSS not below the input")
             if a["culprits"] != [a["expected_culprit"]]:
                 missed.append(f"analysis of {a['ranks']} ranks blamed {a['culprits']}")
+        if figures.get("fr_trace"):
+            missed.extend(fr_trace_compare.missed_targets(figures["fr_trace"]))
         if missed:
             print("targets missed: " + "; ".join(missed))
             return 1
