@@ -224,7 +224,9 @@ TEST(JobSimulatorTest, SeqIdsBumpPerCollectiveAndOpIdsPerOp) {
       bool prev_open = prev->profiling_name != "nccl:coalesced" &&
                        ((p2p && e.p2p_seq_id == prev->p2p_seq_id && prev->is_p2p) ||
                         (!p2p && e.collective_seq_id == prev->collective_seq_id && !prev->is_p2p));
-      if (closing) EXPECT_FALSE(e.is_p2p) << "PyTorch writes is_p2p false on a batch's end";
+      if (closing) {
+        EXPECT_FALSE(e.is_p2p) << "PyTorch writes is_p2p false on a batch's end";
+      }
       if (p2p) {
         EXPECT_EQ(e.collective_seq_id, prev->collective_seq_id);
         EXPECT_EQ(e.p2p_seq_id, prev->p2p_seq_id + (prev_open ? 0 : 1)) << e.profiling_name;

@@ -49,7 +49,9 @@ Analysis SimulateAndAnalyze(const JobSimulatorOptions& options, const JobWriteOp
   analysis.truth = job->ground_truth();
   if (trace.ok()) {
     EXPECT_TRUE(trace->rejected.empty()) << trace->rejected.front().error;
-    analysis.report = Analyze(*trace, AnalyzeOptions{.source = dir.string()});
+    AnalyzeOptions options;
+    options.source = dir.string();
+    analysis.report = Analyze(*trace, options);
   }
   fs::remove_all(dir);
   return analysis;
@@ -96,7 +98,9 @@ void ExpectVerdictMatchesTruth(const Analysis& analysis) {
   } else {
     EXPECT_EQ(analysis.report.stragglers_size(), 0);
   }
-  if (truth.failure_class != "none") EXPECT_FALSE(verdict.next_actions().empty());
+  if (truth.failure_class != "none") {
+    EXPECT_FALSE(verdict.next_actions().empty());
+  }
   // Culprits are never also victims.
   for (int32_t culprit : verdict.culprit_ranks()) {
     EXPECT_THAT(Ranks(verdict.victim_ranks()), ::testing::Not(::testing::Contains(culprit)));
@@ -358,10 +362,14 @@ TEST(AnalyzeTest, PgFilterHeadlineSaysWhenTheCauseIsOutsideTheSelectedGroups) {
   ASSERT_TRUE(trace.ok()) << trace.status();
   const std::string& culprit_group = job->ground_truth().process_group.desc;
   ASSERT_EQ(culprit_group, "DP");
-  report::Report selected = Analyze(*trace, AnalyzeOptions{.pg_filter = {"DP"}});
+  AnalyzeOptions dp_only;
+  dp_only.pg_filter = {"DP"};
+  report::Report selected = Analyze(*trace, dp_only);
   EXPECT_EQ(selected.verdict().process_group().desc(), "DP");
   EXPECT_THAT(selected.verdict().summary(), ::testing::Not(HasSubstr("No cause lies")));
-  report::Report other = Analyze(*trace, AnalyzeOptions{.pg_filter = {"PP"}});
+  AnalyzeOptions pp_only;
+  pp_only.pg_filter = {"PP"};
+  report::Report other = Analyze(*trace, pp_only);
   EXPECT_THAT(other.verdict().summary(),
               ::testing::StartsWith("No cause lies in the selected groups (PP)"));
   EXPECT_THAT(Ranks(other.verdict().culprit_ranks()), ElementsAreArray({5}));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -107,10 +108,62 @@ bool IssuedOtherOp(const RankDump& dump, const GroupMember& member, int64_t seq,
   return it != member.units.end() && it->seq == seq && dump.entries[it->first_entry].op != op;
 }
 
+// Groups whose ranks no dump states (Gloo writes no usable pg_config) have as members the dumps
+// that name them, so a rank that left no file is in none of them. Groups of one kind (one desc:
+// the TP, PP or DP groups of a job) partition the ranks into groups of one size; a group that
+// is short by exactly as many ranks as are missing from every group of its kind gets them.
+void InferMembersFromSiblings(const LoadedTrace& trace, std::vector<JobGroup>* groups) {
+  std::set<int64_t> without_file(trace.missing_ranks.begin(), trace.missing_ranks.end());
+  if (without_file.empty()) return;
+  std::map<std::string, std::vector<JobGroup*>> by_desc;
+  for (JobGroup& group : *groups) {
+    if (!group.ranks_known && !group.desc.empty() && group.desc != "undefined") {
+      by_desc[group.desc].push_back(&group);
+    }
+  }
+  for (auto& [desc, siblings] : by_desc) {
+    if (siblings.size() < 2) continue;
+    std::map<size_t, int> sizes;
+    std::set<int64_t> covered;
+    for (const JobGroup* g : siblings) {
+      ++sizes[g->ranks.size()];
+      covered.insert(g->ranks.begin(), g->ranks.end());
+    }
+    size_t full = std::max_element(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) {
+                    return a.second < b.second;
+                  })->first;
+    std::vector<int64_t> unplaced;
+    for (int64_t r : without_file) {
+      if (!covered.contains(r)) unplaced.push_back(r);
+    }
+    std::vector<JobGroup*> short_groups;
+    size_t short_by = 0;
+    for (JobGroup* g : siblings) {
+      if (g->ranks.size() > full) short_groups.clear(), short_by = 0, full = 0;
+      if (full == 0) break;  // not one size: no partition to lean on
+      if (g->ranks.size() < full) {
+        short_groups.push_back(g);
+        short_by += full - g->ranks.size();
+      }
+    }
+    // Only an unambiguous placement: one short group, short by exactly the unplaced ranks.
+    if (full == 0 || short_groups.size() != 1 || short_by != unplaced.size()) continue;
+    JobGroup* g = short_groups.front();
+    g->ranks.insert(g->ranks.end(), unplaced.begin(), unplaced.end());
+    g->ranks_inferred = true;
+  }
+}
+
 // A retired op that some present member never issued cannot have completed once it is older
 // than its timeout at that member's dump: it failed (Gloo retires ops that time out). Such units
 // become the member's pending head again.
-int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times, JobGroup* group) {
+int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times,
+                                const JobIndex& index, JobGroup* group) {
+  // A member that left no file at all may have died, and then the op its peers were in ended in
+  // the error of its death (Gloo retires it like a completed one).
+  bool member_without_file =
+      std::any_of(group->members.begin(), group->members.end(),
+                  [&](const GroupMember& m) { return m.dump < 0 && !index.Unreadable(m.rank); });
   int64_t reopened = 0;
   for (GroupMember& member : group->members) {
     if (member.dump < 0) continue;
@@ -120,8 +173,12 @@ int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times
       if (!unit->retired_without_completion) break;
       const Entry& entry = dump.entries[unit->first_entry];
       int64_t timeout_ns = (entry.timeout_ms > 0 ? entry.timeout_ms : 600000) * 1'000'000;
-      bool failed = false;
+      // Only the op the rank was in when it stopped (its dump's newest entry) can have ended
+      // in that error; earlier ones completed before the rank went on.
+      bool failed = member_without_file && unit == member.units.rbegin() &&
+                    unit->first_entry + unit->entry_count >= dump.entries.size();
       for (const GroupMember& other : group->members) {
+        if (failed) break;
         if (other.dump < 0 || &other == &member) continue;
         if (IssuedOtherOp(trace.ranks[other.dump], other, unit->seq, entry.op)) {
           failed = true;  // a desync: the collective cannot have completed
@@ -236,6 +293,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
       index.group_of_local[d].push_back(g);
     }
   }
+  InferMembersFromSiblings(trace, &index.groups);
   // Members: one per rank of the group; a dump that is not loaded leaves dump = -1.
   absl::flat_hash_map<int64_t, int32_t> dump_of_rank;
   for (size_t d = 0; d < trace.ranks.size(); ++d) {
@@ -281,7 +339,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
     }
   }
   for (JobGroup& group : index.groups) {
-    index.retired_failed_units += ReopenFailedRetirements(trace, index.dump_times, &group);
+    index.retired_failed_units += ReopenFailedRetirements(trace, index.dump_times, index, &group);
   }
   // Sort groups and remap group_of_local accordingly.
   std::vector<uint32_t> order(index.groups.size());

@@ -469,7 +469,8 @@ class GroupMatcher {
         continue;
       }
       if (coll_first) {
-        if (!IsStuck(member, dump->entries[coll->first_entry])) {
+        // An op that ended in an error is where the rank stopped, however young it was.
+        if (!coll->retired_failed && !IsStuck(member, dump->entries[coll->first_entry])) {
           ++result_.in_flight_ops;
           continue;
         }

@@ -798,7 +798,8 @@ class Analyzer {
     if (lead != nullptr) {
       failure_class = *ParseFailureClass(lead->kind());
       confidence = lead->confidence();
-      if (culprits.size() > lead->ranks_size() && failure_class != FailureClass::kStuckCollective) {
+      if (culprits.size() > static_cast<size_t>(lead->ranks_size()) &&
+          failure_class != FailureClass::kStuckCollective) {
         summary =
             fmt::format("{} Other independent culprits: {}.", lead->summary(),
                         FormatRankSet(std::vector<int64_t>(culprits.begin(), culprits.end())));
