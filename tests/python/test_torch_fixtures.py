@@ -57,6 +57,10 @@ def test_verdict_is_the_injected_fault(cli, case, tmp_path):
     assert verdict.get("culprit_ranks", []) == expected["culprit_ranks"], verdict.get("summary")
     assert status == (0 if expected["failure_class"] == "none" else 1)
     assert report["inputs"]["ranks_loaded"] == expected["ranks_dumped"]
+    # Every oddity real PyTorch dumps show is registered with a severity and a meaning.
+    for counter in report["stats"]["counter_details"]:
+        assert counter["severity"] in ("info", "data_loss", "error"), counter
+        assert counter["description"], counter
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

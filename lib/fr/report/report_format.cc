@@ -211,14 +211,18 @@ void AppendInputs(const Report& report, std::string* out) {
   *out += fmt::format("  {} entries, {} process groups, {} collectives and {} p2p ops checked\n",
                       stats.entries(), stats.process_groups(), stats.collectives_checked(),
                       stats.p2p_ops_checked());
-  if (!stats.counters().empty()) {
-    // The map is unordered in protobuf: sort for deterministic output.
-    std::vector<std::pair<std::string, int64_t>> counters(stats.counters().begin(),
-                                                          stats.counters().end());
-    std::sort(counters.begin(), counters.end());
-    std::vector<std::string> parts;
-    for (const auto& [name, count] : counters) parts.push_back(fmt::format("{}={}", name, count));
-    *out += fmt::format("  counters: {}\n", fmt::join(parts, ", "));
+  if (stats.counter_details_size() > 0) {
+    // Data loss and errors first, each with what it means; the harmless ones on one line.
+    std::vector<std::string> info;
+    for (const auto& counter : stats.counter_details()) {
+      if (counter.severity() == "info") {
+        info.push_back(fmt::format("{}={}", counter.name(), counter.value()));
+      } else {
+        *out += fmt::format("  {}: {}={} ({})\n", counter.severity(), counter.name(),
+                            counter.value(), counter.description());
+      }
+    }
+    if (!info.empty()) *out += fmt::format("  counters: {}\n", fmt::join(info, ", "));
   }
 }
 

@@ -13,6 +13,7 @@
 #include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
 #include "fr/match/matcher.h"
+#include "fr/model/counters.h"
 #include "fr/verdict/failure_class.h"
 #include "fr/verdict/next_actions.h"
 #include "fr/waitfor/wait_for_graph.h"
@@ -1085,6 +1086,16 @@ class Analyzer {
     if (!trace_.rejected.empty()) counters["files_rejected"] = trace_.rejected.size();
     if (!trace_.skipped.empty()) counters["files_skipped"] = trace_.skipped.size();
     for (const auto& [kind, count] : dropped_) counters["findings_not_listed:" + kind] = count;
+    std::map<std::string, int64_t> sorted(counters.begin(), counters.end());
+    for (const auto& [name, value] : sorted) {
+      auto* detail = stats->add_counter_details();
+      detail->set_name(name);
+      detail->set_value(value);
+      const CounterInfo* info = FindCounter(name);
+      detail->set_severity(info == nullptr ? "unregistered"
+                                           : std::string(CounterSeverityName(info->severity)));
+      if (info != nullptr) detail->set_description(std::string(info->description));
+    }
   }
 
   const LoadedTrace& trace_;
