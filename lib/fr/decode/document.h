@@ -137,11 +137,13 @@ struct Node {
 };
 static_assert(sizeof(Node) == 16);
 
-// A value's kind in the low bits of its tag; the bits above are free for the decoder that builds
-// the document (the pickle decoder keeps its per-value checks there). Kinds sit beside, not in,
-// the nodes so that type checks touch one byte-dense array.
+// A value's kind in the low bits of its tag, then the shared bit; the bits above are free for the
+// decoder that builds the document (the pickle decoder keeps its per-value checks there). Kinds
+// sit beside, not in, the nodes so that type checks touch one byte-dense array.
 inline constexpr uint32_t kKindBits = 3;
 inline constexpr uint32_t kKindMask = (uint32_t{1} << kKindBits) - 1;
+inline constexpr uint32_t kSharedBit = uint32_t{1} << kKindBits;
+inline constexpr uint32_t kFlagShift = kKindBits + 1;
 
 // Storage of a finished document. A document's arrays are handed to a small per-thread pool when
 // it is destroyed and the next builder on that thread starts from them, so that decoding file
@@ -182,6 +184,12 @@ class Document {
   ValueKind kind(ValueId id) const {
     return static_cast<ValueKind>(storage_.tags[id] & document_internal::kKindMask);
   }
+  // Whether a container can be reached along more than one path from the root: a pickle memo hit
+  // put it (or a container holding it) in a second place, as PyTorch writes frame dicts shared by
+  // entries. Every other container is reached once, so a consumer that memoizes its work by
+  // value id need only do so for shared ones. Never set for scalars (whose repetition costs
+  // nothing to expand) nor in JSON documents.
+  bool shared(ValueId id) const { return storage_.tags[id] & document_internal::kSharedBit; }
   // Byte offset in the decoded input where the value began (its opcode or JSON token).
   uint64_t source_offset(ValueId id) const { return storage_.nodes[id].source_offset; }
 
@@ -225,7 +233,11 @@ class Document {
 // Builds a Document. Decoders create values in any order and may append children to a container
 // several times (pickle's APPENDS/SETITEMS come in batches, interleaved with other containers);
 // Finish lays every container's children out contiguously. Memory stays proportional to the
-// number of values and child references created, hence to the input size.
+// number of values and child references created, hence to the input size: both decoders consume
+// at least one input byte per value and per child reference they add, so a document of an N-byte
+// input holds at most N values (20 bytes each) and N child references (4 bytes each, twice while
+// Finish joins batches). That is the decoders' memory budget; expanding shared values is left to
+// consumers, which bound it themselves (NormalizeLimits, the `dump` printer).
 //
 // One builder may be reused for many inputs. The Add functions are inline: decoders call them
 // once per value.
@@ -234,7 +246,7 @@ class DocumentBuilder {
   // Inputs larger than this are refused by decoders, so offsets and lengths fit in 32 bits.
   static constexpr uint64_t kMaxInputSize = std::numeric_limits<uint32_t>::max();
   // Bits of a value's tag that the building decoder may use (see flags()).
-  static constexpr uint32_t kFlagBits = 32 - document_internal::kKindBits;
+  static constexpr uint32_t kFlagBits = 32 - document_internal::kFlagShift;
 
   DocumentBuilder() = default;
 
@@ -294,10 +306,18 @@ class DocumentBuilder {
   uint32_t child_count(ValueId id) const { return storage_.nodes[id].count; }
   // kFlagBits bits of the decoder's own per-value facts, 0 when the value was added; the finished
   // document ignores them.
-  uint32_t flags(ValueId id) const { return storage_.tags[id] >> document_internal::kKindBits; }
+  uint32_t flags(ValueId id) const { return storage_.tags[id] >> document_internal::kFlagShift; }
   void set_flags(ValueId id, uint32_t flags) {
-    storage_.tags[id] = (storage_.tags[id] & document_internal::kKindMask) |
-                        (flags << document_internal::kKindBits);
+    constexpr uint32_t kKept = document_internal::kKindMask | document_internal::kSharedBit;
+    storage_.tags[id] = (storage_.tags[id] & kKept) | (flags << document_internal::kFlagShift);
+  }
+  // Marks a container as referenced from more than one place; Finish marks the containers inside
+  // it too (see Document::shared).
+  void mark_shared(ValueId id) {
+    uint32_t& tag = storage_.tags[id];
+    if (tag & document_internal::kSharedBit) return;
+    tag |= document_internal::kSharedBit;
+    shared_.push_back(id);
   }
 
   // Returns the finished document rooted at `root` and leaves the builder empty.
@@ -326,7 +346,7 @@ class DocumentBuilder {
                   uint32_t flags = 0) {
     ValueId id = static_cast<ValueId>(storage_.nodes.size());
     storage_.nodes.push_back(Node{payload, count, source_offset});
-    storage_.tags.push_back(static_cast<uint32_t>(kind) | (flags << document_internal::kKindBits));
+    storage_.tags.push_back(static_cast<uint32_t>(kind) | (flags << document_internal::kFlagShift));
     return id;
   }
   // Records that `node`'s next `count` children start at the children array's end, in a chunk of
@@ -338,6 +358,8 @@ class DocumentBuilder {
   std::vector<Chunk> chunks_;
   std::vector<Chunked> chunked_;
   std::string arena_;
+  // Containers marked shared, in the order marked; Finish extends the mark to what they hold.
+  std::vector<ValueId> shared_;
 };
 
 }  // namespace fr

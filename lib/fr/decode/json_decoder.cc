@@ -2,8 +2,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -579,15 +581,28 @@ DecoderState& ThreadState() {
   return state;
 }
 
-}  // namespace
+absl::Status OutOfMemory(uint64_t size) {
+  return absl::ResourceExhaustedError(fmt::format(
+      "byte 0: out of memory decoding {} bytes of JSON (decoding needs about {} bytes: {} per "
+      "input byte)",
+      size, size * kJsonBytesPerInputByte, kJsonBytesPerInputByte));
+}
 
-absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input, const JsonLimits& limits) {
-  std::string_view bytes = input->bytes();
-  if (bytes.size() > DocumentBuilder::kMaxInputSize) {
-    return absl::ResourceExhaustedError(
-        fmt::format("byte 0: JSON input of {} bytes is larger than the decoder's limit of {} bytes",
-                    bytes.size(), DocumentBuilder::kMaxInputSize));
+// Parsers sized for an unusually large input would hold that memory for the thread's life.
+void TrimState(DecoderState& state) {
+  constexpr size_t kKeepBytes = size_t{64} << 20;
+  if (state.padded_capacity > kKeepBytes) {
+    state.padded.reset();
+    state.padded_capacity = 0;
+    state.dom_parser = simdjson::dom::parser();
+    state.ondemand_parser = ondemand::parser();
   }
+  if (state.children.capacity() * sizeof(ValueId) > kKeepBytes) state.children = {};
+}
+
+absl::StatusOr<Document> Decode(const std::shared_ptr<const Buffer>& input,
+                                const JsonLimits& limits, DecoderState& state) {
+  std::string_view bytes = input->bytes();
   // A UTF-8 byte order mark (Windows editors) is not JSON; skip it and keep offsets in the file.
   uint64_t base = 0;
   if (bytes.substr(0, kUtf8Bom.size()) == kUtf8Bom) {
@@ -596,7 +611,6 @@ absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input, const J
   }
   uint32_t max_depth = std::max<uint32_t>(limits.max_depth, 1);
 
-  DecoderState& state = ThreadState();
   // simdjson reads up to SIMDJSON_PADDING bytes past the end: parse a padded copy (a memcpy, far
   // cheaper than the parse) rather than the mapping, whose end may be the end of a page.
   size_t needed = bytes.size() + simdjson::SIMDJSON_PADDING;
@@ -613,12 +627,15 @@ absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input, const J
   if (state.dom_parser.max_depth() != max_depth + 1 || state.dom_parser.capacity() < bytes.size()) {
     if (auto error = state.dom_parser.allocate(std::max(bytes.size(), state.dom_parser.capacity()),
                                                max_depth + 1)) {
+      if (error == simdjson::MEMALLOC) return OutOfMemory(bytes.size());
       return absl::ResourceExhaustedError(fmt::format("byte 0: cannot allocate the JSON parser: {}",
                                                       simdjson::error_message(error)));
     }
   }
   simdjson::dom::element element;
   if (auto error = state.dom_parser.parse(state.padded.get(), bytes.size(), false).get(element)) {
+    // The document's tape is allocated inside parse.
+    if (error == simdjson::MEMALLOC) return OutOfMemory(bytes.size());
     absl::Status located = ErrorLocator(bytes, base, max_depth).Locate();
     if (!located.ok()) return located;
     return absl::InvalidArgumentError(
@@ -628,6 +645,7 @@ absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input, const J
   if (state.ondemand_parser.max_depth() < max_depth + 1) {
     if (auto error = state.ondemand_parser.allocate(
             std::max(bytes.size(), state.ondemand_parser.capacity()), max_depth + 1)) {
+      if (error == simdjson::MEMALLOC) return OutOfMemory(bytes.size());
       return absl::ResourceExhaustedError(fmt::format("byte 0: cannot allocate the JSON parser: {}",
                                                       simdjson::error_message(error)));
     }
@@ -644,10 +662,35 @@ absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input, const J
   DocumentWalker walker(state, std::string_view(state.padded.get(), bytes.size()), base, max_depth);
   absl::StatusOr<ValueId> root = walker.Walk(doc);
   if (!root.ok()) {
-    state.builder.Reset(nullptr);
+    state.builder = DocumentBuilder();
     return root.status();
   }
   return state.builder.Finish(*root);
+}
+
+}  // namespace
+
+absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input, const JsonLimits& limits) {
+  uint64_t size = input->bytes().size();
+  uint64_t limit = std::min<uint64_t>(limits.max_input_bytes, DocumentBuilder::kMaxInputSize);
+  if (size > limit) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "byte 0: JSON input of {} bytes is larger than the limit of {} bytes "
+        "(JsonLimits::max_input_bytes; decoding takes about {} bytes of memory per input byte)",
+        size, limit, kJsonBytesPerInputByte));
+  }
+  DecoderState& state = ThreadState();
+  absl::StatusOr<Document> result = absl::UnknownError("");
+  try {
+    result = Decode(input, limits, state);
+  } catch (const std::bad_alloc&) {
+    result = OutOfMemory(size);
+    state.stack = {};
+    state.children = {};
+    state.builder = DocumentBuilder();
+  }
+  TrimState(state);
+  return result;
 }
 
 }  // namespace fr

@@ -22,14 +22,27 @@
 
 namespace fr {
 
+// Decoding takes about kJsonBytesPerInputByte bytes of memory per input byte at its peak:
+// simdjson's validating pass (tape 8, structural indexes 4, strings 5/3), its On Demand pass
+// (indexes 4, strings 5/3), the padded copy (1) and the document (up to one 24-byte value per two
+// input bytes).
+inline constexpr uint64_t kJsonBytesPerInputByte = 34;
+// JSON dumps hold no stacks: a full 20000-entry ring buffer is some 12 MB. Twenty times that
+// is accepted by default (about 9 GB while decoding).
+inline constexpr uint64_t kMaxJsonInputSize = uint64_t{256} << 20;
+
 struct JsonLimits {
   // Deepest nesting of arrays and objects accepted (the top-level container is depth 1).
   uint32_t max_depth = 256;
+  // Larger inputs are refused before anything is allocated for them (at most 4 GiB - 1, so that
+  // offsets fit in 32 bits).
+  uint64_t max_input_bytes = kMaxJsonInputSize;
 };
 
 // Errors: InvalidArgument (malformed JSON, too deep, trailing content, an integer outside int64 or
 // a number outside the double range), DataLoss (the input ends early: a truncated dump),
-// ResourceExhausted (input over 4 GiB); messages start with "byte <offset>: ". NaN and Infinity,
+// ResourceExhausted (input over limits.max_input_bytes, or memory ran out; the message names the
+// input size and the limit); messages start with "byte <offset>: ". NaN and Infinity,
 // which Python's json accepts, are rejected (flight-recorder dumps never contain them).
 absl::StatusOr<Document> DecodeJson(std::shared_ptr<const Buffer> input,
                                     const JsonLimits& limits = {});

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -405,6 +406,16 @@ ValueId PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t l
     }                                   \
   } while (false)
 
+// A memo hit on a container (a stack slot tagged kContainerBit) gives it a second parent: marked
+// so that consumers expand it once (Document::shared). Memo puts alone do not mark: CPython
+// memoizes every container whether or not it is used again.
+#define FR_PICKLE_NOTE_SHARED(slot)                  \
+  do {                                               \
+    if ((slot)&kContainerBit) [[unlikely]] {         \
+      builder_.mark_shared((slot) & ~kContainerBit); \
+    }                                                \
+  } while (false)
+
 // Dispatches the next opcode, or leaves the loop at the end of the input.
 #define FR_PICKLE_NEXT()          \
   do {                            \
@@ -607,6 +618,7 @@ op_kBinGet : {
   if (value == kNoValue) [[unlikely]] {
     FR_PICKLE_TRY_VALUE(value, MemoGet(p[-1], op));
   }
+  FR_PICKLE_NOTE_SHARED(value);
   FR_PICKLE_PUSH(value);
   FR_PICKLE_NEXT();
 }
@@ -618,6 +630,7 @@ op_kLongBinGet : {
   if (value == kNoValue) [[unlikely]] {
     FR_PICKLE_TRY_VALUE(value, MemoGet(id, op));
   }
+  FR_PICKLE_NOTE_SHARED(value);
   FR_PICKLE_PUSH(value);
   FR_PICKLE_NEXT();
 }
@@ -650,6 +663,7 @@ op_kGet : {
   } else {
     ValueId value;
     FR_PICKLE_TRY_VALUE(value, MemoGet(static_cast<uint32_t>(id), op));
+    FR_PICKLE_NOTE_SHARED(value);
     FR_PICKLE_PUSH(value);
   }
   FR_PICKLE_NEXT();
@@ -734,6 +748,7 @@ out_of_input:
 }
 
 #undef FR_PICKLE_NEXT
+#undef FR_PICKLE_NOTE_SHARED
 #undef FR_PICKLE_PUSH
 #undef FR_PICKLE_AVAILABLE
 #undef FR_PICKLE_MAKE_TUPLE
@@ -761,20 +776,37 @@ absl::StatusOr<Document> DecodePickle(std::shared_ptr<const Buffer> input,
                     bytes.size(), kMaxPickleInputSize));
   }
   thread_local Scratch scratch;
-  scratch.builder.Reset(input);
-  // Torch dumps hold about one value per 6 input bytes and one child reference per 3 (most
-  // strings are 2-byte BINGETs): sizing for that up front avoids regrowing when no recycled
-  // storage is at hand. Untouched reserved pages cost nothing; the cap keeps a huge input from
-  // reserving more than it will use (beyond it, arrays grow by remapping).
-  constexpr size_t kMaxReservedValues = size_t{1} << 22;
-  scratch.builder.Reserve(std::min(bytes.size() / 4, kMaxReservedValues),
-                          std::min(bytes.size() / 2, 2 * kMaxReservedValues));
-  absl::StatusOr<ValueId> root = PickleMachine(bytes, limits, scratch).Run();
-  absl::StatusOr<Document> result = root.ok()
-                                        ? absl::StatusOr<Document>(scratch.builder.Finish(*root))
-                                        : absl::StatusOr<Document>(root.status());
-  // The builder must not keep the input alive after a failure.
-  scratch.builder.Reset(nullptr);
+  absl::StatusOr<Document> result = absl::UnknownError("");
+  // Memory is bounded by the input size (see DocumentBuilder), but a large input may still not
+  // fit: that is this file's error, not the end of a run over many files.
+  try {
+    scratch.builder.Reset(input);
+    // Torch dumps hold about one value per 6 input bytes and one child reference per 3 (most
+    // strings are 2-byte BINGETs): sizing for that up front avoids regrowing when no recycled
+    // storage is at hand. Untouched reserved pages cost nothing; the cap keeps a huge input from
+    // reserving more than it will use (beyond it, arrays grow by remapping).
+    constexpr size_t kMaxReservedValues = size_t{1} << 22;
+    scratch.builder.Reserve(std::min(bytes.size() / 4, kMaxReservedValues),
+                            std::min(bytes.size() / 2, 2 * kMaxReservedValues));
+    absl::StatusOr<ValueId> root = PickleMachine(bytes, limits, scratch).Run();
+    result = root.ok() ? absl::StatusOr<Document>(scratch.builder.Finish(*root))
+                       : absl::StatusOr<Document>(root.status());
+  } catch (const std::bad_alloc&) {
+    result = absl::ResourceExhaustedError(
+        fmt::format("byte 0: out of memory decoding a pickle of {} bytes (a decoded value takes "
+                    "up to 28 bytes per input byte)",
+                    bytes.size()));
+    scratch.stack = {};
+    scratch.marks = {};
+    scratch.memo = {};
+  }
+  // The builder must not keep the input alive, nor (like a success, which moves them into the
+  // document) the arrays of a failed input, which may be large.
+  if (result.ok()) {
+    scratch.builder.Reset(nullptr);
+  } else {
+    scratch.builder = DocumentBuilder();
+  }
   TrimScratch(scratch.stack);
   TrimScratch(scratch.marks);
   TrimScratch(scratch.memo);
