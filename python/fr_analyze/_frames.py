@@ -3,16 +3,19 @@
 Columns and dtypes (category where few distinct values repeat over many rows; nullable Int64
 where a dump may not have recorded the value, shown as <NA>):
 
-Trace.entries_df(): one row per rank x ring-buffer entry, ranks ascending, entries oldest first.
+Trace.entries_df(): one row per rank x ring-buffer entry, ranks ascending, entries oldest first,
+built column by column in C++ (lib/fr/report/entries_table.h).
     rank int32 | record_id Int64 | process_group category (group name) | pg_desc category |
     pg_id Int64 | collective_seq_id Int64 | p2p_seq_id Int64 | op_id Int64 |
     op category ("all_reduce") | op_kind category | profiling_name category ("nccl:all_reduce") |
-    state category (scheduled/started/completed/unknown) | peer_rank Int64 | is_p2p bool |
-    retired bool | time_created_ns Int64 | time_discovered_started_ns Int64 |
-    time_discovered_completed_ns Int64 | duration_ms float64 (NaN: not timed) | timeout_ms Int64 |
-    input_sizes object (list of shapes) | input_dtypes object | output_sizes object |
-    output_dtypes object | thread_name category | stack category (frames "name (file:line)",
-    innermost first, one per line; "" when the dump has no stacks)
+    state category (scheduled/started/completed/unknown) | state_from_batch bool (the state is
+    the entry closing its coalesced group or batch: PyTorch records none for members) |
+    peer_rank Int64 | is_p2p bool | retired bool |
+    time_created, time_discovered_started, time_discovered_completed datetime64[ns, UTC] (NaT:
+    not recorded; each host's own clock) | duration_ms float64 (NaN: not timed) |
+    timeout_ms Int64 | input_sizes, output_sizes category ("[[4, 4]]") | input_dtypes,
+    output_dtypes category ("[Float]") | thread_name category | frames category (the stack,
+    "name (file:line)" innermost first, one per line; "" when the dump has no stacks)
 
 Report.ranks_df(): one row per rank the job had, ascending.
     rank int32 | role category (culprit/victim/healthy/missing) | last_op string | host category |
@@ -48,85 +51,68 @@ if TYPE_CHECKING:
     from fr_analyze._trace import Trace
 
 ROLES = ["culprit", "victim", "healthy", "missing"]
-STATES = ["scheduled", "started", "completed", "unknown"]
 
 
 def _pandas():
     return require("pandas", "pandas tables (entries_df, ranks_df, ...)", "python3-pandas")
 
 
-def _nullable(values: list, pd) -> "pandas.Series":
-    return pd.array([None if v == -1 else v for v in values], dtype="Int64")
+def _nullable(values, pd) -> "pandas.arrays.IntegerArray":
+    """int64 values with -1 (not recorded) masked as <NA>."""
+    return pd.arrays.IntegerArray(values, values == -1)
 
 
-def _frame_text(frames) -> str:
-    return "\n".join(f"{name} ({filename}:{line})" for name, filename, line in frames)
+def _times(values, pd) -> "pandas.DatetimeIndex":
+    """ns since the epoch, -1 (not recorded) as NaT, in UTC."""
+    times = pd.to_datetime(values, unit="ns", utc=True)
+    return times.where(values != -1)
 
 
 def entries_df(trace: "Trace") -> "pandas.DataFrame":
     """One row per rank x entry (columns: see the module docstring)."""
     pd = _pandas()
-    columns: dict = {name: [] for name in (
-        "rank", "record_id", "process_group", "pg_desc", "pg_id", "collective_seq_id",
-        "p2p_seq_id", "op_id", "op", "op_kind", "profiling_name", "state", "peer_rank", "is_p2p",
-        "retired", "time_created_ns", "time_discovered_started_ns",
-        "time_discovered_completed_ns", "duration_ms", "timeout_ms", "input_sizes",
-        "input_dtypes", "output_sizes", "output_dtypes", "thread_name", "stack")}
-    for dump in trace.ranks:
-        strings: dict = {}
-        stacks: dict = {}
+    import numpy as np  # pandas needs numpy
 
-        def text(string_id: int) -> str:
-            value = strings.get(string_id)
-            if value is None:
-                value = strings[string_id] = dump.string(string_id)
-            return value
+    raw = _core.entries_columns(trace._loaded)
+    types = {"rank": np.int32, "duration_ms": np.float64, "is_p2p": np.uint8,
+             "retired": np.uint8, "state_from_batch": np.uint8}
+    c = {name: np.frombuffer(value, dtype=types.get(name, np.int64))
+         for name, value in raw.items() if isinstance(value, bytes)}
 
-        groups = [(text(g.name_id), text(g.desc_id)) for g in dump.groups]
-        for e in dump.entries:
-            name, desc = groups[e.group]
-            columns["rank"].append(dump.rank)
-            columns["record_id"].append(e.record_id)
-            columns["process_group"].append(name)
-            columns["pg_desc"].append(desc)
-            columns["pg_id"].append(e.pg_id)
-            columns["collective_seq_id"].append(e.collective_seq_id)
-            columns["p2p_seq_id"].append(e.p2p_seq_id)
-            columns["op_id"].append(e.op_id)
-            columns["op"].append(text(e.op_name_id))
-            columns["op_kind"].append(e.op_kind)
-            columns["profiling_name"].append(text(e.profiling_name_id))
-            columns["state"].append(e.state)
-            columns["peer_rank"].append(e.peer_rank)
-            columns["is_p2p"].append(e.is_p2p)
-            columns["retired"].append(e.retired)
-            columns["time_created_ns"].append(e.time_created_ns)
-            columns["time_discovered_started_ns"].append(e.time_discovered_started_ns)
-            columns["time_discovered_completed_ns"].append(e.time_discovered_completed_ns)
-            columns["duration_ms"].append(e.duration_ms)
-            columns["timeout_ms"].append(e.timeout_ms)
-            columns["input_sizes"].append(dump.shapes(e.input_sizes_id))
-            columns["input_dtypes"].append(dump.dtypes(e.input_dtypes_id))
-            columns["output_sizes"].append(dump.shapes(e.output_sizes_id))
-            columns["output_dtypes"].append(dump.dtypes(e.output_dtypes_id))
-            columns["thread_name"].append(text(e.thread_name_id))
-            stack = stacks.get(e.stack_id)
-            if stack is None:
-                stack = stacks[e.stack_id] = _frame_text(dump.stack(e.stack_id))
-            columns["stack"].append(stack)
-    frame = pd.DataFrame(columns)
-    frame["rank"] = frame["rank"].astype("int32")
-    for name in ("record_id", "pg_id", "collective_seq_id", "p2p_seq_id", "op_id", "peer_rank",
-                 "time_created_ns", "time_discovered_started_ns",
-                 "time_discovered_completed_ns", "timeout_ms"):
-        frame[name] = _nullable(columns[name], pd)
-    for name in ("process_group", "pg_desc", "op", "op_kind", "profiling_name", "thread_name",
-                 "stack"):
-        frame[name] = frame[name].astype("category")
-    frame["state"] = pd.Categorical(columns["state"], categories=STATES)
-    frame["duration_ms"] = frame["duration_ms"].astype("float64")
-    frame["is_p2p"] = frame["is_p2p"].astype(bool)
-    frame["retired"] = frame["retired"].astype(bool)
+    def categorical(name):
+        codes, categories = raw[name]
+        return pd.Categorical.from_codes(np.frombuffer(codes, dtype=np.int32),
+                                         categories=categories)
+
+    frame = pd.DataFrame({
+        "rank": c["rank"],
+        "record_id": _nullable(c["record_id"], pd),
+        "process_group": categorical("process_group"),
+        "pg_desc": categorical("pg_desc"),
+        "pg_id": _nullable(c["pg_id"], pd),
+        "collective_seq_id": _nullable(c["collective_seq_id"], pd),
+        "p2p_seq_id": _nullable(c["p2p_seq_id"], pd),
+        "op_id": _nullable(c["op_id"], pd),
+        "op": categorical("op"),
+        "op_kind": categorical("op_kind"),
+        "profiling_name": categorical("profiling_name"),
+        "state": categorical("state"),
+        "state_from_batch": c["state_from_batch"].astype(bool),
+        "peer_rank": _nullable(c["peer_rank"], pd),
+        "is_p2p": c["is_p2p"].astype(bool),
+        "retired": c["retired"].astype(bool),
+        "time_created": _times(c["time_created_ns"], pd),
+        "time_discovered_started": _times(c["time_discovered_started_ns"], pd),
+        "time_discovered_completed": _times(c["time_discovered_completed_ns"], pd),
+        "duration_ms": c["duration_ms"],
+        "timeout_ms": _nullable(c["timeout_ms"], pd),
+        "input_sizes": categorical("input_sizes"),
+        "input_dtypes": categorical("input_dtypes"),
+        "output_sizes": categorical("output_sizes"),
+        "output_dtypes": categorical("output_dtypes"),
+        "thread_name": categorical("thread_name"),
+        "frames": categorical("frames"),
+    })
     return frame
 
 

@@ -15,6 +15,7 @@
 #include "fr/load/load.h"
 #include "fr/model/rank_dump.h"
 #include "fr/report/collective_table.h"
+#include "fr/report/entries_table.h"
 #include "fr/report/load_summary.h"
 #include "fr/report/report_format.h"
 #include "fr/verdict/analyze.h"
@@ -155,6 +156,56 @@ std::pair<std::vector<GroupKey>, std::vector<CollectiveRow>> CollectiveTable(
   for (const JobGroup& group : index.groups)
     groups.emplace_back(group.name, group.desc, group.ranks);
   return {std::move(groups), BuildCollectiveTable(trace, index)};
+}
+
+// A column as raw native-endian bytes, which Python reads with numpy.frombuffer: no dependency
+// on numpy's C API, whose layout changed in NumPy 2 under older pybind11 releases.
+template <typename T>
+py::bytes Column(const std::vector<T>& values) {
+  return py::bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+py::tuple Categorical(const CategoryColumn& column) {
+  return py::make_tuple(Column(column.codes), column.categories);
+}
+
+// Trace.entries_df()'s columns: numbers as bytes of int32/int64/float64/uint8 values (see
+// _frames.py), strings as (int32 codes, categories).
+py::dict EntriesColumns(const LoadedTrace& trace) {
+  EntriesTable t;
+  {
+    py::gil_scoped_release release;
+    t = BuildEntriesTable(trace);
+  }
+  py::dict d;
+  d["rank"] = Column(t.rank);
+  d["record_id"] = Column(t.record_id);
+  d["pg_id"] = Column(t.pg_id);
+  d["collective_seq_id"] = Column(t.collective_seq_id);
+  d["p2p_seq_id"] = Column(t.p2p_seq_id);
+  d["op_id"] = Column(t.op_id);
+  d["peer_rank"] = Column(t.peer_rank);
+  d["time_created_ns"] = Column(t.time_created_ns);
+  d["time_discovered_started_ns"] = Column(t.time_discovered_started_ns);
+  d["time_discovered_completed_ns"] = Column(t.time_discovered_completed_ns);
+  d["timeout_ms"] = Column(t.timeout_ms);
+  d["duration_ms"] = Column(t.duration_ms);
+  d["is_p2p"] = Column(t.is_p2p);
+  d["retired"] = Column(t.retired);
+  d["state_from_batch"] = Column(t.state_from_batch);
+  d["process_group"] = Categorical(t.process_group);
+  d["pg_desc"] = Categorical(t.pg_desc);
+  d["op"] = Categorical(t.op);
+  d["op_kind"] = Categorical(t.op_kind);
+  d["profiling_name"] = Categorical(t.profiling_name);
+  d["state"] = Categorical(t.state);
+  d["thread_name"] = Categorical(t.thread_name);
+  d["input_sizes"] = Categorical(t.input_sizes);
+  d["input_dtypes"] = Categorical(t.input_dtypes);
+  d["output_sizes"] = Categorical(t.output_sizes);
+  d["output_dtypes"] = Categorical(t.output_dtypes);
+  d["frames"] = Categorical(t.frames);
+  return d;
 }
 
 }  // namespace
@@ -299,6 +350,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("analyze", &RunAnalyze, py::arg("trace"), py::arg("source") = "",
         py::arg("pg_filter") = std::vector<std::string>{}, py::arg("dump_time_ns") = kUnknown);
   m.def("collective_table", &CollectiveTable, py::arg("trace"));
+  m.def("entries_columns", &EntriesColumns, py::arg("trace"));
   m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",
         py::arg("jobs") = 0, py::arg("progress") = nullptr);
   m.def("load_bytes", &LoadBytes, py::arg("dumps"), py::arg("jobs") = 0);

@@ -106,7 +106,11 @@ def test_entries_df_has_one_row_per_rank_and_entry(simulated_job):
     rank3 = entries[entries["rank"] == 3].reset_index(drop=True)
     dicts = trace.rank(3).entry_dicts()
     assert list(rank3["op"]) == [d["op"] for d in dicts]
-    assert rank3.loc[0, "stack"].split("\n")[0].startswith(dicts[0]["frames"][0][0])
+    assert rank3.loc[0, "frames"].split("\n")[0].startswith(dicts[0]["frames"][0][0])
+    # Times are timestamps (UTC), the same instants the entries recorded.
+    assert str(entries["time_created"].dtype) == "datetime64[ns, UTC]"
+    assert [t.value for t in rank3["time_created"]] == [d["time_created_ns"] for d in dicts]
+    assert list(rank3["input_sizes"].astype(str)) == [str(d["input_sizes"]) for d in dicts]
 
 
 def test_html_puts_the_verdict_first_with_collapsible_stacks(simulated_job):
