@@ -15,6 +15,7 @@
 #include "fr/write/pickle_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/decode/hostile_dumps.h"
 
 namespace fr {
 namespace {
@@ -295,6 +296,199 @@ TEST(NormalizeTest, EntriesThatAreNotDictsAreRejected) {
   absl::StatusOr<RankDump> scalar = NormalizeBytes(R"("just a string")", true);
   ASSERT_FALSE(scalar.ok());
   EXPECT_THAT(scalar.status().message(), HasSubstr("top level"));
+}
+
+// Hostile dumps (tests/decode/hostile_dumps.h): small pickles whose shared references would
+// expand to gigabytes or minutes if normalized once per reference.
+struct Normalized {
+  absl::StatusOr<RankDump> dump;
+  NormalizeCost cost;
+  size_t input_size = 0;
+};
+
+Normalized NormalizeWithCost(std::string bytes, const NormalizeLimits& limits = {},
+                             bool json = false) {
+  Normalized out{absl::UnknownError(""), {}, bytes.size()};
+  auto buffer = Buffer::FromString(std::move(bytes));
+  absl::StatusOr<Document> doc = json ? DecodeJson(buffer) : DecodePickle(buffer);
+  if (!doc.ok()) {
+    out.dump = doc.status();
+    return out;
+  }
+  out.dump = NormalizeDump(*doc, 0, limits, &out.cost);
+  return out;
+}
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+// The error names the place, the limit and the budget's constants; the cost stopped there.
+void ExpectOverBudget(const Normalized& result, std::string_view where, bool memory) {
+  ASSERT_FALSE(result.dump.ok());
+  EXPECT_EQ(result.dump.status().code(), absl::StatusCode::kResourceExhausted);
+  std::string message = Message(result.dump.status());
+  EXPECT_THAT(message, HasSubstr(where));
+  EXPECT_THAT(message, HasSubstr("(byte "));
+  uint64_t limit = memory ? result.cost.max_kept_bytes : result.cost.max_visits;
+  EXPECT_THAT(message,
+              HasSubstr(fmt::format("normalizing would {} more than {} {}",
+                                    memory ? "keep" : "read", limit, memory ? "bytes" : "values")));
+  EXPECT_THAT(message, HasSubstr(fmt::format("the budget for a {}-byte input (16 per input byte, "
+                                             "at least {}: NormalizeLimits)",
+                                             result.input_size, uint64_t{64} << 20)));
+  // Over by at most what one step wanted, which was checked before it was taken.
+  EXPECT_GT(memory ? result.cost.kept_bytes : result.cost.visits, limit);
+  EXPECT_LE(result.cost.kept_bytes, result.cost.max_kept_bytes + (uint64_t{1} << 30));
+}
+
+TEST(NormalizeBudgetTest, RealDumpsStayFarBelowTheirBudgets) {
+  ExampleJobOptions options;
+  options.world_size = 16;
+  options.entries_per_rank = 400;
+  options.stuck_rank = 5;
+  for (bool json : {false, true}) {
+    DumpSpec spec = MakeExampleRankDump(options, 3);
+    Normalized result =
+        NormalizeWithCost(json ? WriteDumpJson(spec) : WriteDumpPickle(spec), {}, json);
+    ASSERT_TRUE(result.dump.ok()) << result.dump.status();
+    SCOPED_TRACE(json ? "json" : "pickle");
+    // About as many bytes kept as read, and about one value read per 3 input bytes or fewer: the
+    // budgets' factor of 16 leaves a wide margin.
+    EXPECT_LT(result.cost.kept_bytes, 2 * result.input_size);
+    EXPECT_LT(result.cost.visits, result.input_size / 2);
+  }
+}
+
+TEST(NormalizeBudgetTest, GroupsSharingOneRankListAreRefusedPastTheBudget) {
+  // 9000 groups naming one list of 3000 ranks: some 200 KB that would keep 216 MB of ranks.
+  Normalized list = NormalizeWithCost(hostile::PgConfigSharingOneRankList(9000, 3000));
+  ExpectOverBudget(list, "['ranks'] (byte ", /*memory=*/true);
+  EXPECT_THAT(Message(list.dump.status()), HasSubstr("pg_config['"));
+  // The same with the ranks as the string PyTorch writes, memoized by value.
+  Normalized text = NormalizeWithCost(hostile::PgConfigSharingOneRanksString(9000, 3000));
+  ExpectOverBudget(text, "['ranks'] (byte ", /*memory=*/true);
+}
+
+TEST(NormalizeBudgetTest, ASharedRankListIsReadOncePerDocument) {
+  Normalized result = NormalizeWithCost(hostile::PgConfigSharingOneRanksString(200, 3000));
+  ASSERT_TRUE(result.dump.ok()) << result.dump.status();
+  ASSERT_EQ(result.dump->groups.size(), 200u);
+  for (const ProcessGroup& group : result.dump->groups) {
+    EXPECT_TRUE(group.ranks_known);
+    ASSERT_EQ(group.ranks.size(), 3000u);
+    EXPECT_EQ(group.ranks.back(), 2999);
+  }
+  // Kept once per group (that is what the model holds), read once: the string's 17 KB count
+  // as a few hundred visits, not 200 times that.
+  EXPECT_GE(result.cost.kept_bytes, 200u * 3000 * sizeof(int64_t));
+  EXPECT_LT(result.cost.visits, 2000u);
+}
+
+TEST(NormalizeBudgetTest, EntriesSharingOneShapeListReadItOnce) {
+  // 10^4 entries naming one list of 1000 references to one 1000-dim shape (a 26 KB file): read
+  // once, 10^6 dims, rather than 10^10 (seconds of CPU per file before).
+  Normalized result = NormalizeWithCost(hostile::EntriesSharingOneShapeList(10000, 1000, 1000));
+  ASSERT_TRUE(result.dump.ok()) << result.dump.status();
+  ASSERT_EQ(result.dump->entries.size(), 10000u);
+  ShapeListId shapes = result.dump->entries[0].input_sizes;
+  for (const Entry& entry : result.dump->entries) EXPECT_EQ(entry.input_sizes, shapes);
+  std::vector<std::vector<int64_t>> decoded = result.dump->Shapes(shapes);
+  ASSERT_EQ(decoded.size(), 1000u);
+  EXPECT_EQ(decoded[999], std::vector<int64_t>(1000, 7));
+  EXPECT_LT(result.cost.visits, 3'000'000u);
+}
+
+TEST(NormalizeBudgetTest, ShapeListsExpandingPastTheBudgetAreRefused) {
+  // One entry whose shapes are 10^4 references to one 10^4-dim shape: 10^8 dims from 50 KB.
+  Normalized huge = NormalizeWithCost(hostile::EntriesSharingOneShapeList(1, 10000, 10000));
+  ExpectOverBudget(huge, "entries[0]['input_sizes'] (byte ", /*memory=*/false);
+  // Distinct lists, each repeating one shared shape: every list is read, and the reading adds up.
+  Normalized repeated = NormalizeWithCost(hostile::EntriesRepeatingOneShape(1000, 100, 1000));
+  ExpectOverBudget(repeated, "]['input_sizes'] (byte ", /*memory=*/false);
+}
+
+TEST(NormalizeBudgetTest, EntriesAreCheckedBeforeTheirStorageIsCommitted) {
+  // 5 MB of Nones under "entries": refused at the first item, before 680 MB of entries would be
+  // committed (and pre-faulted), and nothing was kept.
+  Normalized nones = NormalizeWithCost(hostile::ListOfNones(5 << 20, /*under_entries=*/true));
+  ASSERT_FALSE(nones.dump.ok());
+  EXPECT_EQ(nones.dump.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(nones.dump.status()), HasSubstr("entries[0] (byte "));
+  EXPECT_THAT(Message(nones.dump.status()), HasSubstr("expected a dict, got none"));
+  EXPECT_EQ(nones.cost.kept_bytes, 0u);
+  // The same at the top level (the 2023 bare list of entries).
+  Normalized bare = NormalizeWithCost(hostile::ListOfNones(5 << 20, /*under_entries=*/false));
+  ASSERT_FALSE(bare.dump.ok());
+  EXPECT_THAT(Message(bare.dump.status()), HasSubstr("entries[0] (byte 4)"));
+
+  // Three million memo hits on one entry dict (6 MB) would need 400 MB of entries.
+  Normalized shared = NormalizeWithCost(hostile::EntriesOfOneSharedDict(3'000'000));
+  ExpectOverBudget(shared, "'entries' (3000000 entries) (byte ", /*memory=*/true);
+}
+
+TEST(NormalizeBudgetTest, SharedCommStateIsRefusedPastTheBudget) {
+  hostile::Dag dag;
+  std::vector<ValueId> pairs;
+  for (int k = 0; k < 1000; ++k) {
+    pairs.push_back(dag.Str(fmt::format("key{}", k)));
+    pairs.push_back(dag.Str(std::string(100, 'v')));
+  }
+  ValueId state = dag.Dict(pairs);
+  std::vector<ValueId> comms;
+  for (int c = 0; c < 2000; ++c) {
+    comms.push_back(dag.Str(fmt::format("comm{}", c)));
+    comms.push_back(state);
+  }
+  Normalized result = NormalizeWithCost(dag.Pickle(dag.Dict(
+      {dag.Str("version"), dag.Str("2.10"), dag.Str("nccl_comm_state"), dag.Dict(comms)})));
+  ExpectOverBudget(result, "'nccl_comm_state' (byte ", /*memory=*/true);
+}
+
+TEST(NormalizeBudgetTest, OdditiesAreCountedWithoutAScanPerOddity) {
+  // 100k distinct unknown keys and one very long one: the kinds are capped and the names short.
+  hostile::Dag dag;
+  std::vector<ValueId> pairs = {dag.Str("version"), dag.Str("2.10")};
+  for (int k = 0; k < 100000; ++k) {
+    pairs.push_back(dag.Str(fmt::format("k{}", k)));
+    pairs.push_back(dag.Int(k));
+  }
+  pairs.push_back(dag.Str(std::string(1 << 20, 'x')));
+  pairs.push_back(dag.Int(0));
+  Normalized result = NormalizeWithCost(dag.Pickle(dag.Dict(pairs)));
+  ASSERT_TRUE(result.dump.ok()) << result.dump.status();
+  EXPECT_EQ(result.dump->OddityCount("unknown_top_level_key:k0"), 1);
+  EXPECT_EQ(result.dump->oddities.size(), 257u);
+  EXPECT_EQ(result.dump->OddityCount("more_oddity_kinds"), 100001 - 256);
+  for (const auto& [name, count] : result.dump->oddities) EXPECT_LE(name.size(), 100u);
+}
+
+TEST(NormalizeBudgetTest, LimitsAreTheCallersToSet) {
+  NormalizeLimits tight;
+  tight.min_visits = 100;
+  tight.visits_per_input_byte = 0;
+  ExampleJobOptions options;
+  options.world_size = 8;
+  options.entries_per_rank = 40;
+  options.stuck_rank = 5;
+  Normalized result = NormalizeWithCost(WriteDumpPickle(MakeExampleRankDump(options, 3)), tight);
+  ASSERT_FALSE(result.dump.ok());
+  EXPECT_EQ(result.dump.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(Message(result.dump.status()), HasSubstr("read more than 100 values"));
+}
+
+TEST(NormalizeBudgetTest, RunningOutOfMemoryIsAnErrorOfTheFile) {
+  if (hostile::kSanitized) GTEST_SKIP() << "address-space limits do not apply under sanitizers";
+  // With the budget lifted, 40000 groups x 5000 ranks want 1.6 GB from about 1 MB of input.
+  std::string bytes = hostile::PgConfigSharingOneRankList(40000, 5000);
+  int status = hostile::RunWithAddressSpaceLimit(uint64_t{768} << 20, [&] {
+    NormalizeLimits unbounded;
+    unbounded.kept_bytes_per_input_byte = uint64_t{1} << 20;
+    Normalized result = NormalizeWithCost(bytes, unbounded);
+    if (result.dump.ok()) return 1;
+    bool named = result.dump.status().code() == absl::StatusCode::kResourceExhausted &&
+                 Message(result.dump.status()).find("out of memory normalizing") == 0;
+    return named ? 0 : 2;
+  });
+  EXPECT_EQ(status, 0);
 }
 
 TEST(ParseRanksStringTest, BothSpellingsAndNoEval) {

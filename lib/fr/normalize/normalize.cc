@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -264,6 +265,75 @@ bool ParseInt(std::string_view text, int64_t* value) {
   return ec == std::errc() && ptr == end && !text.empty();
 }
 
+// The budgets of NormalizeLimits for one document. Work is charged where it happens and checked
+// where a key path is at hand to name: charging is an add, and checking a compare, so that the
+// per-entry paths stay as cheap as they were.
+class Budget {
+ public:
+  // A string costs one visit per this many bytes read.
+  static constexpr uint64_t kStringBytesPerVisit = 64;
+
+  Budget(const NormalizeLimits& limits, uint64_t input_size)
+      : limits_(limits),
+        input_size_(input_size),
+        max_kept_(Scaled(limits.kept_bytes_per_input_byte, input_size, limits.min_kept_bytes)),
+        max_visits_(Scaled(limits.visits_per_input_byte, input_size, limits.min_visits)) {}
+
+  // Each returns false once over its budget (and stays over).
+  bool Keep(uint64_t bytes) {
+    kept_ += bytes;
+    return kept_ <= max_kept_;
+  }
+  bool Visit(uint64_t values) {
+    visits_ += values;
+    return visits_ <= max_visits_;
+  }
+  bool VisitText(size_t bytes) { return Visit(1 + bytes / kStringBytesPerVisit); }
+  bool exceeded() const { return kept_ > max_kept_ || visits_ > max_visits_; }
+
+  // Why a document went over, after "<where> (byte N): ".
+  std::string Describe() const {
+    bool memory = kept_ > max_kept_;
+    return fmt::format(
+        "normalizing would {} more than {} {}, the budget for a {}-byte input ({} per input byte, "
+        "at least {}: NormalizeLimits); shared references repeat the same data too often",
+        memory ? "keep" : "read", memory ? max_kept_ : max_visits_, memory ? "bytes" : "values",
+        input_size_, memory ? limits_.kept_bytes_per_input_byte : limits_.visits_per_input_byte,
+        memory ? limits_.min_kept_bytes : limits_.min_visits);
+  }
+
+  NormalizeCost cost() const { return NormalizeCost{kept_, visits_, max_kept_, max_visits_}; }
+
+ private:
+  static uint64_t Scaled(uint64_t per_byte, uint64_t size, uint64_t floor) {
+    uint64_t scaled;
+    if (__builtin_mul_overflow(per_byte, size, &scaled)) return UINT64_MAX;
+    return std::max(scaled, floor);
+  }
+
+  const NormalizeLimits& limits_;
+  uint64_t input_size_;
+  uint64_t max_kept_;
+  uint64_t max_visits_;
+  uint64_t kept_ = 0;
+  uint64_t visits_ = 0;
+};
+
+// Oddity names that carry a key from the file keep at most this many bytes of it: a long key
+// repeated by memo hits must not be copied in full each time it is counted.
+constexpr size_t kMaxOddityKeyBytes = 64;
+// Distinct oddity names kept per dump; further kinds are counted together under kMoreOddities.
+constexpr size_t kMaxOddityNames = 256;
+constexpr std::string_view kMoreOddities = "more_oddity_kinds";
+
+// `key` cut to kMaxOddityKeyBytes at a UTF-8 character boundary.
+std::string_view OddityKey(std::string_view key) {
+  if (key.size() <= kMaxOddityKeyBytes) return key;
+  size_t end = kMaxOddityKeyBytes;
+  while (end > 0 && (static_cast<unsigned char>(key[end]) & 0xc0) == 0x80) --end;
+  return key.substr(0, end);
+}
+
 // Per-ValueId caches, one per thread and reused across documents: a slot is valid only when its
 // stamp is the current document's, so starting a document costs nothing (no clearing of arrays as
 // large as the document).
@@ -294,9 +364,12 @@ struct ValueCache {
 // Builds one RankDump from one Document. Holds the interning caches for the duration.
 class Normalizer {
  public:
-  Normalizer(const Document& doc, RankDump* dump) : doc_(doc), dump_(*dump) {
+  Normalizer(const Document& doc, const NormalizeLimits& limits, RankDump* dump)
+      : doc_(doc), dump_(*dump), budget_(limits, doc.input().size()) {
     cache_.StartDocument(doc.value_count());
   }
+
+  NormalizeCost cost() const { return budget_.cost(); }
 
   absl::Status Run() {
     ValueId root = doc_.root();
@@ -326,6 +399,7 @@ class Normalizer {
         continue;
       }
       std::string_view name = doc_.string_value(key);
+      budget_.VisitText(name.size());
       if (name == "version") {
         FR_RETURN_IF_ERROR(NormalizeVersion(value));
         has_version = true;
@@ -339,10 +413,11 @@ class Normalizer {
         FR_ASSIGN_OR_RETURN(dump_.comm_lib_version, StringOrError(value, name));
       } else if (name.size() > 11 && name.substr(name.size() - 11) == "_comm_state") {
         // nccl_comm_state, and the renamed copies in vendor forks (hccl_, bccl_, mccl_...).
-        NormalizeCommState(value);
+        FR_RETURN_IF_ERROR(NormalizeCommState(value, OddityKey(name)));
       } else {
-        Oddity(fmt::format("unknown_top_level_key:{}", name));
+        Oddity(fmt::format("unknown_top_level_key:{}", OddityKey(name)));
       }
+      if (budget_.exceeded()) return BudgetError(value, fmt::format("'{}'", OddityKey(name)));
     }
     if (!has_version) Oddity("missing_version");
     if (pg_config != kNoValue) FR_RETURN_IF_ERROR(NormalizePgConfig(pg_config));
@@ -362,20 +437,33 @@ class Normalizer {
                                                   ValueKindName(doc_.kind(value))));
   }
 
-  void Oddity(std::string_view name) {
-    for (auto& [key, count] : dump_.oddities) {
-      if (key == name) {
-        ++count;
-        return;
-      }
-    }
-    dump_.oddities.emplace_back(std::string(name), 1);
+  // Over a budget of NormalizeLimits at `value`.
+  absl::Status BudgetError(ValueId value, std::string_view where) const {
+    return absl::ResourceExhaustedError(
+        fmt::format("{} (byte {}): {}", where, doc_.source_offset(value), budget_.Describe()));
   }
 
-  absl::StatusOr<std::string> StringOrError(ValueId value, std::string_view key) const {
+  // Counts an oddity by name: indexed, since a hostile file can name thousands of distinct ones.
+  void Oddity(std::string_view name) {
+    auto it = oddity_index_.find(absl::string_view(name.data(), name.size()));
+    if (it == oddity_index_.end()) {
+      if (oddity_index_.size() >= kMaxOddityNames) {
+        name = kMoreOddities;
+        it = oddity_index_.find(absl::string_view(name.data(), name.size()));
+      }
+      if (it == oddity_index_.end()) {
+        it = oddity_index_.emplace(std::string(name), dump_.oddities.size()).first;
+        dump_.oddities.emplace_back(std::string(name), 0);
+      }
+    }
+    ++dump_.oddities[it->second].second;
+  }
+
+  absl::StatusOr<std::string> StringOrError(ValueId value, std::string_view key) {
     if (doc_.kind(value) != ValueKind::kString) {
       return Error(value, fmt::format("'{}'", key), "expected a string");
     }
+    budget_.VisitText(doc_.string_value(value).size());
     return std::string(doc_.string_value(value));
   }
 
@@ -383,6 +471,7 @@ class Normalizer {
     // Some tools write the version as a number; accept what reads unambiguously.
     std::string text;
     if (doc_.kind(value) == ValueKind::kString) {
+      budget_.VisitText(doc_.string_value(value).size());
       text = std::string(doc_.string_value(value));
     } else if (doc_.kind(value) == ValueKind::kFloat) {
       text = fmt::format("{}", doc_.float_value(value));
@@ -403,7 +492,7 @@ class Normalizer {
   }
 
   // Reads an int that may be written as a JSON string ("-1"), as pg_status values are.
-  absl::StatusOr<int64_t> IntLike(ValueId value, std::string_view where) const {
+  absl::StatusOr<int64_t> IntLike(ValueId value, std::string_view where) {
     switch (doc_.kind(value)) {
       case ValueKind::kInt:
         return doc_.int_value(value);
@@ -411,6 +500,7 @@ class Normalizer {
         return doc_.bool_value(value) ? 1 : 0;
       case ValueKind::kString: {
         int64_t parsed;
+        budget_.VisitText(doc_.string_value(value).size());
         if (ParseInt(doc_.string_value(value), &parsed)) return parsed;
         break;
       }
@@ -426,6 +516,7 @@ class Normalizer {
       return group_of_name_[name];
     }
     uint32_t index = static_cast<uint32_t>(dump_.groups.size());
+    budget_.Keep(sizeof(ProcessGroup));
     ProcessGroup group;
     group.name = name;
     dump_.groups.push_back(std::move(group));
@@ -442,70 +533,111 @@ class Normalizer {
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
       ValueId key = pairs[i];
       ValueId value = pairs[i + 1];
-      std::string key_text;
+      // The key as text, formatted only for messages: a long key repeated by memo hits is then
+      // read once (interned by value id), not copied per group.
+      std::string_view key_text;
+      std::string key_digits;
       int64_t pg_id = kUnknown;
+      StringId key_id;
       if (doc_.kind(key) == ValueKind::kString) {
-        key_text = std::string(doc_.string_value(key));
+        key_id = InternValue(key);
+        key_text = dump_.strings.view(key_id);
       } else if (doc_.kind(key) == ValueKind::kInt) {
         pg_id = doc_.int_value(key);
-        key_text = std::to_string(pg_id);
+        key_digits = std::to_string(pg_id);
+        key_text = key_digits;
+        key_id = kNoString;
       } else {
         return Error(key, "'pg_config' key", "expected a group name or id");
       }
-      std::string where = fmt::format("pg_config['{}']", key_text);
+      auto where = [&](std::string_view suffix = "") {
+        return fmt::format("pg_config['{}']{}", OddityKey(key_text), suffix);
+      };
+      if (!budget_.Visit(1)) return BudgetError(value, where());
       if (doc_.kind(value) == ValueKind::kList) {
         // 1.4: {pg_id: [global ranks]}; groups are then named by their id.
-        uint32_t index = GroupByName(dump_.strings.Intern(key_text));
+        uint32_t index = GroupByName(key_id != kNoString ? key_id : dump_.strings.Intern(key_text));
+        FR_ASSIGN_OR_RETURN(const ParsedRanks* parsed, RankList(value, where()));
         ProcessGroup& group = dump_.groups[index];
+        group.ranks.insert(group.ranks.end(), parsed->ranks.begin(), parsed->ranks.end());
         group.pg_id = pg_id;
-        for (ValueId rank : doc_.items(value)) {
-          if (doc_.kind(rank) != ValueKind::kInt) return Error(rank, where, "expected a rank");
-          group.ranks.push_back(doc_.int_value(rank));
-        }
         group.ranks_known = true;
         continue;
       }
       if (doc_.kind(value) != ValueKind::kDict) {
-        return Error(value, where, "expected a dict with name, desc and ranks");
+        return Error(value, where(), "expected a dict with name, desc and ranks");
       }
-      std::string_view name = key_text;
+      // Find reads every pair of the group's dict, which memo hits may share between groups.
+      if (!budget_.Visit(doc_.items(value).size())) return BudgetError(value, where());
+      StringId name = key_id;
       ValueId name_value = doc_.Find(value, "name");
       if (name_value != kNoValue && doc_.kind(name_value) == ValueKind::kString) {
-        name = doc_.string_value(name_value);
+        name = InternValue(name_value);
+      } else if (name == kNoString) {
+        name = dump_.strings.Intern(key_text);
       }
-      if (name.empty()) {
+      if (name == 0) {
         // Gloo (2.13, 2.14) writes one nameless group whose ranks are empty or belong to some
         // other group: a placeholder, not a group of this rank.
         Oddity("pg_config_placeholder_group");
         continue;
       }
-      uint32_t index = GroupByName(dump_.strings.Intern(name));
-      ProcessGroup& group = dump_.groups[index];
+      uint32_t index = GroupByName(name);
       if (ValueId desc = doc_.Find(value, "desc"); desc != kNoValue) {
         if (doc_.kind(desc) != ValueKind::kString) {
-          return Error(desc, where + "['desc']", "expected a string");
+          return Error(desc, where("['desc']"), "expected a string");
         }
-        group.desc = dump_.strings.Intern(doc_.string_value(desc));
+        dump_.groups[index].desc = InternValue(desc);
       }
       ValueId ranks = doc_.Find(value, "ranks");
       if (ranks == kNoValue) {
         Oddity("pg_config_without_ranks");
-      } else if (doc_.kind(ranks) == ValueKind::kString) {
-        group.ranks_known = ParseLongRanksStringOnce(doc_.string_value(ranks), &group.ranks);
-        if (!group.ranks_known) Oddity("unparseable_pg_ranks");
-      } else if (doc_.kind(ranks) == ValueKind::kList) {
-        for (ValueId rank : doc_.items(ranks)) {
-          if (doc_.kind(rank) != ValueKind::kInt) {
-            return Error(rank, where + "['ranks']", "expected a rank");
-          }
-          group.ranks.push_back(doc_.int_value(rank));
+      } else if (doc_.kind(ranks) == ValueKind::kString || doc_.kind(ranks) == ValueKind::kList) {
+        FR_ASSIGN_OR_RETURN(const ParsedRanks* parsed, RankList(ranks, where("['ranks']")));
+        ProcessGroup& group = dump_.groups[index];
+        if (doc_.kind(ranks) == ValueKind::kString) {
+          group.ranks = parsed->ranks;
+          group.ranks_known = parsed->ok;
+          if (!group.ranks_known) Oddity("unparseable_pg_ranks");
+        } else {
+          group.ranks.insert(group.ranks.end(), parsed->ranks.begin(), parsed->ranks.end());
+          group.ranks_known = true;
         }
-        group.ranks_known = true;
       } else {
-        return Error(ranks, where + "['ranks']", "expected a string such as \"[0, 1]\"");
+        return Error(ranks, where("['ranks']"), "expected a string such as \"[0, 1]\"");
       }
     }
     return absl::OkStatus();
+  }
+
+  // A group's ranks, from a list of ints or a string "[0, 1, 2]" (its `ok` says whether it
+  // parsed), read once per value: every group that lists the same value (a pickle memoizes every
+  // string, and shares a list it was given several times) then copies the result, within budget.
+  struct ParsedRanks {
+    std::vector<int64_t> ranks;
+    bool ok = false;
+  };
+  absl::StatusOr<const ParsedRanks*> RankList(ValueId value, const std::string& where) {
+    auto [it, inserted] = parsed_rank_lists_.try_emplace(value);
+    ParsedRanks& parsed = it->second;
+    if (inserted) {
+      if (doc_.kind(value) == ValueKind::kString) {
+        std::string_view text = doc_.string_value(value);
+        if (!budget_.VisitText(text.size())) return BudgetError(value, where);
+        parsed.ok = ParseLongRanksStringOnce(text, &parsed.ranks);
+      } else {
+        std::span<const ValueId> items = doc_.items(value);
+        if (!budget_.Visit(items.size())) return BudgetError(value, where);
+        parsed.ranks.reserve(items.size());
+        for (ValueId rank : items) {
+          if (doc_.kind(rank) != ValueKind::kInt) return Error(rank, where, "expected a rank");
+          parsed.ranks.push_back(doc_.int_value(rank));
+        }
+        parsed.ok = true;
+      }
+    }
+    if (!budget_.Keep(parsed.ranks.size() * sizeof(int64_t))) return BudgetError(value, where);
+    return &parsed;
   }
 
   absl::Status NormalizePgStatus(ValueId status) {
@@ -526,6 +658,8 @@ class Normalizer {
       }
       PgStatus parsed;
       std::span<const ValueId> fields = doc_.items(value);
+      // Memo hits may share one dict between many ids.
+      if (!budget_.Visit(fields.size())) return BudgetError(value, where);
       for (size_t f = 0; f + 1 < fields.size(); f += 2) {
         if (doc_.kind(fields[f]) != ValueKind::kString) continue;
         std::string_view name = doc_.string_value(fields[f]);
@@ -534,7 +668,7 @@ class Normalizer {
                           : name == "last_completed_collective" ? &parsed.last_completed_collective
                                                                 : nullptr;
         if (target == nullptr) {
-          Oddity(fmt::format("unknown_pg_status_key:{}", name));
+          Oddity(fmt::format("unknown_pg_status_key:{}", OddityKey(name)));
           continue;
         }
         FR_ASSIGN_OR_RETURN(*target, IntLike(fields[f + 1], fmt::format("{}['{}']", where, name)));
@@ -544,29 +678,54 @@ class Normalizer {
         dump_.groups[it->second].has_status = true;
       } else {
         dump_.unmatched_pg_status.emplace_back(pg_id, parsed);
+        budget_.Keep(sizeof(dump_.unmatched_pg_status[0]));
       }
+      if (budget_.exceeded()) return BudgetError(value, where);
     }
     return absl::OkStatus();
   }
 
-  void NormalizeCommState(ValueId state) {
+  // Flattens {comm: {key: value}} into "comm.key" -> value pairs. The pairs are kept as text, so
+  // a dict shared by many comms (memo hits) is copied for each of them, within the budget.
+  absl::Status NormalizeCommState(ValueId state, std::string_view name) {
     if (doc_.kind(state) != ValueKind::kDict) {
       Oddity("comm_state_not_a_dict");
-      return;
+      return absl::OkStatus();
     }
     std::span<const ValueId> comms = doc_.items(state);
     for (size_t i = 0; i + 1 < comms.size(); i += 2) {
-      std::string comm = RenderScalar(comms[i]);
       ValueId values = comms[i + 1];
       if (doc_.kind(values) != ValueKind::kDict) {
         Oddity("comm_state_not_a_dict");
         continue;
       }
       std::span<const ValueId> pairs = doc_.items(values);
+      if (!budget_.Visit(pairs.size())) return BudgetError(values, fmt::format("'{}'", name));
+      uint64_t bytes = 0;
+      for (size_t p = 0; p + 1 < pairs.size(); p += 2) {
+        bytes += RenderedSize(comms[i]) + RenderedSize(pairs[p]) + RenderedSize(pairs[p + 1]) +
+                 2 * sizeof(std::string);
+      }
+      if (!budget_.Keep(bytes)) return BudgetError(values, fmt::format("'{}'", name));
+      std::string comm = RenderScalar(comms[i]);
       for (size_t p = 0; p + 1 < pairs.size(); p += 2) {
         dump_.comm_state.emplace_back(fmt::format("{}.{}", comm, RenderScalar(pairs[p])),
                                       RenderScalar(pairs[p + 1]));
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // An upper bound of RenderScalar(value).size(), without rendering it.
+  size_t RenderedSize(ValueId value) const {
+    switch (doc_.kind(value)) {
+      case ValueKind::kString:
+        return doc_.string_value(value).size();
+      case ValueKind::kInt:
+      case ValueKind::kFloat:
+        return 32;
+      default:
+        return 8;
     }
   }
 
@@ -592,9 +751,22 @@ class Normalizer {
       return Error(entries, "'entries'", "expected a list of entries");
     }
     std::span<const ValueId> items = doc_.items(entries);
+    // Storage for every entry is committed (and pre-faulted) at once, so the list is checked
+    // first: a file of a million Nones or memo hits must not make it commit gigabytes.
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (doc_.kind(items[i]) != ValueKind::kDict) [[unlikely]] {
+        return Error(items[i], fmt::format("entries[{}]", i), "expected a dict");
+      }
+    }
+    if (!budget_.Visit(items.size()) || !budget_.Keep(items.size() * sizeof(Entry))) {
+      return BudgetError(entries, fmt::format("'entries' ({} entries)", items.size()));
+    }
     dump_.entries.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
       FR_RETURN_IF_ERROR(NormalizeEntry(items[i], i));
+      if (budget_.exceeded()) [[unlikely]] {
+        return BudgetError(items[i], fmt::format("entries[{}]", i));
+      }
     }
     return absl::OkStatus();
   }
@@ -611,6 +783,10 @@ class Normalizer {
       return Error(value, fmt::format("entries[{}]", index), "expected a dict");
     }
     std::span<const ValueId> pairs = doc_.items(value);
+    // Memo hits may share one large dict between entries.
+    if (!budget_.Visit(pairs.size())) [[unlikely]] {
+      return BudgetError(value, fmt::format("entries[{}]", index));
+    }
     Entry& entry = dump_.entries.emplace_back();
     EntryRefs refs;
     if (!ReadEntryByLayout(pairs, &entry, &refs)) {
@@ -811,7 +987,7 @@ class Normalizer {
           expected = "expected a bool";
           break;
         case EntryField::kUnknown:
-          Oddity(fmt::format("unknown_entry_key:{}", doc_.string_value(key)));
+          Oddity(fmt::format("unknown_entry_key:{}", OddityKey(doc_.string_value(key))));
           break;
       }
       if (!ok) return FieldError(field, index, key, expected);
@@ -978,8 +1154,7 @@ class Normalizer {
                                                                    : std::to_string(entry->pg_id));
     uint32_t index = GroupByName(name_id);
     ProcessGroup& group = dump_.groups[index];
-    if (desc != kNoValue && group.desc == 0)
-      group.desc = dump_.strings.Intern(doc_.string_value(desc));
+    if (desc != kNoValue && group.desc == 0) group.desc = InternValue(desc);
     if (entry->pg_id != kUnknown) {
       if (group.pg_id == kUnknown) {
         group.pg_id = entry->pg_id;
@@ -1068,22 +1243,52 @@ class Normalizer {
   // Returned by InternShapes and InternDtypes for a value of the wrong type (never a real id).
   static constexpr uint32_t kInvalidList = std::numeric_limits<uint32_t>::max();
 
-  // The id of a list of shapes ([[8, 1024], []]), or kInvalidList when `shapes` is not one
-  // (ShapesError then says where).
+  // The id of a list of shapes ([[8, 1024], []]), or kInvalidList when `shapes` is not one or the
+  // budget ran out (ShapesError then says which and where).
   ShapeListId InternShapes(ValueId shapes) {
     if (doc_.kind(shapes) != ValueKind::kList) return kInvalidList;
+    if (doc_.shared(shapes)) [[unlikely]] {
+      return InternShared(shapes, shared_shapes_, &Normalizer::InternShapeContent);
+    }
+    return InternShapeContent(shapes);
+  }
+
+  // A list that memo hits put in several places (shared shapes, dtypes or frames) is read once per
+  // document, by `intern`, and then found by its value id.
+  template <typename Intern>
+  uint32_t InternShared(ValueId list, absl::flat_hash_map<ValueId, uint32_t>& known,
+                        Intern intern) {
+    if (auto it = known.find(list); it != known.end()) return it->second;
+    uint32_t id = (this->*intern)(list);
+    if (id != kInvalidList) known.emplace(list, id);
+    return id;
+  }
+
+  ShapeListId InternShapeContent(ValueId shapes) {
     std::span<const ValueId> items = doc_.items(shapes);
     uint64_t sample = SampleShapes(items);
     RecentShapes& recent = recent_shapes_[(sample >> 32) % recent_shapes_.size()];
-    if (recent.sample == sample && recent.id != kInvalidList && SameShapes(items, recent.id)) {
-      return recent.id;
+    if (recent.sample == sample && recent.id != kInvalidList) {
+      // The compare reads up to the stored list's length, which shared shapes can make large.
+      if (!budget_.Visit(dump_.shape_list_offsets[recent.id + 1] -
+                         dump_.shape_list_offsets[recent.id])) [[unlikely]] {
+        return kInvalidList;
+      }
+      if (SameShapes(items, recent.id)) return recent.id;
     }
     // Encoded as [n_shapes, rank_0, dims_0..., rank_1, dims_1...], written in place (a first pass
     // over the shapes sizes the key) rather than appended value by value.
     size_t length = 1 + items.size();
+    if (!budget_.Visit(length)) [[unlikely]] {
+      return kInvalidList;
+    }
     for (ValueId shape : items) {
       if (doc_.kind(shape) != ValueKind::kList) return kInvalidList;
       length += doc_.items(shape).size();
+    }
+    // Shapes shared by memo hits are encoded in full at each use: checked before any is written.
+    if (!budget_.Visit(length - 1 - items.size())) [[unlikely]] {
+      return kInvalidList;
     }
     if (scratch_ints_.size() < length) scratch_ints_.resize(2 * length);
     int64_t* out = scratch_ints_.data();
@@ -1101,6 +1306,9 @@ class Normalizer {
     uint64_t hash = ByteKeyInterner::Hash(key);
     ShapeListId id = shape_lists_.Find(key, hash);
     if (id == ByteKeyInterner::kMissing) {
+      if (!budget_.Keep((length + 1) * sizeof(int64_t))) [[unlikely]] {
+        return kInvalidList;
+      }
       id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
       dump_.shape_dims.insert(dump_.shape_dims.end(), scratch_ints_.begin(),
                               scratch_ints_.begin() + static_cast<ptrdiff_t>(length));
@@ -1148,6 +1356,7 @@ class Normalizer {
 
   // Why InternShapes refused `shapes`.
   absl::Status ShapesError(ValueId shapes, const std::string& where) const {
+    if (budget_.exceeded()) return BudgetError(shapes, where);
     if (doc_.kind(shapes) != ValueKind::kList) {
       return Error(shapes, where, "expected a list of shapes");
     }
@@ -1165,8 +1374,18 @@ class Normalizer {
   // The id of a list of dtype names (["Float"]), or kInvalidList when `dtypes` is not one.
   DtypeListId InternDtypes(ValueId dtypes) {
     if (doc_.kind(dtypes) != ValueKind::kList) return kInvalidList;
+    if (doc_.shared(dtypes)) [[unlikely]] {
+      return InternShared(dtypes, shared_dtypes_, &Normalizer::InternDtypeContent);
+    }
+    return InternDtypeContent(dtypes);
+  }
+
+  DtypeListId InternDtypeContent(ValueId dtypes) {
     std::span<const ValueId> items = doc_.items(dtypes);
     if (uint32_t cached = dtypes_by_items_.Find(items); cached != kInvalidList) return cached;
+    if (!budget_.Visit(items.size())) [[unlikely]] {
+      return kInvalidList;
+    }
     scratch_ids_.clear();
     for (ValueId dtype : items) {
       if (doc_.kind(dtype) != ValueKind::kString) return kInvalidList;
@@ -1177,6 +1396,9 @@ class Normalizer {
     uint64_t hash = ByteKeyInterner::Hash(key);
     DtypeListId id = dtype_lists_.Find(key, hash);
     if (id == ByteKeyInterner::kMissing) {
+      if (!budget_.Keep((scratch_ids_.size() + 1) * sizeof(uint32_t))) [[unlikely]] {
+        return kInvalidList;
+      }
       id = static_cast<DtypeListId>(dump_.dtype_list_offsets.size() - 1);
       dump_.dtype_names.insert(dump_.dtype_names.end(), scratch_ids_.begin(), scratch_ids_.end());
       dump_.dtype_list_offsets.push_back(static_cast<uint32_t>(dump_.dtype_names.size()));
@@ -1188,6 +1410,7 @@ class Normalizer {
 
   // Why InternDtypes refused `dtypes`.
   absl::Status DtypesError(ValueId dtypes, const std::string& where) const {
+    if (budget_.exceeded()) return BudgetError(dtypes, where);
     if (doc_.kind(dtypes) != ValueKind::kList) {
       return Error(dtypes, where, "expected a list of dtype names");
     }
@@ -1202,8 +1425,16 @@ class Normalizer {
   // stack list the same shared frame dicts: one lookup by their ids.
   StackId FindStack(ValueId frames) {
     if (doc_.kind(frames) != ValueKind::kList) return kNoStack;
+    if (doc_.shared(frames)) [[unlikely]] {
+      auto it = shared_stacks_.find(frames);
+      return it == shared_stacks_.end() ? kNoStack : it->second;
+    }
     std::span<const ValueId> frame_values = doc_.items(frames);
     if (uint32_t cached = stacks_by_items_.Find(frame_values); cached != kNoStack) return cached;
+    // Hashing reads every frame id (cached lists hold at most 64).
+    if (!budget_.Visit(frame_values.size())) [[unlikely]] {
+      return kNoStack;
+    }
     absl::string_view value_key(reinterpret_cast<const char*>(frame_values.data()),
                                 frame_values.size() * sizeof(ValueId));
     uint32_t found = stack_by_values_.Find(value_key, ByteKeyInterner::Hash(value_key));
@@ -1216,7 +1447,20 @@ class Normalizer {
     if (doc_.kind(frames) != ValueKind::kList) {
       return Error(frames, fmt::format("entries[{}]['frames']", index), "expected a list");
     }
+    if (doc_.shared(frames)) [[unlikely]] {
+      if (auto it = shared_stacks_.find(frames); it != shared_stacks_.end()) return it->second;
+      FR_ASSIGN_OR_RETURN(StackId stack, InternStackContent(frames, index));
+      shared_stacks_.emplace(frames, stack);
+      return stack;
+    }
+    return InternStackContent(frames, index);
+  }
+
+  absl::StatusOr<StackId> InternStackContent(ValueId frames, size_t index) {
     std::span<const ValueId> frame_values = doc_.items(frames);
+    if (!budget_.Visit(frame_values.size())) [[unlikely]] {
+      return BudgetError(frames, fmt::format("entries[{}]['frames']", index));
+    }
     absl::string_view value_key(reinterpret_cast<const char*>(frame_values.data()),
                                 frame_values.size() * sizeof(ValueId));
     dump_.has_stacks = true;
@@ -1225,12 +1469,13 @@ class Normalizer {
         found != ByteKeyInterner::kMissing) {
       return found;
     }
-    FR_ASSIGN_OR_RETURN(StackId stack, InternStackByFrames(frame_values, index));
+    FR_ASSIGN_OR_RETURN(StackId stack, InternStackByFrames(frames, frame_values, index));
     stack_by_values_.Insert(value_key, value_hash, stack);
     return stack;
   }
 
-  absl::StatusOr<StackId> InternStackByFrames(std::span<const ValueId> frame_values, size_t index) {
+  absl::StatusOr<StackId> InternStackByFrames(ValueId frames_list,
+                                              std::span<const ValueId> frame_values, size_t index) {
     scratch_ids_.clear();
     for (ValueId frame : frame_values) {
       // PyTorch shares one dict per distinct frame between entries: resolve each once.
@@ -1249,6 +1494,9 @@ class Normalizer {
     if (uint32_t found = stacks_.Find(key, hash); found != ByteKeyInterner::kMissing) {
       return found;
     }
+    if (!budget_.Keep((scratch_ids_.size() + 1) * sizeof(uint32_t))) [[unlikely]] {
+      return BudgetError(frames_list, fmt::format("entries[{}]['frames']", index));
+    }
     StackId id = static_cast<StackId>(dump_.stack_offsets.size() - 1);
     dump_.stack_frames.insert(dump_.stack_frames.end(), scratch_ids_.begin(), scratch_ids_.end());
     dump_.stack_offsets.push_back(static_cast<uint32_t>(dump_.stack_frames.size()));
@@ -1263,6 +1511,9 @@ class Normalizer {
     }
     Frame parsed;
     std::span<const ValueId> pairs = doc_.items(frame);
+    if (!budget_.Visit(pairs.size())) [[unlikely]] {
+      return BudgetError(frame, where);
+    }
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
       if (doc_.kind(pairs[i]) != ValueKind::kString) continue;
       std::string_view key = doc_.string_value(pairs[i]);
@@ -1272,13 +1523,13 @@ class Normalizer {
         parsed.line = doc_.int_value(value);
       } else if (key == "name" || key == "filename") {
         if (doc_.kind(value) != ValueKind::kString) return Error(value, where, "expected a string");
-        (key == "name" ? parsed.name : parsed.filename) =
-            dump_.strings.Intern(doc_.string_value(value));
+        (key == "name" ? parsed.name : parsed.filename) = InternValue(value);
       }
     }
     // Equal frames written as separate dicts (CPython re-pickles, JSON) still intern to one.
     absl::string_view key(reinterpret_cast<const char*>(&parsed), sizeof(parsed));
     if (auto it = frames_.find(key); it != frames_.end()) return it->second;
+    budget_.Keep(sizeof(Frame));
     uint32_t id = static_cast<uint32_t>(dump_.frames.size());
     dump_.frames.push_back(parsed);
     frames_.emplace(std::string(key), id);
@@ -1318,6 +1569,13 @@ class Normalizer {
   ByteKeyInterner stack_by_values_;
   absl::flat_hash_map<std::string, uint32_t> frames_;
   absl::flat_hash_map<ValueId, uint32_t> frame_by_value_;
+  // Results for shared lists (Document::shared), by value id.
+  absl::flat_hash_map<ValueId, uint32_t> shared_shapes_;
+  absl::flat_hash_map<ValueId, uint32_t> shared_dtypes_;
+  absl::flat_hash_map<ValueId, StackId> shared_stacks_;
+  absl::flat_hash_map<ValueId, ParsedRanks> parsed_rank_lists_;
+  absl::flat_hash_map<std::string, size_t> oddity_index_;  // into dump_.oddities
+  Budget budget_;
   // Indexed by the profiling name's StringId.
   std::vector<ParsedName> parsed_names_;
   std::vector<bool> name_parsed_;
@@ -1373,13 +1631,24 @@ bool ParseRanksString(std::string_view text, std::vector<int64_t>* ranks) {
   return at == text.size();
 }
 
-absl::StatusOr<RankDump> NormalizeDump(const Document& document, int64_t rank) {
-  RankDump dump;
-  dump.rank = rank;
-  Normalizer normalizer(document, &dump);
-  FR_RETURN_IF_ERROR(normalizer.Run());
-  ApplyRecorderSemantics(&dump);
-  return dump;
+absl::StatusOr<RankDump> NormalizeDump(const Document& document, int64_t rank,
+                                       const NormalizeLimits& limits, NormalizeCost* cost) {
+  // The budgets keep memory proportional to the input, but the input itself may be too large for
+  // this machine: that is this file's error, not the end of a run over many files.
+  try {
+    RankDump dump;
+    dump.rank = rank;
+    Normalizer normalizer(document, limits, &dump);
+    absl::Status status = normalizer.Run();
+    if (cost != nullptr) *cost = normalizer.cost();
+    FR_RETURN_IF_ERROR(status);
+    ApplyRecorderSemantics(&dump);
+    return dump;
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        fmt::format("out of memory normalizing a dump decoded from {} bytes into {} values",
+                    document.input().size(), document.value_count()));
+  }
 }
 
 }  // namespace fr
