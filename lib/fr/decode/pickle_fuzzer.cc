@@ -1,5 +1,6 @@
 // libFuzzer target for DecodePickle: any bytes must give a Document or an error, never a crash,
-// hang or unbounded allocation, and a Document must be internally consistent.
+// hang or unbounded allocation, and a Document must be internally consistent. A document is then
+// normalized within small budgets, which shared references must not escape.
 //
 //   CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DFR_BUILD_FUZZERS=ON
 //   cmake --build build-fuzz --target pickle_fuzzer
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "fr/decode/pickle_decoder.h"
+#include "fr/normalize/normalize.h"
 #include "simdjson.h"
 
 namespace {
@@ -67,6 +69,44 @@ void CheckDocument(const fr::Document& doc, uint32_t max_depth) {
     }
   }
   for (uint32_t h : height) Check(h <= max_depth);
+  // Shared marks: a container with several parents is shared, and so is what a shared one holds
+  // (consumers memoize only those by value id, so a missing mark would expand a shared value
+  // once per path).
+  std::vector<uint8_t> parents(doc.value_count(), 0);
+  for (fr::ValueId id = 0; id < doc.value_count(); ++id) {
+    fr::ValueKind kind = doc.kind(id);
+    if (kind != fr::ValueKind::kList && kind != fr::ValueKind::kTuple &&
+        kind != fr::ValueKind::kDict) {
+      Check(!doc.shared(id));
+      continue;
+    }
+    for (fr::ValueId child : doc.items(id)) {
+      parents[child] = std::min(parents[child] + 1, 2);
+      if (doc.shared(id) && doc.kind(child) >= fr::ValueKind::kList) Check(doc.shared(child));
+    }
+  }
+  for (fr::ValueId id = 0; id < doc.value_count(); ++id) {
+    if (parents[id] > 1 && doc.kind(id) >= fr::ValueKind::kList) Check(doc.shared(id));
+  }
+}
+
+// Normalizes within budgets small enough for the fuzzer to reach: an error names the budget, and
+// a success stayed within it.
+void CheckNormalizes(const fr::Document& doc) {
+  fr::NormalizeLimits limits;
+  limits.kept_bytes_per_input_byte = 16;
+  limits.min_kept_bytes = 1 << 20;
+  limits.visits_per_input_byte = 16;
+  limits.min_visits = 1 << 16;
+  fr::NormalizeCost cost;
+  absl::StatusOr<fr::RankDump> dump = fr::NormalizeDump(doc, 0, limits, &cost);
+  if (dump.ok()) {
+    Check(cost.kept_bytes <= cost.max_kept_bytes && cost.visits <= cost.max_visits);
+  } else if (dump.status().code() == absl::StatusCode::kResourceExhausted) {
+    Check(dump.status().message().find("NormalizeLimits") != std::string_view::npos);
+  } else {
+    Check(dump.status().code() == absl::StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace
@@ -78,6 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<fr::Document> doc = fr::DecodePickle(input, limits);
   if (doc.ok()) {
     CheckDocument(*doc, limits.max_depth);
+    CheckNormalizes(*doc);
   } else {
     // Every message names the byte offset.
     Check(doc.status().message().substr(0, 5) == "byte ");
