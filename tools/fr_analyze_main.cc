@@ -25,6 +25,7 @@
 #include "fr/index/job_index.h"
 #include "fr/load/load.h"
 #include "fr/read/input_file.h"
+#include "fr/report/dump_print.h"
 #include "fr/report/entries_view.h"
 #include "fr/report/load_summary.h"
 #include "fr/report/report_format.h"
@@ -301,8 +302,7 @@ int RunDump(Args& args) {
   absl::StatusOr<InputFile> input = ReadInputFile(path);
   absl::StatusOr<Document> document = absl::UnknownError("");
   if (input.ok()) {
-    document =
-        input->encoding == Encoding::kJson ? DecodeJson(input->bytes) : DecodePickle(input->bytes);
+    document = DecodeForPrinting(*input);
   }
   const absl::Status& status = !input.ok() ? input.status() : document.status();
   if (!status.ok()) {
