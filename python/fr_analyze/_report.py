@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
     from fr_analyze._trace import Trace
 
+# Fields that the report leaves out when they do not apply (a submessage not set, an optional
+# number): reading one gives None rather than an error.
+_ABSENT_IS_NONE = {"process_group", "majority_rank"}
+
+
 class Message:
     """A read-only view of one message of the report: fields are attributes, nested messages are
     Messages, repeated fields are lists. `to_dict()` gives the plain dict."""
@@ -33,6 +38,8 @@ class Message:
         try:
             return _wrap(self._fields[name])
         except KeyError:
+            if name in _ABSENT_IS_NONE:
+                return None
             raise AttributeError(
                 f"report message has no field {name!r}; fields: {', '.join(self._fields)}"
             ) from None

@@ -178,3 +178,14 @@ def test_progress_true_draws_a_tqdm_bar(simulated_job, capsys):
     pytest.importorskip("tqdm")
     fr_analyze.load(simulated_job, progress=True)
     assert "fr-analyze: loading" in capsys.readouterr().err
+
+
+def test_fields_that_do_not_apply_read_as_none(tmp_path, cli):
+    # A healthy job: the verdict names no group, and no finding has a majority stack.
+    directory = tmp_path / "healthy"
+    subprocess.run([cli, "simulate", str(directory), "--fault", "none"], check=True,
+                   capture_output=True)
+    report = fr_analyze.analyze(directory)
+    assert report.verdict.failure_class == "none"
+    assert report.verdict.process_group is None
+    assert report.verdict.culprit_ranks == []
