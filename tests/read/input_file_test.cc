@@ -1,5 +1,6 @@
 #include "fr/read/input_file.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -269,7 +270,7 @@ TEST(InputFileTest, JsonIsDetectedAfterWhitespaceAndBom) {
   }
 }
 
-TEST(InputFileTest, FilesThatAreNotDumpsNameTheirFirstBytes) {
+TEST(InputFileTest, FilesThatAreNotDumpsSayWhatKindTheyAreAndQuoteNothing) {
   struct Case {
     std::string bytes;
     std::string message;
@@ -277,31 +278,33 @@ TEST(InputFileTest, FilesThatAreNotDumpsNameTheirFirstBytes) {
       {std::string("\x7f"
                    "ELF\x02\x01\x01\x00",
                    8),
-       "not a flight-recorder dump: starts with bytes 7f 45 4c 46 (an ELF core file?)"},
-      {"[rank0]:[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout\n",
-       "not a flight-recorder dump: starts with bytes 5b 72 61 6e"},  // '[' then not JSON?
-      {"2024-05-01 12:00:00 INFO training step 5\n",
-       "starts with bytes 32 30 32 34 (text, perhaps a log file: \"2024-05-01"},
-      {std::string("PK\x03\x04\x14\x00", 6), "(a zip archive, perhaps a torch.save checkpoint?)"},
+       "not a flight-recorder dump: an ELF core file or executable"},
+      {"root:$y$j9T$secret:19000:0:99999:7:::\n",
+       "not a flight-recorder dump: text (a log or configuration file?)"},
+      {std::string("PK\x03\x04\x14\x00", 6),
+       "not a flight-recorder dump: a zip archive (a torch.save checkpoint?)"},
       {std::string("\xfd"
                    "7zXZ\x00\x00",
                    7),
-       "an xz archive"},
-      {"   \n", "whitespace only"},
+       "not a flight-recorder dump: an xz archive (decompress it first)"},
+      {std::string("\x01\x02\xf0\x9f\x00", 5),
+       "not a flight-recorder dump: binary data of an unknown kind"},
+      {"   \n", "not a flight-recorder dump: 4 bytes of whitespace only"},
   };
   for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
     std::string path = TempPath("not_a_dump");
     WriteFile(path, c.bytes);
     absl::StatusOr<InputFile> file = ReadInputFile(path);
-    if (c.bytes[0] == '[') {
-      // A log line starting with '[' looks like JSON here; the JSON decoder rejects it.
-      ASSERT_TRUE(file.ok());
-      EXPECT_EQ(file->encoding, Encoding::kJson);
-      continue;
-    }
     EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument) << file.status();
-    EXPECT_THAT(Message(file.status()), HasSubstr(c.message));
+    EXPECT_TRUE(IsNotADump(file.status()));
+    EXPECT_EQ(Message(file.status()), c.message);
   }
+  // A log line starting with '[' looks like JSON here; the JSON decoder rejects it.
+  WriteFile(TempPath("log"), "[rank0]:[E ProcessGroupNCCL.cpp:616] Watchdog caught\n");
+  absl::StatusOr<InputFile> log = ReadInputFile(TempPath("log"));
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->encoding, Encoding::kJson);
 }
 
 TEST(InputFileTest, CompressedNonDumpSaysWhichLayer) {
@@ -311,8 +314,53 @@ TEST(InputFileTest, CompressedNonDumpSaysWhichLayer) {
   RunTool("zstd -q -f " + TempPath("core") + " -o " + TempPath("core.zst"));
   absl::StatusOr<InputFile> file = ReadInputFile(TempPath("core.zst"));
   EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Message(file.status()), StartsWith("after zstd decompression: not a flight-recorder "
-                                                 "dump: starts with bytes 7f 45 4c 46"));
+  EXPECT_TRUE(IsNotADump(file.status()));
+  EXPECT_EQ(Message(file.status()),
+            "after zstd decompression: not a flight-recorder dump: an ELF core file or executable");
+}
+
+TEST(InputFileTest, DamagedDumpsAreNotCalledOtherFiles) {
+  WriteFile(TempPath("cut"), kPickle.substr(0, 1));
+  EXPECT_TRUE(ReadInputFile(TempPath("cut")).ok());  // the decoder finds where it breaks
+  WriteFile(TempPath("empty_dump"), "");
+  EXPECT_FALSE(IsNotADump(ReadInputFile(TempPath("empty_dump")).status()));
+  WriteFile(TempPath("bad.zst"), std::string("\x28\xb5\x2f\xfd\x00\x00", 6));
+  absl::StatusOr<InputFile> bad_zstd = ReadInputFile(TempPath("bad.zst"));
+  EXPECT_FALSE(bad_zstd.ok());
+  EXPECT_FALSE(IsNotADump(bad_zstd.status()));
+  EXPECT_FALSE(IsNotADump(absl::OkStatus()));
+}
+
+TEST(InputFileTest, AFifoIsRefusedAtOnceInsteadOfBlocking) {
+  std::string path = TempPath("fifo_rank_3");
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  // With no writer, a blocking open() of a FIFO never returns: reaching the check is the test.
+  absl::StatusOr<InputFile> file = ReadInputFile(path);
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Message(file.status()), "a FIFO, not a regular file: not read");
+  absl::StatusOr<InputFile> device = ReadInputFile("/dev/zero");
+  EXPECT_EQ(Message(device.status()), "a character device, not a regular file: not read");
+  std::filesystem::remove(path);
+}
+
+TEST(InputFileTest, ALinkIsRefusedWhenLinksAreNotFollowed) {
+  WriteFile(TempPath("real_dump"), kPickle);
+  std::string link = TempPath("link_dump");
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(TempPath("real_dump"), link);
+  EXPECT_TRUE(ReadInputFile(link).ok());
+  ReadOptions no_links;
+  no_links.follow_symlinks = false;
+  absl::StatusOr<InputFile> file = ReadInputFile(link, no_links);
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Message(file.status()), "is a symbolic link now (not followed)");
+  EXPECT_TRUE(ReadInputFile(TempPath("real_dump"), no_links).ok());
+}
+
+TEST(InputFileTest, MissingFileErrorsDoNotRepeatThePath) {
+  absl::StatusOr<InputFile> file = ReadInputFile(TempPath("does_not_exist_either"));
+  EXPECT_EQ(Message(file.status()), "cannot open: No such file or directory");
 }
 
 TEST(InputFileTest, EmptyFilesAreRejected) {

@@ -1,14 +1,19 @@
 #include "fr/read/input_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "fmt/format.h"
 #include "fr/base/status_macros.h"
 
@@ -44,52 +49,75 @@ std::string HexPrefix(std::string_view bytes) {
   return hex;
 }
 
-// A cheap guess at what a file that is not a dump is, from its magic bytes; "" when unknown.
-std::string GuessWhatItIs(std::string_view bytes) {
-  struct Magic {
-    std::string_view prefix;
-    std::string_view guess;
-  };
-  static constexpr Magic kMagics[] = {
-      {std::string_view("\x7f"
-                        "ELF",
-                        4),
-       "an ELF core file?"},
-      {std::string_view("PK\x03\x04", 4), "a zip archive, perhaps a torch.save checkpoint?"},
-      {std::string_view("\xfd"
-                        "7zXZ\x00",
-                        6),
-       "an xz archive: decompress it first"},
-      {std::string_view("BZh", 3), "a bzip2 archive: decompress it first"},
-      {std::string_view("\x04\x22\x4d\x18", 4), "an lz4 archive: decompress it first"},
-      {std::string_view("\xff\xfe", 2), "UTF-16 text?"},
-      {std::string_view("\xfe\xff", 2), "UTF-16 text?"},
-  };
-  for (const Magic& magic : kMagics) {
-    if (StartsWith(bytes, magic.prefix)) return std::string(magic.guess);
+// Marks statuses made by NotADumpError (see IsNotADump).
+constexpr char kNotADumpPayload[] = "fr-analyze/not-a-dump";
+
+absl::Status NotADump(std::string_view bytes) { return NotADumpError(DescribeNonDump(bytes)); }
+
+absl::Status ErrnoStatus(int error, std::string_view what) {
+  std::string message = fmt::format("{}: {}", what, std::strerror(error));
+  switch (error) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::UnavailableError(message);
   }
-  if (bytes.size() >= 262 && bytes.substr(257, 5) == "ustar") {
-    return "a tar archive: extract it first";
-  }
-  size_t sample = std::min<size_t>(bytes.size(), 256);
-  bool text = sample > 0;
-  for (size_t i = 0; i < sample && text; ++i) {
-    auto c = static_cast<unsigned char>(bytes[i]);
-    text = c >= 0x20 || c == '\n' || c == '\r' || c == '\t';
-  }
-  if (text) {
-    std::string_view first_line = bytes.substr(0, std::min<size_t>(sample, 60));
-    first_line = first_line.substr(0, first_line.find_first_of("\r\n"));
-    return fmt::format("text, perhaps a log file: \"{}\"", first_line);
-  }
-  return "";
 }
 
-absl::Status NotADump(std::string_view bytes) {
-  std::string guess = GuessWhatItIs(bytes);
-  return absl::InvalidArgumentError(
-      fmt::format("not a flight-recorder dump: starts with bytes {}{}", HexPrefix(bytes),
-                  guess.empty() ? "" : fmt::format(" ({})", guess)));
+std::string_view FileTypeName(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+// Reads the regular file `path` whole. Opening a FIFO for reading blocks until a writer comes,
+// possibly forever, and a path checked before opening can be swapped for one in between: so the
+// open does not block (O_NONBLOCK) and the type is checked on the open descriptor.
+absl::StatusOr<std::shared_ptr<const Buffer>> ReadRegularFile(const std::string& path,
+                                                              const ReadOptions& options) {
+  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  if (!options.follow_symlinks) flags |= O_NOFOLLOW;
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) {
+    if (errno == ELOOP && !options.follow_symlinks) {
+      return absl::FailedPreconditionError("is a symbolic link now (not followed)");
+    }
+    return ErrnoStatus(errno, "cannot open");
+  }
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
+  struct stat info;
+  if (::fstat(fd, &info) != 0) return ErrnoStatus(errno, "cannot stat");
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}, not a regular file: not read", FileTypeName(info.st_mode)));
+  }
+  // A regular file never blocks; clear the flag so that reads behave as everywhere else.
+  int status_flags = ::fcntl(fd, F_GETFL);
+  if (status_flags >= 0) ::fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK);
+  // Buffer reads by path (into its reused per-thread buffer). The descriptor's entry in
+  // /proc/self/fd opens exactly the file checked above, whatever the path names by now; without
+  // /proc, the path itself is the fallback.
+  std::string self = fmt::format("/proc/self/fd/{}", fd);
+  bool has_proc = ::access(self.c_str(), R_OK) == 0;
+  absl::StatusOr<std::shared_ptr<const Buffer>> bytes = Buffer::ReadFile(has_proc ? self : path);
+  if (!bytes.ok()) {
+    // Buffer's messages start with the path it was given; callers add the real one.
+    std::string full_message(bytes.status().message());
+    std::string_view message = full_message;
+    std::string_view opened = has_proc ? std::string_view(self) : std::string_view(path);
+    if (message.starts_with(opened) && message.substr(opened.size()).starts_with(": ")) {
+      message.remove_prefix(opened.size() + 2);
+    }
+    return absl::Status(bytes.status().code(), std::string(message));
+  }
+  return bytes;
 }
 
 // The most bytes `compressed_size` compressed bytes may expand to under `options`.
@@ -298,6 +326,55 @@ std::string_view EncodingName(Encoding encoding) {
   return "unknown";
 }
 
+std::string DescribeNonDump(std::string_view bytes) {
+  struct Magic {
+    std::string_view prefix;
+    std::string_view kind;
+  };
+  static constexpr Magic kMagics[] = {
+      {std::string_view("\x7f"
+                        "ELF",
+                        4),
+       "an ELF core file or executable"},
+      {std::string_view("PK\x03\x04", 4), "a zip archive (a torch.save checkpoint?)"},
+      {std::string_view("\xfd"
+                        "7zXZ\x00",
+                        6),
+       "an xz archive (decompress it first)"},
+      {std::string_view("BZh", 3), "a bzip2 archive (decompress it first)"},
+      {std::string_view("\x04\x22\x4d\x18", 4), "an lz4 archive (decompress it first)"},
+      {std::string_view("\x89PNG", 4), "a PNG image"},
+      {std::string_view("%PDF", 4), "a PDF document"},
+      {std::string_view("SQLite format 3", 15), "an SQLite database"},
+      {std::string_view("\xff\xfe", 2), "UTF-16 text"},
+      {std::string_view("\xfe\xff", 2), "UTF-16 text"},
+  };
+  for (const Magic& magic : kMagics) {
+    if (StartsWith(bytes, magic.prefix)) return std::string(magic.kind);
+  }
+  if (bytes.size() >= 262 && bytes.substr(257, 5) == "ustar") {
+    return "a tar archive (extract it first)";
+  }
+  size_t sample = std::min<size_t>(bytes.size(), 256);
+  bool text = sample > 0;
+  for (size_t i = 0; i < sample && text; ++i) {
+    auto c = static_cast<unsigned char>(bytes[i]);
+    text = c >= 0x20 || c == '\n' || c == '\r' || c == '\t';
+  }
+  return text ? "text (a log or configuration file?)" : "binary data of an unknown kind";
+}
+
+absl::Status NotADumpError(std::string_view what) {
+  absl::Status status =
+      absl::InvalidArgumentError(fmt::format("not a flight-recorder dump: {}", what));
+  status.SetPayload(kNotADumpPayload, absl::Cord());
+  return status;
+}
+
+bool IsNotADump(const absl::Status& status) {
+  return status.GetPayload(kNotADumpPayload).has_value();
+}
+
 absl::StatusOr<Encoding> DetectEncoding(std::string_view bytes) {
   if (bytes.empty()) return absl::InvalidArgumentError("empty file (0 bytes)");
   if (static_cast<uint8_t>(bytes[0]) == 0x80) return Encoding::kPickle;
@@ -306,8 +383,7 @@ absl::StatusOr<Encoding> DetectEncoding(std::string_view bytes) {
   size_t first = 0;
   while (first < rest.size() && IsJsonWhitespace(rest[first])) ++first;
   if (first == rest.size()) {
-    return absl::InvalidArgumentError(
-        fmt::format("not a flight-recorder dump: {} bytes of whitespace only", bytes.size()));
+    return NotADumpError(fmt::format("{} bytes of whitespace only", bytes.size()));
   }
   if (rest[first] == '{' || rest[first] == '[') return Encoding::kJson;
   return NotADump(bytes);
@@ -359,16 +435,18 @@ absl::StatusOr<InputFile> ReadInputBytes(std::shared_ptr<const Buffer> bytes,
   if (!encoding.ok()) {
     if (file.compression == Compression::kNone) return encoding.status();
     // Name the layer so that "gzip of a zstd file" or "compressed core file" reads clearly.
-    return absl::InvalidArgumentError(fmt::format("after {} decompression: {}",
-                                                  CompressionName(file.compression),
-                                                  std::string(encoding.status().message())));
+    absl::Status status(encoding.status().code(),
+                        fmt::format("after {} decompression: {}", CompressionName(file.compression),
+                                    std::string(encoding.status().message())));
+    if (IsNotADump(encoding.status())) status.SetPayload(kNotADumpPayload, absl::Cord());
+    return status;
   }
   file.encoding = *encoding;
   return file;
 }
 
 absl::StatusOr<InputFile> ReadInputFile(const std::string& path, const ReadOptions& options) {
-  FR_ASSIGN_OR_RETURN(std::shared_ptr<const Buffer> bytes, Buffer::ReadFile(path));
+  FR_ASSIGN_OR_RETURN(std::shared_ptr<const Buffer> bytes, ReadRegularFile(path, options));
   return ReadInputBytes(std::move(bytes), options);
 }
 

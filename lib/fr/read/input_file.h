@@ -31,6 +31,10 @@ struct ReadOptions {
   // The decoder never holds more than the limit (+1 byte) of output.
   uint64_t max_decompressed_bytes = uint64_t{4} << 30;
   uint64_t max_expansion_ratio = 1000;  // 0: no ratio limit
+  // false: a path whose last component is a symbolic link is refused (O_NOFOLLOW). The loader
+  // opens what discovery resolved and checked, so that a link put in place after discovery
+  // cannot make it read a file outside the input directory.
+  bool follow_symlinks = true;
 };
 
 struct InputFile {
@@ -40,13 +44,25 @@ struct InputFile {
   uint64_t size_on_disk = 0;
 };
 
-// What the leading bytes say. Returns InvalidArgument naming the first bytes when they are neither
-// a pickle (0x80 PROTO), JSON ('{' or '[' after an optional UTF-8 BOM and whitespace), zstd
-// (including a leading skippable frame, as pzstd writes) nor gzip, with a guess where the magic
-// says what it is ("... starts with bytes 7f 45 4c 46 (an ELF core file?)"). An empty input is
-// InvalidArgument "empty file (0 bytes)".
+// What the leading bytes say. Returns a NotADumpError when they are neither a pickle (0x80 PROTO),
+// JSON ('{' or '[' after an optional UTF-8 BOM and whitespace), zstd (including a leading
+// skippable frame, as pzstd writes) nor gzip, saying what kind of file the magic bytes suggest
+// ("not a flight-recorder dump: an ELF core file or executable"). It quotes nothing from the
+// file: a link to /etc/shadow must not put its first line into a report. An empty input is
+// InvalidArgument "empty file (0 bytes)" (a dump cut short, not some other file).
 absl::StatusOr<Compression> DetectCompression(std::string_view bytes);
 absl::StatusOr<Encoding> DetectEncoding(std::string_view bytes);
+
+// What kind of file `bytes` (its first bytes suffice) looks like when it is not a dump, from
+// magic numbers and byte classes only: "an ELF core file or executable", "a zip archive (a
+// torch.save checkpoint?)", "text (a log?)", "binary data". Never quotes the bytes.
+std::string DescribeNonDump(std::string_view bytes);
+
+// InvalidArgument "not a flight-recorder dump: <what>", marked so that IsNotADump() recognises
+// it. Callers use it for files that are not dumps at all (another kind of file), as opposed to
+// dumps that are damaged: a loader skips the former and reports the latter.
+absl::Status NotADumpError(std::string_view what);
+bool IsNotADump(const absl::Status& status);
 
 // Decompresses zstd or gzip `compressed` within `options`: every zstd frame (multi-frame files,
 // frames without a content size) and every gzip member (concatenated .gz files). Errors: DataLoss
@@ -56,8 +72,10 @@ absl::StatusOr<std::shared_ptr<const Buffer>> Decompress(std::string_view compre
                                                          Compression compression,
                                                          const ReadOptions& options = {});
 
-// Maps `path`, decompresses it when needed and detects its encoding. Error messages do not repeat
-// the path: callers prefix it.
+// Reads `path`, decompresses it when needed and detects its encoding. Error messages do not
+// repeat the path: callers prefix it. The file is opened without blocking and checked to be a
+// regular file on the open descriptor, so that a FIFO or device (or a file swapped for one after
+// it was listed) is refused with InvalidArgument instead of blocking forever in open() or read().
 absl::StatusOr<InputFile> ReadInputFile(const std::string& path, const ReadOptions& options = {});
 
 // The same for bytes already in memory (dumps fetched over HTTP, tests).
