@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   g++ clang-14 libclang-rt-14-dev clang-format
-  libabsl-dev libfmt-dev libzstd-dev zlib1g-dev libsimdjson-dev
+  libabsl-dev libfmt-dev libzstd-dev zlib1g-dev libsimdjson-dev libre2-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev python3-venv python3-pip pybind11-dev

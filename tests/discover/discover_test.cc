@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -251,8 +252,10 @@ TEST_F(DiscoverTest, SkipsEverythingThatIsNotADumpInAMixedDirectory) {
   EXPECT_EQ(SkipReason(found, "train_5.log.gz"), "log file");
   EXPECT_EQ(SkipReason(found, "core"), "core file");
   EXPECT_EQ(SkipReason(found, "core.1234"), "core file");
-  EXPECT_EQ(SkipReason(found, "worker_7"), "core file or executable (ELF)");
-  EXPECT_EQ(SkipReason(found, "python3.10"), "core file or executable (ELF)");
+  EXPECT_EQ(SkipReason(found, "worker_7"),
+            "content is not a pickle, JSON, zstd or gzip stream: an ELF core file or executable");
+  EXPECT_EQ(SkipReason(found, "python3.10"),
+            "content is not a pickle, JSON, zstd or gzip stream: an ELF core file or executable");
   EXPECT_EQ(SkipReason(found, ".nccl_trace_rank_9"), "hidden file");
   EXPECT_EQ(SkipReason(found, ".ipynb_checkpoints"), "hidden directory (not searched)");
   EXPECT_EQ(SkipReason(found, "ctl_6"), "socket");
@@ -274,7 +277,8 @@ TEST_F(DiscoverTest, ChecksTheFirstBytesOfNamesThatDoNotDecide) {
   EXPECT_EQ(RankedFiles(found),
             (Ranked{{5, "worker_5"}, {7, "worker_7"}, {8, "worker_8"}, {9, "worker_9"}}));
   EXPECT_EQ(SkipReason(found, "worker_6"),
-            "content is not a pickle, JSON, zstd or gzip stream (starts with 23 21 2f 62)");
+            "content is not a pickle, JSON, zstd or gzip stream: text (a log or configuration "
+            "file?)");
 }
 
 TEST_F(DiscoverTest, PrefixSelectsOneNaming) {
@@ -347,16 +351,22 @@ TEST_F(DiscoverTest, BadRankPatternIsInvalidArgumentNamingIt) {
   }
 }
 
-TEST_F(DiscoverTest, TwoFilesWithOneRankAreAConflict) {
+TEST_F(DiscoverTest, TwoFilesWithOneRankAreAllReturnedForTheLoaderToSettle) {
   Write("node00/nccl_trace_rank_3");
   Write("node01/nccl_trace_rank_3");
   Write("rank_3.json", "{}");
   Write("nccl_trace_rank_4");
   Write("nccl_trace_rank_5");
+  fs::create_hard_link(root_ / "rank_3.json", root_ / "rank_3.pkl");
 
   Discovery found = Discover();
 
-  EXPECT_EQ(RankedFiles(found), (Ranked{{4, "nccl_trace_rank_4"}, {5, "nccl_trace_rank_5"}}));
+  EXPECT_EQ(RankedFiles(found), (Ranked{{3, "node00/nccl_trace_rank_3"},
+                                        {3, "node01/nccl_trace_rank_3"},
+                                        {3, "rank_3.json"},
+                                        {4, "nccl_trace_rank_4"},
+                                        {5, "nccl_trace_rank_5"}}));
+  EXPECT_EQ(SkipReason(found, "rank_3.pkl"), "same file as " + Path("rank_3.json"));
   ASSERT_EQ(found.conflicts.size(), 1u);
   EXPECT_EQ(found.conflicts[0].rank, 3);
   EXPECT_THAT(found.conflicts[0].paths,
@@ -416,7 +426,7 @@ TEST_F(DiscoverTest, ResultDoesNotDependOnCreationOrder) {
     for (const std::string& name : names) Write(folder + "/" + name);
     absl::StatusOr<Discovery> found = DiscoverDumps(Path(folder), {});
     ASSERT_TRUE(found.ok()) << found.status();
-    EXPECT_EQ(found->files.size(), 39u);
+    EXPECT_EQ(found->files.size(), 42u);  // 40 ranks; rank 7's three files all returned
     EXPECT_EQ(found->conflicts.size(), 1u);
     results.push_back(relative(*found, root_ / folder));
   }
@@ -460,6 +470,64 @@ TEST_F(DiscoverTest, SymlinkLoopsDoNotHang) {
   EXPECT_EQ(SkipReason(found, "a/up"), "symlink to a directory (not followed)");
   EXPECT_EQ(SkipReason(found, "self"), "symlink to a directory (not followed)");
   EXPECT_EQ(SkipReason(found, "a/b/root"), "symlink to a directory (not followed)");
+}
+
+TEST_F(DiscoverTest, LinksOutOfTheDirectoryAreSkippedUnlessAllowed) {
+  fs::path outside = root_.string() + ".outside";
+  fs::create_directories(outside);
+  {
+    std::ofstream secret(outside / "shadow", std::ios::binary);
+    secret << kPickleStart;
+  }
+  Write("nccl_trace_rank_0");
+  MakeSymlink((outside / "shadow").string(), "nccl_trace_rank_1");
+  MakeSymlink("../nccl_trace_rank_0", "latest/rank_0_link");
+  MakeSymlink("nccl_trace_rank_0", "rank_2");  // inside: followed
+
+  DiscoverOptions stay_inside;  // what the command line asks without --follow-links
+  stay_inside.follow_links_out_of_root = false;
+  Discovery found = Discover(stay_inside);
+  EXPECT_EQ(RankedFiles(found), (Ranked{{0, "nccl_trace_rank_0"}, {2, "rank_2"}}));
+  EXPECT_EQ(SkipReason(found, "nccl_trace_rank_1"),
+            "symlink to a file outside the input directory (not followed; fr-analyze "
+            "--follow-links follows it)");
+  // What the loader opens: the link's target as resolved now, never the link again.
+  std::string real_root = fs::canonical(root_).string();
+  EXPECT_EQ(found.files[0].open_path, Path("nccl_trace_rank_0"));
+  EXPECT_EQ(found.files[1].open_path, real_root + "/nccl_trace_rank_0");
+
+  Discovery followed = Discover();  // the library's default follows them
+  EXPECT_EQ(RankedFiles(followed),
+            (Ranked{{0, "nccl_trace_rank_0"}, {1, "nccl_trace_rank_1"}, {2, "rank_2"}}));
+  EXPECT_EQ(followed.files[1].open_path, fs::canonical(outside / "shadow").string());
+  fs::remove_all(outside);
+}
+
+TEST_F(DiscoverTest, ABacktrackingPatternOnALongNameStillFinishesAtOnce) {
+  // Nested quantifiers that fail late: a backtracking engine (std::regex) tries every way of
+  // splitting the name among them, 2^n for a name of n letters.
+  Write("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!");  // 36 letters, then what the pattern refuses
+  Write("aaaa_7");
+  Write("aaaaaaaa_12");
+  auto started = std::chrono::steady_clock::now();
+  Discovery found = Discover(WithPattern(R"((?:a+)+_(\d+))"));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(RankedFiles(found), (Ranked{{7, "aaaa_7"}, {12, "aaaaaaaa_12"}}));
+  EXPECT_EQ(SkipReason(found, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"),
+            R"(does not match rank pattern '(?:a+)+_(\d+)')");
+}
+
+TEST_F(DiscoverTest, PatternsThatNeedBacktrackingAreRefusedNamingThePattern) {
+  Write("trace_1");
+  for (std::string pattern : {R"((\d)\1)", R"(trace_(?=1)(\d+))"}) {
+    SCOPED_TRACE(pattern);
+    absl::StatusOr<Discovery> found = DiscoverDumps(root_.string(), WithPattern(pattern));
+    EXPECT_EQ(found.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(found.status().message(), HasSubstr("'" + pattern + "'"));
+    EXPECT_THAT(found.status().message(), HasSubstr("RE2 syntax"));
+  }
 }
 
 TEST_F(DiscoverTest, FollowsALinkedRoot) {

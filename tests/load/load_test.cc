@@ -2,11 +2,16 @@
 // path and byte offset while the rest load; missing ranks are found; threads do not change results.
 #include "fr/load/load.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
@@ -103,6 +108,155 @@ TEST_F(LoadTraceTest, InMemoryDumpsLoadLikeFiles) {
   ASSERT_EQ(trace->rejected.size(), 1u);
   EXPECT_EQ(trace->rejected[0].rank, 1);
   EXPECT_THAT(trace->rejected[0].error, HasSubstr("<rank 1 bytes>"));
+}
+
+std::vector<int64_t> LoadedRanks(const LoadedTrace& trace) {
+  std::vector<int64_t> ranks;
+  for (const RankDump& dump : trace.ranks) ranks.push_back(dump.rank);
+  return ranks;
+}
+
+// The reason `name` (a path ending) was skipped, or "<not skipped>".
+std::string SkipReason(const LoadedTrace& trace, const std::string& name) {
+  for (const SkippedFile& file : trace.skipped) {
+    if (file.path.ends_with("/" + name)) return file.reason;
+  }
+  return "<not skipped>";
+}
+
+TEST_F(LoadTraceTest, SeveralFilesForOneRankKeepTheRankLoaded) {
+  ExampleJobOptions options;
+  options.world_size = 8;
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    Write("nccl_trace_rank_" + std::to_string(rank),
+          WriteDumpPickle(MakeExampleRankDump(options, rank)));
+  }
+  // Rank 5: a .zst copy beside the original, and an older dump (fewer, older entries) backed up.
+  ASSERT_EQ(std::system(("zstd -q -k -f " + (dir_ / "nccl_trace_rank_5").string()).c_str()), 0);
+  ExampleJobOptions earlier = options;
+  earlier.entries_per_rank = options.entries_per_rank / 2;
+  Write("backup/nccl_trace_rank_5", WriteDumpPickle(MakeExampleRankDump(earlier, 5)));
+  // Rank 2: a damaged copy and a JSON file that is no dump (a report saved into the directory).
+  std::string rank_2 = WriteDumpPickle(MakeExampleRankDump(options, 2));
+  Write("copies/nccl_trace_rank_2", rank_2.substr(0, rank_2.size() / 2));
+  Write("report_2.json", R"({"schema_version": 1, "verdict": {}, "inputs": {}})");
+  // Rank 3: a JSON dump and the newer pickle of the same rank.
+  Write("nccl_trace_rank_3.json", WriteDumpJson(MakeExampleRankDump(earlier, 3)));
+
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir_.string());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(LoadedRanks(*trace), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(trace->rejected.empty());
+  EXPECT_TRUE(trace->missing_ranks.empty());
+  EXPECT_TRUE(trace->conflicts.empty());
+  EXPECT_EQ(trace->ranks[5].path, (dir_ / "nccl_trace_rank_5").string());
+  EXPECT_EQ(trace->ranks[5].entries.size(), static_cast<size_t>(options.entries_per_rank));
+  EXPECT_EQ(trace->ranks[3].path, (dir_ / "nccl_trace_rank_3").string());
+  EXPECT_EQ(SkipReason(*trace, "nccl_trace_rank_5.zst"), "same content as " +
+                                                             (dir_ / "nccl_trace_rank_5").string() +
+                                                             " (after decompression): one dump");
+  EXPECT_THAT(SkipReason(*trace, "backup/nccl_trace_rank_5"),
+              HasSubstr("rank 5 is read from " + (dir_ / "nccl_trace_rank_5").string() +
+                        ", whose records are newer"));
+  EXPECT_THAT(SkipReason(*trace, "nccl_trace_rank_3.json"), HasSubstr("rank 3 is read from"));
+  EXPECT_THAT(SkipReason(*trace, "copies/nccl_trace_rank_2"),
+              HasSubstr("this other file of rank 2 could not be read"));
+  EXPECT_EQ(SkipReason(*trace, "report_2.json"),
+            "not a flight-recorder dump: JSON of an fr-analyze report");
+  // Dumps set aside keep the rank they claimed (they were read: -o must not overwrite them).
+  std::vector<std::pair<std::string, int64_t>> ranks_of_skipped;
+  for (const SkippedFile& file : trace->skipped) {
+    ranks_of_skipped.emplace_back(fs::path(file.path).lexically_relative(dir_).string(), file.rank);
+  }
+  EXPECT_THAT(ranks_of_skipped,
+              ElementsAre(std::pair<std::string, int64_t>("backup/nccl_trace_rank_5", 5),
+                          std::pair<std::string, int64_t>("copies/nccl_trace_rank_2", 2),
+                          std::pair<std::string, int64_t>("nccl_trace_rank_3.json", 3),
+                          std::pair<std::string, int64_t>("nccl_trace_rank_5.zst", 5),
+                          std::pair<std::string, int64_t>("report_2.json", -1)));
+}
+
+TEST_F(LoadTraceTest, AJunkFileNamedLikeARankDoesNotExtendTheJob) {
+  ExampleJobOptions options;
+  options.world_size = 8;
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    Write("nccl_trace_rank_" + std::to_string(rank),
+          WriteDumpPickle(MakeExampleRankDump(options, rank)));
+  }
+  Write("nccl_trace_rank_20", std::string("\x13\x37\x00\xfe garbage \x01\x02", 14));
+  Write("nccl_trace_rank_21", "\x80\x02}q\x00(");  // a damaged dump of a rank no dump lists
+  Write("nccl_trace_rank_22.json", "[1, 2, 3]");   // JSON, but no dump
+
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir_.string());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(LoadedRanks(*trace), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(trace->missing_ranks.empty());
+  EXPECT_TRUE(trace->rejected.empty());
+  EXPECT_EQ(SkipReason(*trace, "nccl_trace_rank_20"),
+            "not a flight-recorder dump: binary data of an unknown kind");
+  EXPECT_THAT(SkipReason(*trace, "nccl_trace_rank_21"),
+              HasSubstr("named rank 21, which no readable dump lists in its process groups"));
+  EXPECT_EQ(SkipReason(*trace, "nccl_trace_rank_22.json"),
+            "not a flight-recorder dump: JSON holding a list of other things than entries");
+}
+
+TEST_F(LoadTraceTest, AStrayCopyNamedForAFarRankIsSetAsideWithoutCostPerRank) {
+  ExampleJobOptions options;
+  options.world_size = 8;
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    Write("nccl_trace_rank_" + std::to_string(rank),
+          WriteDumpPickle(MakeExampleRankDump(options, rank)));
+  }
+  // Its own pg_config says the job has ranks 0-7: the name lies.
+  Write("nccl_trace_rank_999999", WriteDumpPickle(MakeExampleRankDump(options, 3)));
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir_.string());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(LoadedRanks(*trace), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(trace->missing_ranks.empty());
+  EXPECT_THAT(SkipReason(*trace, "nccl_trace_rank_999999"),
+              HasSubstr("none of its own process groups (pg_config) lists rank 999999"));
+}
+
+TEST_F(LoadTraceTest, AFarRankWithoutRankListsIsSetAsideToo) {
+  // Real Gloo dumps list no ranks (placeholder pg_config): only the name says rank 999999.
+  fs::path healthy = fs::path(FR_TEST_DATA_DIR) / "torch/2.13.0/healthy/dumps";
+  for (const auto& entry : fs::directory_iterator(healthy)) {
+    fs::copy_file(entry.path(), dir_ / entry.path().filename());
+  }
+  fs::copy_file(healthy / "nccl_trace_rank_3.zst", dir_ / "nccl_trace_rank_999999.zst");
+  Write("nccl_trace_rank_12", "\x80\x02}q\x00(");  // damaged, near: still counts as a rank
+
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir_.string());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(LoadedRanks(*trace), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_THAT(SkipReason(*trace, "nccl_trace_rank_999999.zst"),
+              HasSubstr("rank 999999 lies far beyond every other rank found"));
+  ASSERT_EQ(trace->rejected.size(), 1u);
+  EXPECT_EQ(trace->rejected[0].rank, 12);
+  EXPECT_THAT(trace->missing_ranks, ElementsAre(8, 9, 10, 11));
+}
+
+TEST_F(LoadTraceTest, FarRanksInMemoryAreSetAsideToo) {
+  ExampleJobOptions options;
+  options.world_size = 2;
+  std::map<int64_t, std::shared_ptr<const Buffer>> dumps;
+  dumps[0] = Buffer::FromString(WriteDumpPickle(MakeExampleRankDump(options, 0)));
+  dumps[1] = Buffer::FromString(WriteDumpPickle(MakeExampleRankDump(options, 1)));
+  dumps[1'000'000] = Buffer::FromString("\x80\x02garbage");
+  absl::StatusOr<LoadedTrace> trace = LoadTraceFromBytes(dumps);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(LoadedRanks(*trace), (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(trace->missing_ranks.empty());
+  EXPECT_TRUE(trace->rejected.empty());
+  ASSERT_EQ(trace->skipped.size(), 1u);
+  EXPECT_EQ(trace->skipped[0].rank, 1'000'000);
+}
+
+TEST_F(LoadTraceTest, AFifoNamedLikeADumpFailsAtOnce) {
+  ASSERT_EQ(::mkfifo((dir_ / "nccl_trace_rank_0").c_str(), 0600), 0);
+  absl::StatusOr<RankDump> dump = LoadDumpFile((dir_ / "nccl_trace_rank_0").string(), 0);
+  EXPECT_EQ(dump.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(dump.status().message(), HasSubstr("a FIFO, not a regular file"));
 }
 
 TEST_F(LoadTraceTest, AMissingDirectoryIsAnError) {

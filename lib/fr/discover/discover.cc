@@ -1,6 +1,7 @@
 #include "fr/discover/discover.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,12 +9,13 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string_view>
 #include <system_error>
@@ -22,6 +24,8 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fr/read/input_file.h"
+#include "re2/re2.h"
 
 namespace fr {
 namespace {
@@ -184,25 +188,18 @@ NameVerdict JudgeNameByPrefix(std::string_view name, std::string_view prefix, in
 }
 
 NameVerdict JudgeNameByPattern(const std::string& relative_path, std::string_view name,
-                               const std::regex& pattern, std::string_view pattern_text,
+                               const RE2& pattern, std::string_view pattern_text,
                                int64_t max_rank) {
-  std::smatch match;
-  std::string name_copy(name);
-  try {
-    if (!std::regex_match(relative_path, match, pattern) &&
-        !std::regex_match(name_copy, match, pattern)) {
-      return Skip(fmt::format("does not match rank pattern '{}'", pattern_text));
-    }
-  } catch (const std::regex_error& error) {
-    // libstdc++ gives up on some patterns (complexity, stack); one bad name must not end the walk.
-    return Skip(
-        fmt::format("rank pattern '{}' failed on this name: {}", pattern_text, error.what()));
+  re2::StringPiece captured;
+  if (!RE2::FullMatch(relative_path, pattern, &captured) &&
+      !RE2::FullMatch(re2::StringPiece(name.data(), name.size()), pattern, &captured)) {
+    return Skip(fmt::format("does not match rank pattern '{}'", pattern_text));
   }
-  std::string captured = match[1].matched ? match[1].str() : "";
-  if (captured.empty() || !std::all_of(captured.begin(), captured.end(), IsDigit)) {
-    return Skip(fmt::format("rank pattern '{}' captured '{}', not a rank", pattern_text, captured));
+  std::string_view digits(captured.data(), captured.size());
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), IsDigit)) {
+    return Skip(fmt::format("rank pattern '{}' captured '{}', not a rank", pattern_text, digits));
   }
-  return RankFromDigits(captured, max_rank);
+  return RankFromDigits(digits, max_rank);
 }
 
 // Reads at most 4 bytes. Returns the reason to skip the file, or nothing when its start could be
@@ -218,16 +215,16 @@ std::optional<std::string> NotADumpByContent(const std::string& path) {
   auto starts_with = [&](std::initializer_list<unsigned char> magic) {
     return static_cast<size_t>(got) >= magic.size() && std::equal(magic.begin(), magic.end(), head);
   };
-  if (starts_with({0x7f, 'E', 'L', 'F'})) return "core file or executable (ELF)";
   if (head[0] == 0x80 /* pickle PROTO */ || head[0] == '{' || head[0] == '[' || head[0] == ' ' ||
       head[0] == '\t' || head[0] == '\n' || head[0] == '\r' ||
       starts_with({0xef, 0xbb, 0xbf} /* UTF-8 BOM */) ||
       starts_with({0x28, 0xb5, 0x2f, 0xfd} /* zstd */) || starts_with({0x1f, 0x8b} /* gzip */)) {
     return std::nullopt;
   }
-  std::string hex;
-  for (ssize_t i = 0; i < got; ++i) hex += fmt::format("{}{:02x}", i == 0 ? "" : " ", head[i]);
-  return fmt::format("content is not a pickle, JSON, zstd or gzip stream (starts with {})", hex);
+  // Say what it looks like, never what it holds: the file may be anything a link pointed to.
+  return fmt::format("content is not a pickle, JSON, zstd or gzip stream: {}",
+                     DescribeNonDump(std::string_view(reinterpret_cast<const char*>(head),
+                                                      static_cast<size_t>(got))));
 }
 
 std::string NonRegularReason(mode_t mode) {
@@ -239,14 +236,28 @@ std::string NonRegularReason(mode_t mode) {
 
 struct Candidate {
   std::string path;
+  std::string open_path;
   int64_t rank = -1;
   uint64_t size = 0;
   std::pair<dev_t, ino_t> identity;
 };
 
+// The absolute path `path` resolves to (every link followed), or nothing when it cannot be.
+std::optional<std::string> RealPath(const std::string& path) {
+  std::unique_ptr<char, void (*)(void*)> resolved(::realpath(path.c_str(), nullptr), std::free);
+  if (resolved == nullptr) return std::nullopt;
+  return std::string(resolved.get());
+}
+
+// Whether the resolved path `path` lies inside the resolved directory `root`.
+bool IsInside(std::string_view path, std::string_view root) {
+  if (root == "/") return true;
+  return path.starts_with(root) && (path.size() == root.size() || path[root.size()] == '/');
+}
+
 class Walker {
  public:
-  Walker(const DiscoverOptions& options, const std::regex* pattern)
+  Walker(const DiscoverOptions& options, const RE2* pattern)
       : options_(options), pattern_(pattern) {
     // Only the file-name part of a prefix can match a file name.
     std::string_view prefix = options.prefix;
@@ -257,6 +268,7 @@ class Walker {
   // Walks the directory `root` (already known to be one, identified by `root_stat`).
   absl::Status WalkTree(const std::string& root, const struct stat& root_stat) {
     visited_.insert({root_stat.st_dev, root_stat.st_ino});
+    root_real_ = RealPath(root).value_or(root);
     // Depth-first with an explicit stack: deep trees cannot overflow the call stack.
     std::vector<std::pair<fs::path, std::string>> pending;
     if (std::error_code error = WalkDirectory(fs::path(root), "", &pending)) {
@@ -273,9 +285,10 @@ class Walker {
     return absl::OkStatus();
   }
 
-  // Judges one file; `relative_path` uses '/' separators.
-  void VisitFile(const std::string& path, const std::string& relative_path,
-                 const struct stat& info) {
+  // Judges one file; `relative_path` uses '/' separators. `open_path` is what the loader is to
+  // open (the resolved target of a symlink, or `path`).
+  void VisitFile(const std::string& path, const std::string& relative_path, const struct stat& info,
+                 const std::string& open_path) {
     if (!S_ISREG(info.st_mode)) return SkipFile(path, NonRegularReason(info.st_mode));
     std::string_view name = relative_path;
     if (size_t slash = name.rfind('/'); slash != std::string_view::npos) {
@@ -292,18 +305,19 @@ class Walker {
     }
     if (!verdict.rank.has_value()) return SkipFile(path, std::move(verdict.skip_reason));
     if (verdict.confirm_by_content && info.st_size > 0) {
-      if (std::optional<std::string> reason = NotADumpByContent(path)) {
+      if (std::optional<std::string> reason = NotADumpByContent(open_path)) {
         return SkipFile(path, std::move(*reason));
       }
     }
     candidates_.push_back({.path = path,
+                           .open_path = open_path,
                            .rank = *verdict.rank,
                            .size = static_cast<uint64_t>(info.st_size),
                            .identity = {info.st_dev, info.st_ino}});
   }
 
   void SkipFile(std::string path, std::string reason) {
-    result_.skipped.push_back({std::move(path), std::move(reason)});
+    result_.skipped.push_back({.path = std::move(path), .reason = std::move(reason)});
   }
 
   // Sorts everything and settles ranks claimed more than once.
@@ -320,15 +334,31 @@ class Walker {
       }
       const Candidate& first = candidates_[begin];
       if (one_file) {
-        result_.files.push_back({first.path, first.rank, first.size});
+        result_.files.push_back({first.path, first.rank, first.size, first.open_path});
         for (size_t i = begin + 1; i < end; ++i) {
           SkipFile(candidates_[i].path, fmt::format("same file as {}", first.path));
         }
         continue;
       }
+      // Distinct files for one rank: all go to the loader, which tells by content which is the
+      // rank's dump (identical copies, a newer dump, a file that is no dump at all). Links to a
+      // file already listed add nothing.
       RankConflict conflict;
       conflict.rank = first.rank;
-      for (size_t i = begin; i < end; ++i) conflict.paths.push_back(candidates_[i].path);
+      std::set<std::pair<dev_t, ino_t>> listed;
+      for (size_t i = begin; i < end; ++i) {
+        const Candidate& candidate = candidates_[i];
+        auto same =
+            std::find_if(candidates_.begin() + begin, candidates_.begin() + i,
+                         [&](const Candidate& c) { return c.identity == candidate.identity; });
+        if (same != candidates_.begin() + i) {
+          SkipFile(candidate.path, fmt::format("same file as {}", same->path));
+          continue;
+        }
+        result_.files.push_back(
+            {candidate.path, candidate.rank, candidate.size, candidate.open_path});
+        conflict.paths.push_back(candidate.path);
+      }
       result_.conflicts.push_back(std::move(conflict));
     }
     std::sort(result_.skipped.begin(), result_.skipped.end(),
@@ -373,7 +403,16 @@ class Walker {
       }
       // Like os.walk and find: links to directories can loop or leave the tree.
       if (S_ISDIR(info.st_mode)) return SkipFile(path, "symlink to a directory (not followed)");
-      return VisitFile(path, relative, info);
+      std::optional<std::string> target = RealPath(path);
+      if (!target.has_value()) {
+        return SkipFile(path, fmt::format("cannot resolve symlink: {}", std::strerror(errno)));
+      }
+      if (!options_.follow_links_out_of_root && !IsInside(*target, root_real_)) {
+        return SkipFile(path,
+                        "symlink to a file outside the input directory (not followed; "
+                        "fr-analyze --follow-links follows it)");
+      }
+      return VisitFile(path, relative, info, *target);
     }
     if (S_ISDIR(info.st_mode)) {
       if (name.front() == '.') return SkipFile(path, "hidden directory (not searched)");
@@ -383,31 +422,33 @@ class Walker {
       pending->emplace_back(path, relative);
       return;
     }
-    VisitFile(path, relative, info);
+    VisitFile(path, relative, info, path);
   }
 
   const DiscoverOptions& options_;
-  const std::regex* pattern_;  // null: no rank pattern
-  std::string_view prefix_;    // file-name part of options_.prefix
+  const RE2* pattern_;       // null: no rank pattern
+  std::string_view prefix_;  // file-name part of options_.prefix
+  std::string root_real_;    // the root directory, every link resolved
   std::set<std::pair<dev_t, ino_t>> visited_;
   std::vector<Candidate> candidates_;
   Discovery result_;
 };
 
-absl::StatusOr<std::optional<std::regex>> CompileRankPattern(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  std::regex pattern;
-  try {
-    pattern = std::regex(text, std::regex::ECMAScript);
-  } catch (const std::regex_error& error) {
+absl::StatusOr<std::unique_ptr<RE2>> CompileRankPattern(const std::string& text) {
+  if (text.empty()) return nullptr;
+  RE2::Options options;
+  options.set_log_errors(false);  // the error is returned, not printed
+  auto pattern = std::make_unique<RE2>(text, options);
+  if (!pattern->ok()) {
     return absl::InvalidArgumentError(
-        fmt::format("rank pattern '{}' is not a valid regular expression: {}", text, error.what()));
+        fmt::format("rank pattern '{}' is not a valid regular expression (RE2 syntax): {}", text,
+                    pattern->error()));
   }
-  if (pattern.mark_count() != 1) {
+  if (pattern->NumberOfCapturingGroups() != 1) {
     return absl::InvalidArgumentError(fmt::format(
         "rank pattern '{}' has {} capture groups; it needs exactly one, the rank (use (?:...) for "
         "other groups)",
-        text, pattern.mark_count()));
+        text, pattern->NumberOfCapturingGroups()));
   }
   return pattern;
 }
@@ -415,7 +456,7 @@ absl::StatusOr<std::optional<std::regex>> CompileRankPattern(const std::string& 
 }  // namespace
 
 absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverOptions& options) {
-  absl::StatusOr<std::optional<std::regex>> pattern = CompileRankPattern(options.rank_pattern);
+  absl::StatusOr<std::unique_ptr<RE2>> pattern = CompileRankPattern(options.rank_pattern);
   if (!pattern.ok()) return pattern.status();
 
   struct stat info;
@@ -432,11 +473,12 @@ absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverO
         fmt::format("cannot access dump path '{}': {}", root, std::strerror(stat_errno)));
   }
 
-  Walker walker(options, pattern->has_value() ? &**pattern : nullptr);
+  Walker walker(options, pattern->get());
   if (S_ISDIR(info.st_mode)) {
     if (absl::Status status = walker.WalkTree(root, info); !status.ok()) return status;
   } else if (S_ISREG(info.st_mode)) {
-    walker.VisitFile(root, fs::path(root).filename().string(), info);
+    // A file named on its own is read wherever a link in its path leads: the user chose it.
+    walker.VisitFile(root, fs::path(root).filename().string(), info, RealPath(root).value_or(root));
   } else {
     return absl::InvalidArgumentError(
         fmt::format("dump path '{}' is neither a directory nor a regular file ({})", root,

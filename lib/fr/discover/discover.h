@@ -10,7 +10,9 @@
 // (.pipe triggers, logs, core files). Discovery only looks at names and file types, plus at most
 // one 4-byte read for a file whose name alone does not decide; it never parses a dump. A file
 // that is named like a dump but is empty or corrupt IS returned: the loader rejects it with an
-// error the user sees, instead of it silently vanishing here.
+// error the user sees, instead of it silently vanishing here. So are all the files that claim
+// one rank (a .zst copy beside the original, a backup in a subfolder): only their content can
+// say which is the dump, so the loader settles such conflicts.
 //
 // How a name becomes a rank (default: no prefix, no pattern):
 //   1. Format and compression extensions are removed from the end, case-insensitively, as many
@@ -29,7 +31,9 @@
 //      that start no pickle, JSON, zstd or gzip stream are skipped; an empty file is kept.
 // Only regular files (or symlinks to them) are dumps. Symlinks to directories are not followed
 // and hidden directories (.git, .ipynb_checkpoints) are not entered; both are listed in
-// `skipped`. A directory reached twice (bind mounts) is walked once.
+// `skipped`. A directory reached twice (bind mounts) is walked once. Symlinks to files outside
+// the root are followed only when `follow_links_out_of_root` says so; otherwise they are listed
+// in `skipped`, so that a link to /etc/shadow is neither read nor quoted.
 #ifndef FR_DISCOVER_DISCOVER_H_
 #define FR_DISCOVER_DISCOVER_H_
 
@@ -47,28 +51,43 @@ struct DiscoverOptions {
   // the digits. A directory part is ignored, so the value of TORCH_NCCL_DEBUG_INFO_TEMP_FILE
   // ("/tmp/nccl_trace_rank_") works as is. Empty: the default rules above.
   std::string prefix;
-  // An ECMAScript regular expression with exactly one capture group, the rank (decimal digits).
-  // It must match the WHOLE path relative to the root ("host3/trace_7", '/' separators) or, when
-  // it does not, the whole file name ("trace_7"); std::regex_match, not search, so a pattern
-  // never half-matches a longer name. Overrides `prefix` and the name rules: among regular files,
-  // the pattern alone decides. Empty: not used.
+  // A regular expression in RE2 syntax (Perl-like: \d, [a-z], (?:...), |, *, +, ?, {m,n}) with
+  // exactly one capture group, the rank (decimal digits). It must match the WHOLE path relative
+  // to the root ("host3/trace_7", '/' separators) or, when it does not, the whole file name
+  // ("trace_7"), so a pattern never half-matches a longer name. RE2 matches in time linear in the
+  // name whatever the pattern (a backtracking engine takes exponential time on "(a+)+b"-like
+  // patterns), which is why backreferences and lookarounds are refused. Overrides `prefix` and
+  // the name rules: among regular files, the pattern alone decides. Empty: not used.
   std::string rank_pattern;
   // Larger numbers in names are not ranks (dates, pids, timestamps): such files are skipped.
   int64_t max_rank = 999'999;
+  // Whether a symlink to a file outside the root is followed. The command line passes false
+  // unless --follow-links is given: a directory of dumps from a job is not a reason to read
+  // whatever its links point to. The library default is true because the Python package loads
+  // a list of files through a temporary directory of links to them.
+  bool follow_links_out_of_root = true;
 };
 
 struct DiscoveredFile {
   std::string path;  // as found under the root (root joined with the relative path)
   int64_t rank = -1;
   uint64_t size = 0;  // bytes on disk; 0 for an empty file (the loader rejects it)
+  // What to open: `path` itself, or for a symlink the file it resolved to when discovered. Open
+  // it without following links (ReadOptions::follow_symlinks = false): a link put in its place
+  // later is then refused instead of followed out of the root.
+  std::string open_path;
 };
 
 struct SkippedFile {
   std::string path;
   std::string reason;  // "trigger pipe", "log file", "no rank in the name", ...
+  // For a dump that was read and set aside (another file of its rank was preferred, or its rank
+  // is not one of the job's): the rank its name claims. -1 for files that are not dumps.
+  int64_t rank = -1;
 };
 
-// Two or more files claim the same rank: none of them is used, and the rank is reported. Paths
+// Two or more distinct files claim the same rank. Discovery returns every one of them in `files`
+// and lists the rank here; the loader decides by content which one is the rank's dump. Paths
 // that are the same file (a symlink or hard link to it) are not a conflict: the first path in
 // byte order is used, the others are skipped as "same file as P".
 struct RankConflict {
@@ -77,7 +96,7 @@ struct RankConflict {
 };
 
 struct Discovery {
-  std::vector<DiscoveredFile> files;    // ascending rank
+  std::vector<DiscoveredFile> files;    // ascending (rank, path); a conflict's files are all here
   std::vector<SkippedFile> skipped;     // ascending path
   std::vector<RankConflict> conflicts;  // ascending rank
 };
@@ -86,7 +105,7 @@ struct Discovery {
 // relative path is its name). The result does not depend on directory order. Errors: NotFound
 // when `root` does not exist, PermissionDenied when the root directory cannot be read,
 // InvalidArgument when `root` is neither a directory nor a regular file, or for a bad
-// `rank_pattern` (not a regex, or not exactly one capture group), naming the pattern.
+// `rank_pattern` (not a regex RE2 accepts, or not exactly one capture group), naming the pattern.
 // Unreadable subfolders are reported in `skipped` and the walk goes on.
 absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverOptions& options);
 

@@ -4,15 +4,22 @@
 
 #include <algorithm>
 #include <chrono>
+#include <compare>
+#include <cstdio>
+#include <functional>
 #include <optional>
 #include <set>
 #include <span>
+#include <string_view>
 #include <thread>
+#include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "fmt/format.h"
 #include "fr/base/status_macros.h"
+#include "fr/decode/document.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
 #include "fr/normalize/normalize.h"
@@ -26,13 +33,49 @@ int64_t NowNs() {
       .count();
 }
 
+// `status` with `path` in front of its message; payloads (IsNotADump) are kept.
 absl::Status WithPath(const absl::Status& status, const std::string& path) {
-  return absl::Status(status.code(), fmt::format("{}: {}", path, std::string(status.message())));
+  absl::Status out(status.code(), fmt::format("{}: {}", path, std::string(status.message())));
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
-// One file's way from bytes to RankDump, timed per stage.
+// Whether a decoded document is a flight-recorder dump at all: every version's top level is a
+// dict with at least one of the keys below, or (2023) a list of entry dicts. Anything else that
+// decodes (an fr-analyze JSON report saved beside the dumps, some tool's config) is another kind
+// of file, not a damaged dump. The message names the kind, never the content.
+absl::Status CheckIsADump(const Document& document, Encoding encoding) {
+  std::string_view format = encoding == Encoding::kJson ? "JSON" : "a pickle";
+  ValueId root = document.root();
+  switch (document.kind(root)) {
+    case ValueKind::kDict:
+      for (std::string_view key : {"version", "entries", "pg_config", "pg_status"}) {
+        if (document.Find(root, key) != kNoValue) return absl::OkStatus();
+      }
+      if (document.Find(root, "verdict") != kNoValue && document.Find(root, "inputs") != kNoValue) {
+        return NotADumpError(fmt::format("{} of an fr-analyze report", format));
+      }
+      return NotADumpError(
+          fmt::format("{} without any flight-recorder key (version, entries, pg_config)", format));
+    case ValueKind::kList: {
+      std::span<const ValueId> items = document.items(root);
+      if (items.empty() || document.kind(items.front()) == ValueKind::kDict) {
+        return absl::OkStatus();
+      }
+      return NotADumpError(fmt::format("{} holding a list of other things than entries", format));
+    }
+    default:
+      return NotADumpError(
+          fmt::format("{} of a single {}", format, ValueKindName(document.kind(root))));
+  }
+}
+
+// One file's way from bytes to RankDump, timed per stage. Errors do not name the file yet.
 struct FileResult {
   std::optional<absl::StatusOr<RankDump>> dump;
+  // Of the decompressed bytes, when asked for: files that claim one rank are compared by them.
+  size_t content_hash = 0;
   uint64_t bytes_on_disk = 0;
   uint64_t bytes_decoded = 0;
   int64_t read_ns = 0;
@@ -41,28 +84,33 @@ struct FileResult {
 };
 
 FileResult DecodeAndNormalize(absl::StatusOr<InputFile> input, int64_t rank,
-                              const std::string& name, int64_t read_started) {
+                              const std::string& name, int64_t read_started, bool hash_content) {
   FileResult result;
   int64_t decode_started = NowNs();
   result.read_ns = decode_started - read_started;
   if (!input.ok()) {
-    result.dump = WithPath(input.status(), name);
+    result.dump = input.status();
     return result;
   }
   result.bytes_on_disk = input->size_on_disk;
   result.bytes_decoded = input->bytes->size();
+  if (hash_content) result.content_hash = std::hash<std::string_view>{}(input->bytes->bytes());
   absl::StatusOr<Document> document =
       input->encoding == Encoding::kJson ? DecodeJson(input->bytes) : DecodePickle(input->bytes);
   int64_t normalize_started = NowNs();
   result.decode_ns = normalize_started - decode_started;
   if (!document.ok()) {
-    result.dump = WithPath(document.status(), name);
+    result.dump = document.status();
+    return result;
+  }
+  if (absl::Status status = CheckIsADump(*document, input->encoding); !status.ok()) {
+    result.dump = status;
     return result;
   }
   absl::StatusOr<RankDump> dump = NormalizeDump(*document, rank);
   result.normalize_ns = NowNs() - normalize_started;
   if (!dump.ok()) {
-    result.dump = WithPath(dump.status(), name);
+    result.dump = dump.status();
     return result;
   }
   dump->path = name;
@@ -76,11 +124,14 @@ int64_t ModificationTimeNs(const std::string& path) {
   return static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
 }
 
-FileResult LoadOneFile(const std::string& path, int64_t rank, const ReadOptions& options) {
+// Reads `open_path`; `name` is the path the file is known by (a symlink's own path).
+FileResult LoadOneFile(const std::string& open_path, const std::string& name, int64_t rank,
+                       const ReadOptions& options, bool hash_content) {
   int64_t started = NowNs();
-  FileResult result = DecodeAndNormalize(ReadInputFile(path, options), rank, path, started);
+  FileResult result =
+      DecodeAndNormalize(ReadInputFile(open_path, options), rank, name, started, hash_content);
   if (result.dump.has_value() && result.dump->ok()) {
-    (*result.dump)->file_mtime_ns = ModificationTimeNs(path);
+    (*result.dump)->file_mtime_ns = ModificationTimeNs(open_path);
   }
   return result;
 }
@@ -105,28 +156,123 @@ void ParallelFor(size_t count, int jobs, const std::atomic<bool>* cancel,
   for (std::thread& thread : pool) thread.join();
 }
 
-// Gathers per-file results into the trace, in the order of `ranks`.
-void Collect(std::vector<FileResult>& results, const std::vector<int64_t>& ranks,
-             const std::vector<std::string>& names, LoadedTrace* trace) {
-  std::set<std::string> versions;
-  for (size_t i = 0; i < results.size(); ++i) {
-    FileResult& result = results[i];
-    trace->bytes_on_disk += result.bytes_on_disk;
-    trace->bytes_decoded += result.bytes_decoded;
-    trace->timings.read_ns += result.read_ns;
-    trace->timings.decode_ns += result.decode_ns;
-    trace->timings.normalize_ns += result.normalize_ns;
-    if (!result.dump.has_value()) continue;
-    if (result.dump->ok()) {
-      versions.insert((*result.dump)->version);
-      trace->ranks.push_back(**std::move(result.dump));
+void AddTimings(const FileResult& result, LoadedTrace* trace) {
+  trace->bytes_on_disk += result.bytes_on_disk;
+  trace->bytes_decoded += result.bytes_decoded;
+  trace->timings.read_ns += result.read_ns;
+  trace->timings.decode_ns += result.decode_ns;
+  trace->timings.normalize_ns += result.normalize_ns;
+}
+
+void SetAside(const RankDump& dump, std::string reason, LoadedTrace* trace) {
+  trace->skipped.push_back({.path = dump.path, .reason = std::move(reason), .rank = dump.rank});
+}
+
+// How new a dump's records are: the newest entry's creation time, then how many entries it
+// holds, then whether it carries stacks. A rank's later dump overwrites its file and holds every
+// record of the earlier one that the ring buffer kept, plus newer ones.
+struct Recency {
+  int64_t newest_created_ns = kUnknown;
+  size_t entries = 0;
+  bool has_stacks = false;
+  auto operator<=>(const Recency&) const = default;
+};
+
+Recency RecencyOf(const RankDump& dump) {
+  Recency recency{.entries = dump.entries.size(), .has_stacks = dump.has_stacks};
+  for (const Entry& entry : dump.entries) {
+    recency.newest_created_ns = std::max(recency.newest_created_ns, entry.time_created_ns);
+  }
+  return recency;
+}
+
+std::string WhyPreferred(const RankDump& kept, const Recency& kept_recency, const Recency& other) {
+  std::string head = fmt::format("rank {} is read from {}", kept.rank, kept.path);
+  if (kept_recency.newest_created_ns != other.newest_created_ns) {
+    return fmt::format(
+        "{}, whose records are newer (newest entry created at {} ns; in this file at {} ns)", head,
+        kept_recency.newest_created_ns, other.newest_created_ns);
+  }
+  if (kept_recency.entries != other.entries) {
+    return fmt::format("{}, which holds more entries ({}; this file {})", head,
+                       kept_recency.entries, other.entries);
+  }
+  if (kept_recency.has_stacks != other.has_stacks) {
+    return fmt::format("{}, which holds the same records with their stacks", head);
+  }
+  return fmt::format("{}: both hold the same records, differently written; the first path is used",
+                     head);
+}
+
+// Sorts the results of the files discovered for one rank ([begin, end) of `files`) into the
+// trace: files that are not dumps are skipped; of several dumps, identical ones (after
+// decompression) are one dump, and of different ones the newest by its own records is used; the
+// others are set aside with the reason. Only when no file of the rank is a readable dump are the
+// damaged ones rejected. Returns the index of the file whose dump is kept, or nothing.
+std::optional<size_t> SettleRank(std::vector<FileResult>& results,
+                                 const std::vector<DiscoveredFile>& files, size_t begin, size_t end,
+                                 LoadedTrace* trace) {
+  std::vector<size_t> readable;
+  std::vector<size_t> damaged;
+  for (size_t i = begin; i < end; ++i) {
+    AddTimings(results[i], trace);
+    if (!results[i].dump.has_value()) continue;
+    const absl::StatusOr<RankDump>& dump = *results[i].dump;
+    if (dump.ok()) {
+      readable.push_back(i);
+    } else if (IsNotADump(dump.status())) {
+      trace->skipped.push_back(
+          {.path = files[i].path, .reason = std::string(dump.status().message())});
     } else {
-      trace->rejected.push_back(
-          RejectedFile{names[i], ranks[i], std::string(result.dump->status().message())});
+      damaged.push_back(i);
     }
   }
+  if (readable.empty()) {
+    for (size_t i : damaged) {
+      trace->rejected.push_back(
+          {files[i].path, files[i].rank,
+           std::string(WithPath(results[i].dump->status(), files[i].path).message())});
+    }
+    return std::nullopt;
+  }
+  size_t best = readable.front();
+  Recency best_recency = RecencyOf(**results[best].dump);
+  for (size_t i : readable) {
+    Recency recency = RecencyOf(**results[i].dump);
+    if (recency > best_recency) {
+      best = i;
+      best_recency = recency;
+    }
+  }
+  const RankDump& kept = **results[best].dump;
+  for (size_t i : readable) {
+    if (i == best) continue;
+    const RankDump& other = **results[i].dump;
+    if (results[i].content_hash == results[best].content_hash &&
+        results[i].bytes_decoded == results[best].bytes_decoded) {
+      SetAside(other, fmt::format("same content as {} (after decompression): one dump", kept.path),
+               trace);
+    } else {
+      SetAside(other, WhyPreferred(kept, best_recency, RecencyOf(other)), trace);
+    }
+  }
+  for (size_t i : damaged) {
+    trace->skipped.push_back(
+        {.path = files[i].path,
+         .reason = fmt::format("rank {} is read from {}; this other file of rank {} could not be "
+                               "read: {}",
+                               files[i].rank, kept.path, files[i].rank,
+                               std::string(results[i].dump->status().message())),
+         .rank = files[i].rank});
+  }
+  return best;
+}
+
+// Numeric version order: "2.9" before "2.10".
+void CollectVersions(LoadedTrace* trace) {
+  std::set<std::string> versions;
+  for (const RankDump& dump : trace->ranks) versions.insert(dump.version);
   trace->versions.assign(versions.begin(), versions.end());
-  // Numeric version order: "2.9" before "2.10".
   std::sort(trace->versions.begin(), trace->versions.end(),
             [](const std::string& a, const std::string& b) {
               auto key = [](const std::string& v) {
@@ -138,8 +284,6 @@ void Collect(std::vector<FileResult>& results, const std::vector<int64_t>& ranks
             });
 }
 
-// Ranks a job should have: every member of every group some dump names, and every rank below the
-// highest one seen (the default group spans the world). Only those without any file are missing.
 // A group's rank list in some dump, hashed by a sample (size, first, middle, last): hashing or
 // ordering whole world-size lists once per dump would cost more than the rest of the bookkeeping.
 struct RankListView {
@@ -155,44 +299,177 @@ struct RankListView {
   }
 };
 
-void FindMissingRanks(LoadedTrace* trace) {
-  std::set<int64_t> expected;
-  int64_t highest = -1;
+// Whether some group of `dump` with a known rank list (pg_config) lists its own rank. Nothing
+// when the dump lists none (Gloo's placeholder pg_config, versions before 1.4).
+std::optional<bool> ListsItsOwnRank(const RankDump& dump) {
+  bool any_list = false;
+  for (const ProcessGroup& group : dump.groups) {
+    if (!group.ranks_known || group.ranks.empty()) continue;
+    any_list = true;
+    // The world group lists rank r at position r: check there before searching.
+    const std::vector<int64_t>& ranks = group.ranks;
+    if (dump.rank >= 0 && static_cast<uint64_t>(dump.rank) < ranks.size() &&
+        ranks[dump.rank] == dump.rank) {
+      return true;
+    }
+    if (std::find(ranks.begin(), ranks.end(), dump.rank) != ranks.end()) return true;
+  }
+  return any_list ? std::optional<bool>(false) : std::nullopt;
+}
+
+// Which ranks the job has, from readable dumps only: the members of every group some dump lists
+// (pg_config), every rank up to the highest loaded one (the default group spans the world), and
+// up to the ranks of damaged dumps that these allow. A damaged file or a name says nothing on its own: a
+// stray file named rank 999999 must not make a healthy 8-rank job "8 of 1000000 ranks", nor cost
+// memory per rank it implies. So, in this order:
+//   - (files only) a dump whose own process groups list ranks but not its rank is a copy of
+//     another rank's dump or a misnamed file: set aside;
+//   - a damaged file whose rank no readable dump lists, above the highest loaded rank, is not a
+//     rank of this job: set aside (without lists, as from Gloo, it still counts);
+//   - ranks far beyond all others (a gap of more than kMaxRankGap, or 8 ranks per rank below)
+//     are set aside: nothing but a name vouches for them;
+//   - what remains expected and has no file is missing.
+// Everything here is proportional to the lists and files read, never to a rank number.
+constexpr int64_t kMaxRankGap = 16384;
+
+void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
+  if (check_own_rank) {
+    std::vector<RankDump> kept;
+    for (RankDump& dump : trace->ranks) {
+      if (ListsItsOwnRank(dump) == std::optional<bool>(false)) {
+        SetAside(dump,
+                 fmt::format("named rank {}, but none of its own process groups (pg_config) lists "
+                             "rank {}: a copy of another rank's dump or a misnamed file",
+                             dump.rank, dump.rank),
+                 trace);
+        continue;
+      }
+      kept.push_back(std::move(dump));
+    }
+    trace->ranks = std::move(kept);
+  }
+
   // Every member of a group lists the same group: add each distinct rank list once, or a
   // 4096-rank world group would be inserted 4096 times.
+  std::vector<int64_t> listed;
   absl::flat_hash_set<RankListView> seen_groups;
+  int64_t highest_loaded = -1;
   for (const RankDump& dump : trace->ranks) {
-    highest = std::max(highest, dump.rank);
+    highest_loaded = std::max(highest_loaded, dump.rank);
     for (const ProcessGroup& group : dump.groups) {
-      if (!seen_groups.insert(RankListView{group.ranks}).second) continue;
-      for (int64_t rank : group.ranks) expected.insert(rank);
+      if (!group.ranks_known || !seen_groups.insert(RankListView{group.ranks}).second) continue;
+      for (int64_t rank : group.ranks) {
+        if (rank >= 0) listed.push_back(rank);
+      }
     }
   }
-  for (const RejectedFile& file : trace->rejected) highest = std::max(highest, file.rank);
-  for (const RankConflict& conflict : trace->conflicts) highest = std::max(highest, conflict.rank);
-  for (int64_t rank = 0; rank <= highest; ++rank) expected.insert(rank);
-  std::set<int64_t> present;
-  for (const RankDump& dump : trace->ranks) present.insert(dump.rank);
-  for (const RejectedFile& file : trace->rejected) present.insert(file.rank);
-  for (const RankConflict& conflict : trace->conflicts) present.insert(conflict.rank);
-  for (int64_t rank : expected) {
-    if (rank >= 0 && !present.contains(rank)) trace->missing_ranks.push_back(rank);
+  std::sort(listed.begin(), listed.end());
+  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  auto is_listed = [&](int64_t rank) {
+    return std::binary_search(listed.begin(), listed.end(), rank);
+  };
+
+  std::vector<RejectedFile> rejected;
+  for (RejectedFile& file : trace->rejected) {
+    if (!listed.empty() && file.rank > highest_loaded && !is_listed(file.rank)) {
+      trace->skipped.push_back(
+          {.path = file.path,
+           .reason = fmt::format("named rank {}, which no readable dump lists in its process "
+                                 "groups: not a rank of this job. It could not be read either: {}",
+                                 file.rank, file.error),
+           .rank = file.rank});
+      continue;
+    }
+    rejected.push_back(std::move(file));
   }
+  trace->rejected = std::move(rejected);
+
+  // The highest rank that the evidence below it makes plausible.
+  std::vector<int64_t> evidence = listed;
+  for (const RankDump& dump : trace->ranks) {
+    if (dump.rank >= 0) evidence.push_back(dump.rank);
+  }
+  for (const RejectedFile& file : trace->rejected) {
+    if (file.rank >= 0) evidence.push_back(file.rank);
+  }
+  std::sort(evidence.begin(), evidence.end());
+  evidence.erase(std::unique(evidence.begin(), evidence.end()), evidence.end());
+  int64_t plausible = -1;
+  int64_t below = 0;
+  for (int64_t rank : evidence) {
+    if (rank - plausible > std::max(kMaxRankGap, 8 * below)) break;
+    plausible = rank;
+    ++below;
+  }
+  if (!evidence.empty() && plausible < evidence.back()) {
+    auto far_beyond = [&](int64_t rank) {
+      return fmt::format(
+          "rank {} lies far beyond every other rank found (the highest below it is {}): nothing "
+          "but its name says such a rank exists, so it is not taken as a rank of this job",
+          rank, plausible < 0 ? std::string("none") : std::to_string(plausible));
+    };
+    std::vector<RankDump> kept;
+    for (RankDump& dump : trace->ranks) {
+      if (dump.rank > plausible) {
+        SetAside(dump, far_beyond(dump.rank), trace);
+      } else {
+        kept.push_back(std::move(dump));
+      }
+    }
+    trace->ranks = std::move(kept);
+    std::vector<RejectedFile> near;
+    for (RejectedFile& file : trace->rejected) {
+      if (file.rank > plausible) {
+        trace->skipped.push_back(
+            {.path = file.path, .reason = far_beyond(file.rank), .rank = file.rank});
+      } else {
+        near.push_back(std::move(file));
+      }
+    }
+    trace->rejected = std::move(near);
+    highest_loaded = -1;
+    for (const RankDump& dump : trace->ranks) highest_loaded = std::max(highest_loaded, dump.rank);
+  }
+
+  std::vector<int64_t> present;
+  for (const RankDump& dump : trace->ranks) present.push_back(dump.rank);
+  for (const RejectedFile& file : trace->rejected) present.push_back(file.rank);
+  std::sort(present.begin(), present.end());
+  auto is_present = [&](int64_t rank) {
+    return std::binary_search(present.begin(), present.end(), rank);
+  };
+  // A damaged dump that survived the rules above is a rank of the job: the world reaches it too.
+  int64_t highest = highest_loaded;
+  for (const RejectedFile& file : trace->rejected) highest = std::max(highest, file.rank);
+  trace->missing_ranks.clear();
+  for (int64_t rank = 0; rank <= highest; ++rank) {
+    if (!is_present(rank)) trace->missing_ranks.push_back(rank);
+  }
+  for (auto it = std::upper_bound(listed.begin(), listed.end(), highest);
+       it != listed.end() && *it <= plausible; ++it) {
+    if (!is_present(*it)) trace->missing_ranks.push_back(*it);
+  }
+  std::sort(trace->skipped.begin(), trace->skipped.end(),
+            [](const SkippedFile& a, const SkippedFile& b) {
+              return std::tie(a.path, a.reason) < std::tie(b.path, b.reason);
+            });
 }
 
 }  // namespace
 
 absl::StatusOr<RankDump> LoadDumpFile(const std::string& path, int64_t rank,
                                       const ReadOptions& options) {
-  FileResult result = LoadOneFile(path, rank, options);
+  FileResult result = LoadOneFile(path, path, rank, options, /*hash_content=*/false);
+  if (!result.dump->ok()) return WithPath(result.dump->status(), path);
   return *std::move(result.dump);
 }
 
 absl::StatusOr<RankDump> LoadDumpBytes(std::shared_ptr<const Buffer> bytes, int64_t rank,
                                        const std::string& name, const ReadOptions& options) {
   int64_t started = NowNs();
-  FileResult result =
-      DecodeAndNormalize(ReadInputBytes(std::move(bytes), options), rank, name, started);
+  FileResult result = DecodeAndNormalize(ReadInputBytes(std::move(bytes), options), rank, name,
+                                         started, /*hash_content=*/false);
+  if (!result.dump->ok()) return WithPath(result.dump->status(), name);
   return *std::move(result.dump);
 }
 
@@ -202,27 +479,36 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   LoadedTrace trace;
   trace.timings.discover_ns = NowNs() - started;
   trace.skipped = std::move(discovery.skipped);
-  trace.conflicts = std::move(discovery.conflicts);
+  std::set<int64_t> contested;
+  for (const RankConflict& conflict : discovery.conflicts) contested.insert(conflict.rank);
 
-  size_t count = discovery.files.size();
+  // Discovery resolved every link it accepted: open exactly that, and follow no link that has
+  // appeared since.
+  ReadOptions read = options.read;
+  read.follow_symlinks = false;
+  const std::vector<DiscoveredFile>& files = discovery.files;
+  size_t count = files.size();
   std::vector<FileResult> results(count);
   std::atomic<size_t> done{0};
   ParallelFor(count, options.jobs, options.cancel, [&](size_t i) {
-    results[i] = LoadOneFile(discovery.files[i].path, discovery.files[i].rank, options.read);
+    const DiscoveredFile& file = files[i];
+    results[i] = LoadOneFile(file.open_path.empty() ? file.path : file.open_path, file.path,
+                             file.rank, read, contested.contains(file.rank));
     size_t finished = ++done;
     if (options.progress) options.progress(finished, count);
   });
   if (options.cancel != nullptr && options.cancel->load()) {
     return absl::CancelledError("loading was interrupted");
   }
-  std::vector<int64_t> ranks;
-  std::vector<std::string> names;
-  for (const DiscoveredFile& file : discovery.files) {
-    ranks.push_back(file.rank);
-    names.push_back(file.path);
+  for (size_t begin = 0, end = 0; begin < count; begin = end) {
+    end = begin + 1;
+    while (end < count && files[end].rank == files[begin].rank) ++end;
+    if (std::optional<size_t> kept = SettleRank(results, files, begin, end, &trace)) {
+      trace.ranks.push_back(**std::move(results[*kept].dump));
+    }
   }
-  Collect(results, ranks, names, &trace);
-  FindMissingRanks(&trace);
+  SettleWorld(/*check_own_rank=*/true, &trace);
+  CollectVersions(&trace);
   trace.timings.wall_ns = NowNs() - started;
   return trace;
 }
@@ -242,14 +528,26 @@ absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
   ParallelFor(ranks.size(), options.jobs, options.cancel, [&](size_t i) {
     int64_t read_started = NowNs();
     results[i] = DecodeAndNormalize(ReadInputBytes(buffers[i], options.read), ranks[i], names[i],
-                                    read_started);
+                                    read_started, /*hash_content=*/false);
   });
   if (options.cancel != nullptr && options.cancel->load()) {
     return absl::CancelledError("loading was interrupted");
   }
+  // The caller chose each rank: whatever is not a readable dump is rejected under it.
   LoadedTrace trace;
-  Collect(results, ranks, names, &trace);
-  FindMissingRanks(&trace);
+  for (size_t i = 0; i < results.size(); ++i) {
+    AddTimings(results[i], &trace);
+    if (!results[i].dump.has_value()) continue;
+    if (results[i].dump->ok()) {
+      trace.ranks.push_back(**std::move(results[i].dump));
+    } else {
+      trace.rejected.push_back(
+          {names[i], ranks[i],
+           std::string(WithPath(results[i].dump->status(), names[i]).message())});
+    }
+  }
+  SettleWorld(/*check_own_rank=*/false, &trace);
+  CollectVersions(&trace);
   trace.timings.wall_ns = NowNs() - started;
   return trace;
 }

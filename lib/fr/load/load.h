@@ -1,5 +1,8 @@
 // Loading a job's dumps: discover files, then read, decode and normalize each one in parallel.
-// One bad file among thousands is reported as rejected and the rest are loaded.
+// One bad file among thousands is reported as rejected and the rest are loaded. Files are judged
+// by content: a file that is no dump at all (another kind of file, an fr-analyze report) is
+// skipped, not rejected, and says nothing about which ranks exist; of several files for one rank,
+// identical ones are one dump and otherwise the newest by its own records is used.
 //
 //   LoadOptions options;
 //   options.jobs = 8;
@@ -61,12 +64,19 @@ struct LoadedTrace {
   LoadedTrace(const LoadedTrace&) = delete;
   LoadedTrace& operator=(const LoadedTrace&) = delete;
 
-  std::vector<RankDump> ranks;          // ascending rank
-  std::vector<RejectedFile> rejected;   // ascending rank
-  std::vector<SkippedFile> skipped;     // files that are not dumps
-  std::vector<RankConflict> conflicts;  // ranks with several files: none of them loaded
-  // Ranks that some loaded dump names as a process-group member (or that lie below the highest
-  // rank found) but for which no file was found. Rejected and conflicting ranks are not included.
+  std::vector<RankDump> ranks;         // ascending rank
+  std::vector<RejectedFile> rejected;  // damaged dumps of the job's ranks, ascending rank
+  // Files not used, ascending path: files that are not dumps (rank -1), and dumps set aside with
+  // the rank their name claims and why: a copy or an older dump of a rank read from another file,
+  // a dump whose own process groups do not list its rank, a rank far beyond all others.
+  std::vector<SkippedFile> skipped;
+  // Ranks with several files of which none could be used. LoadTrace settles every such conflict
+  // by content (what it set aside is in `skipped`), so it leaves this empty; it stays for callers
+  // that build a LoadedTrace themselves.
+  std::vector<RankConflict> conflicts;
+  // Ranks the readable dumps say the job has (members of the groups their pg_config lists, and
+  // every rank up to the highest loaded one) that have no usable file. Rejected ranks are not
+  // included. A name alone never adds ranks here: see SettleWorld in load.cc.
   std::vector<int64_t> missing_ranks;
   std::vector<std::string> versions;  // distinct dump versions, ascending
   uint64_t bytes_on_disk = 0;
