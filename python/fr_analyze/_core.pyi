@@ -1,6 +1,6 @@
 """Type stubs for fr_analyze._core, the compiled bindings (use the fr_analyze package instead)."""
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Iterator, Callable, Dict, List, Optional, Tuple
 
 class Entry:
     record_id: int
@@ -30,6 +30,12 @@ class Entry:
     retired: bool
     is_p2p: bool
 
+class Entries:
+    """A dump's entries, oldest first, as a read-only view (no copy)."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Entry: ...
+    def __iter__(self) -> Iterator[Entry]: ...
+
 class PgStatus:
     last_enqueued_collective: int
     last_started_collective: int
@@ -51,7 +57,7 @@ class RankDump:
     comm_lib_version: str
     has_entries_key: bool
     has_stacks: bool
-    entries: List[Entry]
+    entries: Entries  # a read-only view: nothing is copied
     groups: List[ProcessGroup]
     oddities: List[Tuple[str, int]]
     comm_state: List[Tuple[str, str]]

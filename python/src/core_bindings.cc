@@ -158,6 +158,19 @@ std::pair<std::vector<GroupKey>, std::vector<CollectiveRow>> CollectiveTable(
   return {std::move(groups), BuildCollectiveTable(trace, index)};
 }
 
+// A dump's entries as a read-only sequence that refers to them: reading `dump.entries` copies
+// nothing, and len() is O(1) (a 2000-entry dump was copied whole on every access).
+struct EntriesView {
+  const RankDump* dump;
+  size_t size() const { return dump->entries.size(); }
+  const Entry& at(py::ssize_t i) const {
+    py::ssize_t n = static_cast<py::ssize_t>(size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) throw py::index_error("entry index out of range");
+    return dump->entries[static_cast<size_t>(i)];
+  }
+};
+
 // A column as raw native-endian bytes, which Python reads with numpy.frombuffer: no dependency
 // on numpy's C API, whose layout changed in NumPy 2 under older pybind11 releases.
 template <typename T>
@@ -245,6 +258,16 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("retired", &Entry::retired)
       .def_readonly("is_p2p", &Entry::is_p2p);
 
+  py::class_<EntriesView>(m, "Entries")
+      .def("__len__", &EntriesView::size)
+      .def("__getitem__", &EntriesView::at, py::return_value_policy::reference_internal)
+      .def(
+          "__iter__",
+          [](const EntriesView& v) {
+            return py::make_iterator(v.dump->entries.begin(), v.dump->entries.end());
+          },
+          py::keep_alive<0, 1>());
+
   py::class_<PgStatus>(m, "PgStatus")
       .def_readonly("last_enqueued_collective", &PgStatus::last_enqueued_collective)
       .def_readonly("last_started_collective", &PgStatus::last_started_collective)
@@ -269,7 +292,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("comm_lib_version", &RankDump::comm_lib_version)
       .def_readonly("has_entries_key", &RankDump::has_entries_key)
       .def_readonly("has_stacks", &RankDump::has_stacks)
-      .def_readonly("entries", &RankDump::entries)
+      // A cpp_function of its own: keep_alive given to def_property_readonly directly is not
+      // applied to the getter, and the view must keep its dump alive.
+      .def_property_readonly("entries",
+                             py::cpp_function([](const RankDump& d) { return EntriesView{&d}; },
+                                              py::keep_alive<0, 1>()))
       .def_readonly("groups", &RankDump::groups)
       .def_readonly("oddities", &RankDump::oddities)
       .def_readonly("comm_state", &RankDump::comm_state)

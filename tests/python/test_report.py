@@ -189,3 +189,22 @@ def test_fields_that_do_not_apply_read_as_none(tmp_path, cli):
     assert report.verdict.failure_class == "none"
     assert report.verdict.process_group is None
     assert report.verdict.culprit_ranks == []
+
+
+def test_entries_are_a_view_that_keeps_its_dump_alive(simulated_job):
+    trace = fr_analyze.load(simulated_job)
+    dump = trace.ranks[0]
+    entries = dump.entries
+    assert len(entries) == len(dump.entry_dicts()) > 0
+    assert entries[-1].record_id == dump.entry_dicts()[-1]["record_id"]
+    with pytest.raises(IndexError):
+        entries[len(entries)]
+    entry, iterator = entries[3], iter(trace.ranks[1].entries)
+    expected = dump.entry_dicts()[3]["record_id"]
+    del entries, dump, trace
+    import gc
+
+    gc.collect()
+    # The entry and the iterator still read their dumps: the view kept them alive.
+    assert entry.record_id == expected
+    assert next(iterator).record_id >= 0
