@@ -2,18 +2,23 @@
 //
 //   fr-analyze DIR                      the verdict (= fr-analyze analyze DIR)
 //   fr-analyze analyze DIR [--format text|json|proto] [-o FILE] [-p PREFIX | --rank-pattern RE]
-//                          [--pg-filter NAME] [-j N] [--dump-time NS]
+//                          [--pg-filter NAME] [-j N] [--dump-time NS] [--follow-links]
 //   fr-analyze load DIR [--format text|json|proto]   what was loaded
 //   fr-analyze entries DIR [--ranks 0,5] [--pg-filter NAME]   ranks side by side by group and seq
 //   fr-analyze dump FILE [--format json]   one decoded dump, as Python's pickle.load sees it
 //   fr-analyze example DIR [--world-size N] [--entries N] [--stuck-rank R] [--dump-version V]
 //
-// Exit status: 0 no failure found, 1 a failure verdict, 2 usage errors or nothing readable.
-// Output on stdout; errors on stderr.
+// Exit status: 0 no failure found, 1 a failure verdict, 2 usage errors, nothing readable or output
+// that could not be written. Output on stdout; errors on stderr.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,28 +53,30 @@ constexpr std::string_view kUsage = R"(usage:
       --format text|json|proto         output format (default text)
       -o, --output FILE                write the report to FILE instead of stdout
       -p, --prefix PREFIX              dump files are named PREFIX<rank>
-      --rank-pattern REGEX             regex with one group capturing the rank, matched
-                                       against the path relative to DIR
+      --rank-pattern REGEX             regex (RE2 syntax) with one group capturing the rank,
+                                       matched against the path relative to DIR
       --pg-filter NAME[,NAME]          report only these process groups (name or desc)
       --dump-time NS                   when the dumps were taken (ns since the epoch);
                                        default: the files' modification times
       --allow-incomplete-ranks         accepted for torchfrtrace compatibility (always on)
       --timings                        print time per stage (read, decode, analysis) on stderr
-      -j, --jobs N                     threads for reading and decoding (default: all cores)
+      -j, --jobs N                     threads for reading and decoding (default: all cores;
+                                       at most 1024)
+      --follow-links                   follow symlinks that lead out of DIR (default: skip them)
   fr-analyze load DIR [--format text|json|proto]
                                        what was loaded: ranks, versions, groups, bad files
   fr-analyze entries DIR [--ranks R[,R]] [--pg-filter NAME] [--last N]
                                        ranks side by side, aligned by group and seq
   fr-analyze dump FILE [--format json] print one decoded dump as JSON (what pickle.load gives)
   fr-analyze example DIR [options]     write the dumps of a small simulated job into DIR
-      --world-size N                   ranks (default 8)
-      --entries N                      ring-buffer entries per rank (default 64)
+      --world-size N                   ranks (default 8; at most 16384)
+      --entries N                      ring-buffer entries per rank (default 64; at most 100000)
       --stuck-rank R                   a rank that never reaches the last all_reduce (default 5;
                                        -1 for a healthy job)
       --dump-version V                 dump version to write (default 2.10)
   fr-analyze simulate DIR [options]    simulate a TP x PP x DP job with one fault, write its dumps
-      --tp N --pp N --dp N             parallel sizes (default 2 2 2)
-      --steps N                        training steps (default 16)
+      --tp N --pp N --dp N             parallel sizes (default 2 2 2; at most 16384 ranks)
+      --steps N                        training steps (default 16; at most 10000)
       --fault KIND                     none, stuck_before_op, crashed_rank, op_mismatch,
                                        size_mismatch, dtype_mismatch, missing_send, missing_recv,
                                        gpu_stall, transport_stall, straggler (default
@@ -77,7 +84,7 @@ constexpr std::string_view kUsage = R"(usage:
       --fault-rank R --fault-step S    where the fault strikes (default 5, 12)
       --fault-group world|tp|pp|dp     the group of the faulty op (default dp)
       --no-timing                      as without TORCH_NCCL_ENABLE_TIMING
-      --buffer N                       ring-buffer entries (default 2000)
+      --buffer N                       ring-buffer entries (default 2000; at most 1000000)
       --json                           write the JSON variant instead of pickles
 )";
 
@@ -133,25 +140,87 @@ class Args {
   size_t at_ = 0;
 };
 
-bool ParseInt(const std::string& text, int64_t* value) {
-  char* end = nullptr;
-  long long parsed = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') return false;
+// Parses the whole of `text` as a decimal integer in [min, max]. Out-of-range numbers fail
+// rather than saturate: "-j 99999999999999999999" is a mistake, not a request for the maximum.
+bool ParseInt(const std::string& text, int64_t* value,
+              int64_t min = std::numeric_limits<int64_t>::min(),
+              int64_t max = std::numeric_limits<int64_t>::max()) {
+  int64_t parsed = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return false;
+  if (parsed < min || parsed > max) return false;
   *value = parsed;
   return true;
 }
 
-int WriteOutput(const std::string& text, const std::string& output) {
+// Bounds on what the command line accepts, so that a typo cannot ask for unbounded threads or
+// memory.
+constexpr int64_t kMaxJobs = 1024;
+constexpr int64_t kMaxSimulatedRanks = 16384;
+constexpr int64_t kMaxSimulatedSteps = 10'000;
+constexpr int64_t kMaxRingBuffer = 1'000'000;
+constexpr int64_t kMaxExampleEntries = 100'000;
+// Ranks times ring-buffer entries: what a simulated job holds in memory at once.
+constexpr int64_t kMaxSimulatedRecords = int64_t{1} << 25;
+
+int WriteError(std::string_view where, int error) {
+  std::fprintf(stderr, "fr-analyze: cannot write the output to %.*s: %s\n",
+               static_cast<int>(where.size()), where.data(), std::strerror(error));
+  return kExitUsage;
+}
+
+// The input among `inputs` that `output` is, or resolves to (a link, a hard link, "./x"), or
+// "" when none: writing there would destroy the evidence being analysed.
+std::string InputAt(const std::string& output, const std::vector<std::string>& inputs) {
+  struct stat out;
+  if (output.empty() || ::stat(output.c_str(), &out) != 0) return "";
+  for (const std::string& input : inputs) {
+    struct stat in;
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      return input;
+    }
+  }
+  return "";
+}
+
+// Every file read as a dump: the loaded ones, the damaged ones and those set aside.
+std::vector<std::string> FilesRead(const LoadedTrace& trace) {
+  std::vector<std::string> files;
+  for (const RankDump& dump : trace.ranks) files.push_back(dump.path);
+  for (const RejectedFile& file : trace.rejected) files.push_back(file.path);
+  for (const SkippedFile& file : trace.skipped) {
+    if (file.rank >= 0) files.push_back(file.path);
+  }
+  return files;
+}
+
+// Writes `text` to `output` ("" for stdout). Write errors, stdout's included (a full disk, a
+// closed pipe), are reported and give exit status 2: a report that silently went nowhere would
+// read as success.
+int WriteOutput(const std::string& text, const std::string& output,
+                const std::vector<std::string>& inputs = {}) {
   if (output.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+        std::fflush(stdout) != 0) {
+      return WriteError("standard output", errno);
+    }
     return kExitOk;
   }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) {
-    std::fprintf(stderr, "fr-analyze: %s: cannot write\n", output.c_str());
+  if (std::string input = InputAt(output, inputs); !input.empty()) {
+    std::fprintf(stderr,
+                 "fr-analyze: refusing to write the output to %s: it is the input file %s\n",
+                 output.c_str(), input.c_str());
     return kExitUsage;
   }
+  std::FILE* file = std::fopen(output.c_str(), "wb");
+  if (file == nullptr) return WriteError(output, errno);
+  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  int error = errno;
+  if (std::fclose(file) != 0 && written) {
+    written = false;
+    error = errno;
+  }
+  if (!written) return WriteError(output, error);
   return kExitOk;
 }
 
@@ -177,6 +246,7 @@ int RunAnalyze(Args& args, Mode mode) {
   AnalyzeOptions analyze;
   EntriesViewOptions entries;
   bool timings = false;
+  bool follow_links = false;
   while (!args.empty()) {
     bool missing = false;
     int64_t number = 0;
@@ -191,17 +261,27 @@ int RunAnalyze(Args& args, Mode mode) {
       }
     } else if (auto v = args.Flag({"--ranks", "--selected-ranks"}, &missing)) {
       for (const std::string& item : SplitList(*v)) {
-        if (!ParseInt(item, &number)) return UsageError("--ranks needs numbers");
+        if (!ParseInt(item, &number, 0, std::numeric_limits<int32_t>::max())) {
+          return UsageError("--ranks needs rank numbers");
+        }
         entries.ranks.push_back(number);
       }
     } else if (auto v = args.Flag({"--last"}, &missing)) {
-      if (!ParseInt(*v, &number) || number < 1) return UsageError("--last needs a number");
+      if (!ParseInt(*v, &number, 1, std::numeric_limits<int32_t>::max())) {
+        return UsageError("--last needs a number from 1");
+      }
       entries.last_seqs = static_cast<int>(number);
     } else if (args.Peek() == "--timings") {
       args.Next();
       timings = true;
+    } else if (args.Peek() == "--follow-links") {
+      args.Next();
+      follow_links = true;
     } else if (auto v = args.Flag({"--dump-time"}, &missing)) {
-      if (!ParseInt(*v, &number)) return UsageError("--dump-time needs nanoseconds");
+      if (!ParseInt(*v, &number, 0)) {
+        return UsageError(fmt::format("--dump-time needs nanoseconds since the epoch, 0 to {}",
+                                      std::numeric_limits<int64_t>::max()));
+      }
       analyze.dump_time_ns = number;
     } else if (auto v = args.Flag({"-o", "--output"}, &missing)) {
       output = *v;
@@ -211,7 +291,9 @@ int RunAnalyze(Args& args, Mode mode) {
       options.discover.rank_pattern = *v;
     } else if (auto v = args.Flag({"-j", "--jobs"}, &missing)) {
       int64_t jobs;
-      if (!ParseInt(*v, &jobs) || jobs < 0) return UsageError("--jobs needs a number");
+      if (!ParseInt(*v, &jobs, 0, kMaxJobs)) {
+        return UsageError(fmt::format("--jobs needs a number from 0 (all cores) to {}", kMaxJobs));
+      }
       options.jobs = static_cast<int>(jobs);
     } else if (std::string error = args.TakePositional(missing, &path); !error.empty()) {
       return UsageError(error);
@@ -222,13 +304,15 @@ int RunAnalyze(Args& args, Mode mode) {
   if (format != "text" && format != "json" && !(proto_ok && format == "proto")) {
     return UsageError(fmt::format("unknown format {}", format));
   }
+  options.discover.follow_links_out_of_root = follow_links;
   absl::StatusOr<LoadedTrace> trace = LoadTrace(path, options);
   if (!trace.ok()) {
     std::fprintf(stderr, "fr-analyze: %s\n", std::string(trace.status().message()).c_str());
     return kExitUsage;
   }
+  const std::vector<std::string> inputs = FilesRead(*trace);
   if (trace->ranks.empty()) {
-    if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output);
+    if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
     std::fprintf(stderr, "fr-analyze: no readable flight-recorder dump under %s\n", path.c_str());
     for (const RejectedFile& file : trace->rejected) {
       std::fprintf(stderr, "  %s\n", file.error.c_str());
@@ -236,19 +320,19 @@ int RunAnalyze(Args& args, Mode mode) {
     return kExitUsage;
   }
   if (mode == Mode::kLoad) {
-    if (format == "text") return WriteOutput(FormatLoadSummaryText(*trace, path), output);
+    if (format == "text") return WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
     if (format == "proto") {
-      return WriteOutput(BuildLoadSummary(*trace, path).SerializeAsString(), output);
+      return WriteOutput(BuildLoadSummary(*trace, path).SerializeAsString(), output, inputs);
     }
     absl::StatusOr<std::string> json = FormatLoadSummaryJson(*trace, path);
     if (!json.ok()) {
       std::fprintf(stderr, "fr-analyze: %s\n", std::string(json.status().message()).c_str());
       return kExitUsage;
     }
-    return WriteOutput(*json, output);
+    return WriteOutput(*json, output, inputs);
   }
   if (mode == Mode::kEntries) {
-    return WriteOutput(FormatEntriesView(*trace, BuildJobIndex(*trace), entries), output);
+    return WriteOutput(FormatEntriesView(*trace, BuildJobIndex(*trace), entries), output, inputs);
   }
   analyze.source = path;
   auto analysis_started = std::chrono::steady_clock::now();
@@ -278,7 +362,7 @@ int RunAnalyze(Args& args, Mode mode) {
   } else {
     text = FormatReportText(report);
   }
-  int status = WriteOutput(text, output);
+  int status = WriteOutput(text, output, inputs);
   if (status != kExitOk) return status;
   return IsFailure(report) ? kExitFailureFound : kExitOk;
 }
@@ -312,7 +396,7 @@ int RunDump(Args& args) {
   }
   std::string text = WriteLogicalJson(*document);
   text += '\n';
-  return WriteOutput(text, output);
+  return WriteOutput(text, output, {path});
 }
 
 int RunExample(Args& args) {
@@ -323,13 +407,20 @@ int RunExample(Args& args) {
     bool missing = false;
     int64_t number = 0;
     if (auto v = args.Flag({"--world-size"}, &missing)) {
-      if (!ParseInt(*v, &number) || number < 1) return UsageError("--world-size needs a number");
+      if (!ParseInt(*v, &number, 1, kMaxSimulatedRanks)) {
+        return UsageError(
+            fmt::format("--world-size needs a number from 1 to {}", kMaxSimulatedRanks));
+      }
       options.world_size = number;
     } else if (auto v = args.Flag({"--entries"}, &missing)) {
-      if (!ParseInt(*v, &number) || number < 1) return UsageError("--entries needs a number");
+      if (!ParseInt(*v, &number, 1, kMaxExampleEntries)) {
+        return UsageError(fmt::format("--entries needs a number from 1 to {}", kMaxExampleEntries));
+      }
       options.entries_per_rank = number;
     } else if (auto v = args.Flag({"--stuck-rank"}, &missing)) {
-      if (!ParseInt(*v, &number)) return UsageError("--stuck-rank needs a number");
+      if (!ParseInt(*v, &number, -1, kMaxSimulatedRanks)) {
+        return UsageError("--stuck-rank needs a rank, or -1 for none");
+      }
       options.stuck_rank = number;
     } else if (auto v = args.Flag({"--dump-version"}, &missing)) {
       options.version = *v;
@@ -338,6 +429,12 @@ int RunExample(Args& args) {
     }
   }
   if (directory.empty()) return UsageError("example needs an output directory");
+  if (options.world_size * options.entries_per_rank > kMaxSimulatedRecords) {
+    return UsageError(
+        fmt::format("--world-size times --entries is at most {} (entries held in "
+                    "memory at once)",
+                    kMaxSimulatedRecords));
+  }
   if (options.world_size % options.tensor_parallel != 0) options.tensor_parallel = 1;
   absl::StatusOr<uint64_t> written = WriteExampleJob(options, directory);
   if (!written.ok()) {
@@ -361,26 +458,36 @@ int RunSimulate(Args& args) {
   while (!args.empty()) {
     bool missing = false;
     int64_t number = 0;
-    auto number_flag = [&](std::initializer_list<std::string_view> names, int64_t* target) {
-      if (auto v = args.Flag(names, &missing)) {
-        if (!ParseInt(*v, &number)) return -1;
-        *target = number;
-        return 1;
-      }
-      return 0;
+    struct NumberFlag {
+      std::string_view name;
+      int64_t* target;
+      int64_t min;
+      int64_t max;
     };
-    int matched = 0;
-    const std::pair<std::string_view, int64_t*> number_flags[] = {
-        {"--tp", &options.tensor_parallel},    {"--pp", &options.pipeline_parallel},
-        {"--dp", &options.data_parallel},      {"--steps", &options.steps},
-        {"--fault-rank", &options.fault.rank}, {"--fault-step", &options.fault.step},
-        {"--buffer", &options.buffer_size}};
-    for (const auto& [name, target] : number_flags) {
-      matched = number_flag({name}, target);
-      if (matched != 0) break;
+    const NumberFlag number_flags[] = {
+        {"--tp", &options.tensor_parallel, 1, kMaxSimulatedRanks},
+        {"--pp", &options.pipeline_parallel, 1, kMaxSimulatedRanks},
+        {"--dp", &options.data_parallel, 1, kMaxSimulatedRanks},
+        {"--steps", &options.steps, 1, kMaxSimulatedSteps},
+        {"--fault-rank", &options.fault.rank, 0, kMaxSimulatedRanks - 1},
+        {"--fault-step", &options.fault.step, 0, kMaxSimulatedSteps - 1},
+        {"--buffer", &options.buffer_size, 1, kMaxRingBuffer}};
+    const NumberFlag* matched = nullptr;
+    std::optional<std::string> value;
+    for (const NumberFlag& flag : number_flags) {
+      if ((value = args.Flag({flag.name}, &missing))) {
+        matched = &flag;
+        break;
+      }
     }
-    if (matched < 0) return UsageError("a number is needed");
-    if (matched > 0) continue;
+    if (matched != nullptr) {
+      if (!ParseInt(*value, &number, matched->min, matched->max)) {
+        return UsageError(fmt::format("{} needs a number from {} to {}", matched->name,
+                                      matched->min, matched->max));
+      }
+      *matched->target = number;
+      continue;
+    }
     if (args.Peek() == "--no-timing") {
       args.Next();
       options.timing = false;
@@ -413,6 +520,19 @@ int RunSimulate(Args& args) {
     }
   }
   if (directory.empty()) return UsageError("simulate needs an output directory");
+  // Each factor is at most kMaxSimulatedRanks, so the products cannot overflow.
+  int64_t world = options.tensor_parallel * options.pipeline_parallel * options.data_parallel;
+  if (world > kMaxSimulatedRanks) {
+    return UsageError(
+        fmt::format("--tp x --pp x --dp is {} ranks; at most {}", world, kMaxSimulatedRanks));
+  }
+  if (world * options.buffer_size > kMaxSimulatedRecords ||
+      world * options.steps > kMaxSimulatedRecords) {
+    return UsageError(fmt::format(
+        "ranks times --buffer and ranks times --steps are at most {} (records held in memory at "
+        "once)",
+        kMaxSimulatedRecords));
+  }
   absl::StatusOr<SimulatedJob> job = SimulateJob(options);
   if (!job.ok()) {
     std::fprintf(stderr, "fr-analyze: %s\n", std::string(job.status().message()).c_str());
@@ -468,4 +588,13 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace fr
 
-int main(int argc, char** argv) { return fr::Main(argc, argv); }
+int main(int argc, char** argv) {
+  int status = fr::Main(argc, argv);
+  // Whatever a subcommand printed must have reached stdout (`fr-analyze example DIR > /dev/full`).
+  // Status 2 has already said what went wrong.
+  if (status != 2 && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
+    std::fprintf(stderr, "fr-analyze: cannot write to standard output: %s\n", std::strerror(errno));
+    return 2;
+  }
+  return status;
+}

@@ -1,0 +1,197 @@
+"""Hostile and messy input on the command line: never a hang, a blow-up or a wrong answer.
+
+Each test builds the directory a user could have, runs fr-analyze as a subprocess with a
+deadline, and checks what the user would see: the verdict, the exit status, what is listed.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+DEADLINE_S = 20
+
+
+def run(cli, *args, **kwargs):
+    return subprocess.run([cli, *map(str, args)], capture_output=True, text=True,
+                          timeout=DEADLINE_S, **kwargs)
+
+
+@pytest.fixture
+def healthy_job(cli, tmp_path):
+    """An 8-rank job with nothing wrong, written by `fr-analyze example`."""
+    directory = tmp_path / "healthy"
+    subprocess.run([cli, "example", str(directory), "--world-size", "8", "--stuck-rank", "-1"],
+                   check=True, capture_output=True)
+    return directory
+
+
+@pytest.fixture
+def hung_job(cli, tmp_path):
+    """An 8-rank job whose rank 5 never reached the last all_reduce."""
+    directory = tmp_path / "hung"
+    subprocess.run([cli, "example", str(directory), "--world-size", "8", "--stuck-rank", "5"],
+                   check=True, capture_output=True)
+    return directory
+
+
+def verdict(cli, directory, *args):
+    result = run(cli, directory, "--format", "json", *args)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_dump_of_a_fifo_fails_at_once_instead_of_hanging(cli, tmp_path):
+    fifo = tmp_path / "nccl_trace_rank_0"
+    os.mkfifo(fifo)
+    result = run(cli, "dump", fifo)  # no writer: a blocking open() would never return
+    assert result.returncode == 2
+    assert "a FIFO, not a regular file" in result.stderr
+
+
+def test_a_fifo_among_the_dumps_is_skipped_and_the_job_analysed(cli, hung_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(hung_job, job)
+    os.mkfifo(job / "nccl_trace_rank_9")
+    report = verdict(cli, job)
+    assert report["verdict"]["failure_class"] == "missing_participant"
+    assert report["verdict"]["culprit_ranks"] == [5]
+
+
+def test_a_backtracking_rank_pattern_on_a_long_name_finishes_quickly(cli, healthy_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(healthy_job, job)
+    (job / ("a" * 40 + "!")).write_bytes(b"x")
+    started = time.monotonic()
+    result = run(cli, "load", job, "--format", "json",
+                 "--rank-pattern", r"(?:[a-z_]+)+_(\d+)")
+    assert time.monotonic() - started < 5
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ranks_loaded"] == list(range(8))
+
+
+def test_a_stray_copy_named_for_rank_999999_changes_nothing(cli, healthy_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(healthy_job, job)
+    shutil.copy(job / "nccl_trace_rank_3", job / "nccl_trace_rank_999999")
+    out = tmp_path / "report.json"
+    process = subprocess.Popen([cli, str(job), "--format", "json", "-o", str(out)],
+                               stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, process.stderr.read()
+    report = json.loads(out.read_text())
+    assert report["verdict"]["failure_class"] == "none"
+    assert report["inputs"]["ranks_loaded"] == list(range(8))
+    assert not report["inputs"].get("ranks_missing")
+    skipped = {os.path.basename(f["path"]): f["reason"] for f in report["inputs"]["files_skipped"]}
+    assert "nccl_trace_rank_999999" in skipped
+    # Nothing per implied rank: a million ranks at even 64 bytes each would pass this.
+    assert usage.ru_maxrss < 64 * 1024  # KiB
+
+
+def test_a_zst_copy_a_backup_and_a_saved_report_keep_the_culprit(cli, hung_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(hung_job, job)
+    subprocess.run(["zstd", "-q", "-k", str(job / "nccl_trace_rank_5")], check=True)
+    (job / "backup").mkdir()
+    shutil.copy(job / "nccl_trace_rank_2", job / "backup" / "nccl_trace_rank_2")
+    saved = run(cli, job, "--format", "json")
+    (job / "rank_5.json").write_text(saved.stdout)  # the report saved into the directory
+
+    report = verdict(cli, job)
+    assert report["verdict"]["failure_class"] == "missing_participant"
+    assert report["verdict"]["culprit_ranks"] == [5]
+    assert report["inputs"]["ranks_loaded"] == list(range(8))
+    assert not report["inputs"].get("files_rejected")
+    skipped = {os.path.relpath(f["path"], job): f["reason"]
+               for f in report["inputs"]["files_skipped"]}
+    assert "same content" in skipped["nccl_trace_rank_5.zst"]
+    assert "JSON of an fr-analyze report" in skipped["rank_5.json"]
+
+
+def test_one_junk_file_named_like_a_rank_keeps_a_healthy_job_healthy(cli, healthy_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(healthy_job, job)
+    (job / "nccl_trace_rank_20").write_bytes(bytes(range(7, 250)))
+    result = run(cli, job)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.startswith("fr-analyze: none")
+    summary = json.loads(run(cli, "load", job, "--format", "json").stdout)
+    assert summary["ranks_loaded"] == list(range(8))
+    assert not summary.get("ranks_missing")
+
+
+def test_a_link_to_a_secret_is_not_followed_and_never_quoted(cli, healthy_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(healthy_job, job)
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$y$j9T$TOPSECRETHASH:19000:0:99999:7:::\n")
+    os.symlink(secret, job / "nccl_trace_rank_9")
+    os.symlink(secret, job / "worker_10")
+
+    for args in ((), ("--follow-links",)):
+        for command in ("analyze", "load"):
+            result = run(cli, command, job, "--format", "json", *args)
+            assert result.returncode == 0, result.stderr
+            assert "TOPSECRET" not in result.stdout + result.stderr
+            assert "root:" not in result.stdout + result.stderr
+    summary = json.loads(run(cli, "load", job, "--format", "json").stdout)
+    reasons = {os.path.basename(f["path"]): f["reason"] for f in summary["files_skipped"]}
+    assert "outside the input directory" in reasons["nccl_trace_rank_9"]
+    followed = json.loads(run(cli, "load", job, "--format", "json", "--follow-links").stdout)
+    reasons = {os.path.basename(f["path"]): f["reason"] for f in followed["files_skipped"]}
+    assert "not a flight-recorder dump: text" in reasons["nccl_trace_rank_9"]
+    assert followed["ranks_loaded"] == list(range(8))
+    assert run(cli, "dump", secret).stderr.count("TOPSECRET") == 0
+
+
+def test_output_over_an_input_dump_is_refused(cli, hung_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(hung_job, job)
+    os.symlink("nccl_trace_rank_3", job / "latest")
+    original = (job / "nccl_trace_rank_3").read_bytes()
+    for target in (job / "nccl_trace_rank_3", job / "latest", job / "." / "nccl_trace_rank_3"):
+        result = run(cli, job, "-o", target)
+        assert result.returncode == 2
+        assert "refusing to write" in result.stderr
+    result = run(cli, "dump", job / "nccl_trace_rank_3", "-o", job / "nccl_trace_rank_3")
+    assert result.returncode == 2
+    assert (job / "nccl_trace_rank_3").read_bytes() == original
+    # A new file inside the directory is fine, and so is writing it again.
+    for _ in range(2):
+        assert run(cli, job, "-o", job / "report.txt").returncode == 1
+    assert (job / "report.txt").read_text().startswith("fr-analyze: missing_participant")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_failed_write_is_exit_status_2(cli, hung_job):
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([cli, str(hung_job)], stdout=full, stderr=subprocess.PIPE,
+                                text=True, timeout=DEADLINE_S)
+    assert result.returncode == 2
+    assert "No space left on device" in result.stderr
+    result = run(cli, hung_job, "-o", "/dev/full")
+    assert result.returncode == 2
+
+
+@pytest.mark.parametrize("args", [
+    ("DIR", "-j", "99999999999999999999"),
+    ("DIR", "-j", "100000"),
+    ("DIR", "--dump-time", "99999999999999999999999"),
+    ("DIR", "--dump-time", "-5"),
+    ("simulate", "OUT", "--steps", "1000000000"),
+    ("simulate", "OUT", "--steps", "1e9"),
+    ("simulate", "OUT", "--dp", "100000"),
+    ("simulate", "OUT", "--tp", "1024", "--dp", "1024"),
+    ("example", "OUT", "--world-size", "99999999999999999999"),
+])
+def test_out_of_range_numbers_are_usage_errors(cli, hung_job, tmp_path, args):
+    args = [str(hung_job) if a == "DIR" else str(tmp_path / "out") if a == "OUT" else a
+            for a in args]
+    result = run(cli, *args)
+    assert result.returncode == 2
+    assert "needs" in result.stderr or "at most" in result.stderr
+    assert not (tmp_path / "out").exists()
