@@ -319,9 +319,9 @@ std::optional<bool> ListsItsOwnRank(const RankDump& dump) {
 
 // Which ranks the job has, from readable dumps only: the members of every group some dump lists
 // (pg_config), every rank up to the highest loaded one (the default group spans the world), and
-// up to the ranks of damaged dumps that these allow. A damaged file or a name says nothing on its own: a
-// stray file named rank 999999 must not make a healthy 8-rank job "8 of 1000000 ranks", nor cost
-// memory per rank it implies. So, in this order:
+// up to the ranks of damaged dumps that these allow. A damaged file or a name says nothing on its
+// own: a stray file named rank 999999 must not make a healthy 8-rank job "8 of 1000000 ranks", nor
+// cost memory per rank it implies. So, in this order:
 //   - (files only) a dump whose own process groups list ranks but not its rank is a copy of
 //     another rank's dump or a misnamed file: set aside;
 //   - a damaged file whose rank no readable dump lists, above the highest loaded rank, is not a
