@@ -7,6 +7,7 @@
 
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
+#include "fr/decode/pickle_opcodes.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
 #include "gmock/gmock.h"
@@ -35,7 +36,7 @@ TEST(DecodeBudgetTest, HostileFilesDecodeToAtMostOneValuePerInputByte) {
   }
 }
 
-TEST(DecodeBudgetTest, ContainersReachedByMemoHitsAreMarkedShared) {
+TEST(DecodeBudgetTest, ContainersWithSeveralParentsAreMarkedShared) {
   // Each list holds the previous one twice: all but the root are reached along several paths.
   absl::StatusOr<Document> doubling = Decode(hostile::DoublingLists(3));
   ASSERT_TRUE(doubling.ok()) << doubling.status();
@@ -46,8 +47,8 @@ TEST(DecodeBudgetTest, ContainersReachedByMemoHitsAreMarkedShared) {
     EXPECT_TRUE(doubling->shared(list)) << depth;
   }
 
-  // One entry dict named by every item of "entries": the dict is shared, and so is what it holds,
-  // though the pickle names that only once.
+  // One entry dict named by both items of "entries": the dict is shared; what it holds has one
+  // parent, and consumers treat it as shared for being inside a shared value.
   hostile::Dag dag;
   ValueId shapes = dag.List({dag.List({dag.Int(8)})});
   ValueId entry = dag.Dict({dag.Str("input_sizes"), shapes});
@@ -59,8 +60,28 @@ TEST(DecodeBudgetTest, ContainersReachedByMemoHitsAreMarkedShared) {
   ValueId decoded_entry = doc->items(decoded_entries)[0];
   EXPECT_TRUE(doc->shared(decoded_entry));
   ValueId decoded_shapes = doc->Find(decoded_entry, "input_sizes");
-  EXPECT_TRUE(doc->shared(decoded_shapes));
-  EXPECT_TRUE(doc->shared(doc->items(decoded_shapes)[0]));
+  EXPECT_FALSE(doc->shared(decoded_shapes));
+  EXPECT_FALSE(doc->shared(doc->items(decoded_shapes)[0]));
+  EXPECT_FALSE(doc->shared(doc->root()));
+}
+
+TEST(DecodeBudgetTest, MemoizedButUsedOnceIsNotShared) {
+  // CPython memoizes every container (MEMOIZE right after EMPTY_LIST); only a memo hit shares.
+  auto op = [](PickleOpcode code) { return static_cast<char>(code); };
+  std::string bytes = {op(PickleOpcode::kProto),     '\x04',
+                       op(PickleOpcode::kEmptyList), op(PickleOpcode::kMemoize),
+                       op(PickleOpcode::kEmptyList), op(PickleOpcode::kMemoize),
+                       op(PickleOpcode::kAppend),    op(PickleOpcode::kStop)};
+  absl::StatusOr<Document> once = Decode(bytes);
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_FALSE(once->shared(once->items(once->root())[0]));
+  // [[], x] where x is a memo hit on the first list: now it has two parents.
+  bytes.insert(bytes.size() - 1, {op(PickleOpcode::kBinGet), '\x01', op(PickleOpcode::kAppend)});
+  absl::StatusOr<Document> twice = Decode(bytes);
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  ASSERT_EQ(twice->size(twice->root()), 2u);
+  EXPECT_TRUE(twice->shared(twice->items(twice->root())[0]));
+  EXPECT_FALSE(twice->shared(twice->root()));
 }
 
 TEST(DecodeBudgetTest, RealDumpsShareOnlyTheirFrameDicts) {

@@ -130,7 +130,6 @@ void DocumentBuilder::Reset(std::shared_ptr<const Buffer> input) {
   chunks_.clear();
   chunked_.clear();
   arena_.clear();
-  shared_.clear();
 }
 
 void DocumentBuilder::Reserve(size_t values, size_t children) {
@@ -179,17 +178,6 @@ Document DocumentBuilder::Finish(ValueId root) {
     }
     node.payload = begin;
   }
-  // What a shared container holds is reached along as many paths as the container: mark it too,
-  // each container once (the walk stops at marked ones), so this costs at most one visit per
-  // child reference, and nothing for documents without memo hits on containers.
-  for (size_t next = 0; next < shared_.size(); ++next) {
-    const Node& node = storage_.nodes[shared_[next]];
-    for (uint32_t i = 0; i < node.count; ++i) {
-      ValueId child = storage_.children[node.payload + i];
-      uint32_t kind = storage_.tags[child] & document_internal::kKindMask;
-      if (kind >= static_cast<uint32_t>(ValueKind::kList)) mark_shared(child);
-    }
-  }
   Document document;
   document.input_ = std::move(input_);
   document.storage_ = std::move(storage_);
@@ -199,7 +187,6 @@ Document DocumentBuilder::Finish(ValueId root) {
   chunks_.clear();
   chunked_.clear();
   arena_.clear();
-  shared_.clear();
   return document;
 }
 

@@ -184,12 +184,18 @@ class Document {
   ValueKind kind(ValueId id) const {
     return static_cast<ValueKind>(storage_.tags[id] & document_internal::kKindMask);
   }
-  // Whether a container can be reached along more than one path from the root: a pickle memo hit
-  // put it (or a container holding it) in a second place, as PyTorch writes frame dicts shared by
-  // entries. Every other container is reached once, so a consumer that memoizes its work by
-  // value id need only do so for shared ones. Never set for scalars (whose repetition costs
-  // nothing to expand) nor in JSON documents.
+  // Whether a container has more than one parent: a pickle memo hit put it in a second container,
+  // as PyTorch writes frame dicts shared by entries. A consumer that memoizes its work by value
+  // id need only do so for shared containers and for what it reads inside them (reached along as
+  // many paths, though not marked). Never set for scalars (whose repetition costs nothing to
+  // expand) nor in JSON documents.
   bool shared(ValueId id) const { return storage_.tags[id] & document_internal::kSharedBit; }
+  // kind(id) == kind && !shared(id), in one compare: the common case of consumers that memoize
+  // shared values.
+  bool IsUnshared(ValueId id, ValueKind kind) const {
+    constexpr uint32_t kMask = document_internal::kKindMask | document_internal::kSharedBit;
+    return (storage_.tags[id] & kMask) == static_cast<uint32_t>(kind);
+  }
   // Byte offset in the decoded input where the value began (its opcode or JSON token).
   uint64_t source_offset(ValueId id) const { return storage_.nodes[id].source_offset; }
 
@@ -311,14 +317,8 @@ class DocumentBuilder {
     constexpr uint32_t kKept = document_internal::kKindMask | document_internal::kSharedBit;
     storage_.tags[id] = (storage_.tags[id] & kKept) | (flags << document_internal::kFlagShift);
   }
-  // Marks a container as referenced from more than one place; Finish marks the containers inside
-  // it too (see Document::shared).
-  void mark_shared(ValueId id) {
-    uint32_t& tag = storage_.tags[id];
-    if (tag & document_internal::kSharedBit) return;
-    tag |= document_internal::kSharedBit;
-    shared_.push_back(id);
-  }
+  // Marks a container as having more than one parent (see Document::shared).
+  void mark_shared(ValueId id) { storage_.tags[id] |= document_internal::kSharedBit; }
 
   // Returns the finished document rooted at `root` and leaves the builder empty.
   Document Finish(ValueId root);
@@ -358,8 +358,6 @@ class DocumentBuilder {
   std::vector<Chunk> chunks_;
   std::vector<Chunked> chunked_;
   std::string arena_;
-  // Containers marked shared, in the order marked; Finish extends the mark to what they hold.
-  std::vector<ValueId> shared_;
 };
 
 }  // namespace fr

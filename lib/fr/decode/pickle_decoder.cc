@@ -42,6 +42,7 @@ constexpr uint32_t kMaxHeight = (uint32_t{1} << (DocumentBuilder::kFlagBits - kH
 // the bit is free.
 constexpr ValueId kContainerBit = ValueId{1} << 31;
 static_assert(kMaxPickleInputSize < kContainerBit);
+static_assert(kNoValue & kContainerBit);
 
 // Scratch space reused across calls on one thread, so that decoding many files allocates the
 // stack, marks and memo once.
@@ -406,14 +407,18 @@ ValueId PickleMachine::AddLong(const uint8_t* op, const uint8_t* bytes, size_t l
     }                                   \
   } while (false)
 
-// A memo hit on a container (a stack slot tagged kContainerBit) gives it a second parent: marked
-// so that consumers expand it once (Document::shared). Memo puts alone do not mark: CPython
-// memoizes every container whether or not it is used again.
-#define FR_PICKLE_NOTE_SHARED(slot)                  \
+// The rarer outcomes of a memo get, both tagged kContainerBit in `value` (kNoValue has the bit
+// too, so the common case, a string, costs one test): an id that was not found in the dense memo
+// (looked up in full by MemoGet), and a container, which the get gives a second parent. That is
+// marked for consumers to expand it once (Document::shared); memo puts alone do not mark, as
+// CPython memoizes every container, and PyTorch some that it holds only once.
+#define FR_PICKLE_GOT_RARE(value, id)                \
   do {                                               \
-    if ((slot)&kContainerBit) [[unlikely]] {         \
-      builder_.mark_shared((slot) & ~kContainerBit); \
+    if ((value) == kNoValue) {                       \
+      FR_PICKLE_TRY_VALUE(value, MemoGet((id), op)); \
+      if (!((value)&kContainerBit)) break;           \
     }                                                \
+    builder_.mark_shared((value) & ~kContainerBit);  \
   } while (false)
 
 // Dispatches the next opcode, or leaves the loop at the end of the input.
@@ -615,10 +620,9 @@ op_kBinGet : {
   FR_PICKLE_NEED(1);
   // Nearly every string in a torch dump is a memo hit, and one-byte ids are all in range.
   ValueId value = memo[*p++];
-  if (value == kNoValue) [[unlikely]] {
-    FR_PICKLE_TRY_VALUE(value, MemoGet(p[-1], op));
+  if (value & kContainerBit) [[unlikely]] {
+    FR_PICKLE_GOT_RARE(value, p[-1]);
   }
-  FR_PICKLE_NOTE_SHARED(value);
   FR_PICKLE_PUSH(value);
   FR_PICKLE_NEXT();
 }
@@ -627,10 +631,9 @@ op_kLongBinGet : {
   uint32_t id = LoadLe32(p);
   p += 4;
   ValueId value = id < memo_.size() ? memo[id] : kNoValue;
-  if (value == kNoValue) [[unlikely]] {
-    FR_PICKLE_TRY_VALUE(value, MemoGet(id, op));
+  if (value & kContainerBit) [[unlikely]] {
+    FR_PICKLE_GOT_RARE(value, id);
   }
-  FR_PICKLE_NOTE_SHARED(value);
   FR_PICKLE_PUSH(value);
   FR_PICKLE_NEXT();
 }
@@ -661,9 +664,8 @@ op_kGet : {
     MemoPut(static_cast<uint32_t>(id), top[-1]);
     memo = memo_.data();
   } else {
-    ValueId value;
-    FR_PICKLE_TRY_VALUE(value, MemoGet(static_cast<uint32_t>(id), op));
-    FR_PICKLE_NOTE_SHARED(value);
+    ValueId value = kNoValue;
+    FR_PICKLE_GOT_RARE(value, static_cast<uint32_t>(id));
     FR_PICKLE_PUSH(value);
   }
   FR_PICKLE_NEXT();
@@ -748,7 +750,7 @@ out_of_input:
 }
 
 #undef FR_PICKLE_NEXT
-#undef FR_PICKLE_NOTE_SHARED
+#undef FR_PICKLE_GOT_RARE
 #undef FR_PICKLE_PUSH
 #undef FR_PICKLE_AVAILABLE
 #undef FR_PICKLE_MAKE_TUPLE

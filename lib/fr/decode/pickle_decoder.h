@@ -29,9 +29,9 @@ struct PickleLimits {
 };
 
 // Decodes one pickle stream (PROTO ... STOP) from `input`. The result's strings point into
-// `input`, which the Document keeps alive. Memo hits share one ValueId, so the document is a DAG;
-// it is never cyclic and never deeper than limits.max_depth, so consumers may walk it without
-// cycle checks.
+// `input`, which the Document keeps alive. Memo hits share one ValueId, so the document is a DAG
+// (containers with several parents are marked: Document::shared); it is never cyclic and never
+// deeper than limits.max_depth, so consumers may walk it without cycle checks.
 //
 // Stricter than CPython's pickle.load where no producer of dumps differs: trailing bytes after
 // STOP, values or MARKs left on the stack at STOP, ints beyond int64, strings that are not strict

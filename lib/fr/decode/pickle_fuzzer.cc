@@ -69,24 +69,19 @@ void CheckDocument(const fr::Document& doc, uint32_t max_depth) {
     }
   }
   for (uint32_t h : height) Check(h <= max_depth);
-  // Shared marks: a container with several parents is shared, and so is what a shared one holds
-  // (consumers memoize only those by value id, so a missing mark would expand a shared value
-  // once per path).
+  // Shared marks: exactly the containers with several parents (consumers memoize only those by
+  // value id, so a missing mark would expand a shared value once per path).
   std::vector<uint8_t> parents(doc.value_count(), 0);
   for (fr::ValueId id = 0; id < doc.value_count(); ++id) {
     fr::ValueKind kind = doc.kind(id);
     if (kind != fr::ValueKind::kList && kind != fr::ValueKind::kTuple &&
         kind != fr::ValueKind::kDict) {
-      Check(!doc.shared(id));
       continue;
     }
-    for (fr::ValueId child : doc.items(id)) {
-      parents[child] = std::min(parents[child] + 1, 2);
-      if (doc.shared(id) && doc.kind(child) >= fr::ValueKind::kList) Check(doc.shared(child));
-    }
+    for (fr::ValueId child : doc.items(id)) parents[child] = std::min(parents[child] + 1, 2);
   }
   for (fr::ValueId id = 0; id < doc.value_count(); ++id) {
-    if (parents[id] > 1 && doc.kind(id) >= fr::ValueKind::kList) Check(doc.shared(id));
+    Check(doc.shared(id) == (parents[id] > 1 && doc.kind(id) >= fr::ValueKind::kList));
   }
 }
 
