@@ -397,6 +397,28 @@ TEST(NormalizeBudgetTest, EntriesSharingOneShapeListReadItOnce) {
   EXPECT_LT(result.cost.visits, 3'000'000u);
 }
 
+TEST(NormalizeBudgetTest, ASharedEntryDictIsReadOnce) {
+  // One entry dict named 10^4 times, holding (once) a list of 1000 memo hits on a 1000-dim shape:
+  // what the dict holds is reached 10^4 times though only the dict is shared.
+  hostile::Dag dag;
+  std::vector<ValueId> dims(1000, dag.Int(7));
+  ValueId shape = dag.List(dims);
+  ValueId entry = dag.Dict({dag.Str("profiling_name"), dag.Str("nccl:all_reduce"),
+                            dag.Str("input_sizes"), dag.List(std::vector<ValueId>(1000, shape))});
+  Normalized result = NormalizeWithCost(
+      dag.Pickle(dag.Dict({dag.Str("version"), dag.Str("2.10"), dag.Str("entries"),
+                           dag.List(std::vector<ValueId>(10000, entry))})));
+  ASSERT_TRUE(result.dump.ok()) << result.dump.status();
+  ASSERT_EQ(result.dump->entries.size(), 10000u);
+  for (const Entry& e : result.dump->entries) {
+    EXPECT_EQ(e.input_sizes, result.dump->entries[0].input_sizes);
+    EXPECT_EQ(result.dump->strings.view(e.profiling_name), "nccl:all_reduce");
+  }
+  ASSERT_EQ(result.dump->groups.size(), 1u);
+  EXPECT_EQ(result.dump->groups[0].entry_count, 10000);
+  EXPECT_LT(result.cost.visits, 3'000'000u);
+}
+
 TEST(NormalizeBudgetTest, ShapeListsExpandingPastTheBudgetAreRefused) {
   // One entry whose shapes are 10^4 references to one 10^4-dim shape: 10^8 dims from 50 KB.
   Normalized huge = NormalizeWithCost(hostile::EntriesSharingOneShapeList(1, 10000, 10000));

@@ -438,9 +438,15 @@ class Normalizer {
   }
 
   // Over a budget of NormalizeLimits at `value`.
-  absl::Status BudgetError(ValueId value, std::string_view where) const {
+  // Out of line and cold, as every error: the per-entry paths that check budgets stay small.
+  [[gnu::cold, gnu::noinline]] absl::Status BudgetError(ValueId value,
+                                                        std::string_view where) const {
     return absl::ResourceExhaustedError(
         fmt::format("{} (byte {}): {}", where, doc_.source_offset(value), budget_.Describe()));
+  }
+
+  [[gnu::cold, gnu::noinline]] absl::Status EntryBudgetError(ValueId entry, size_t index) const {
+    return BudgetError(entry, fmt::format("entries[{}]", index));
   }
 
   // Counts an oddity by name: indexed, since a hostile file can name thousands of distinct ones.
@@ -765,7 +771,7 @@ class Normalizer {
     for (size_t i = 0; i < items.size(); ++i) {
       FR_RETURN_IF_ERROR(NormalizeEntry(items[i], i));
       if (budget_.exceeded()) [[unlikely]] {
-        return BudgetError(items[i], fmt::format("entries[{}]", i));
+        return EntryBudgetError(items[i], i);
       }
     }
     return absl::OkStatus();
@@ -779,14 +785,21 @@ class Normalizer {
   };
 
   absl::Status NormalizeEntry(ValueId value, size_t index) {
-    if (doc_.kind(value) != ValueKind::kDict) {
-      return Error(value, fmt::format("entries[{}]", index), "expected a dict");
+    if (!doc_.IsUnshared(value, ValueKind::kDict)) [[unlikely]] {
+      if (doc_.kind(value) != ValueKind::kDict) {
+        return Error(value, fmt::format("entries[{}]", index), "expected a dict");
+      }
+      // One dict named by several items (memo hits; no producer writes that): read once, and
+      // copied, with what it holds (reached along as many paths, though not marked shared).
+      auto [known, first] = shared_entries_.try_emplace(value, dump_.entries.size());
+      if (!first) {
+        const Entry copy = dump_.entries[known->second];
+        dump_.entries.push_back(copy);
+        ++dump_.groups[copy.group].entry_count;
+        return absl::OkStatus();
+      }
     }
     std::span<const ValueId> pairs = doc_.items(value);
-    // Memo hits may share one large dict between entries.
-    if (!budget_.Visit(pairs.size())) [[unlikely]] {
-      return BudgetError(value, fmt::format("entries[{}]", index));
-    }
     Entry& entry = dump_.entries.emplace_back();
     EntryRefs refs;
     if (!ReadEntryByLayout(pairs, &entry, &refs)) {
@@ -794,7 +807,7 @@ class Normalizer {
       // key by key and names what is wrong.
       entry = Entry();
       refs = EntryRefs();
-      FR_RETURN_IF_ERROR(ReadEntryByKeys(pairs, index, &entry, &refs));
+      FR_RETURN_IF_ERROR(ReadEntryByKeys(value, pairs, index, &entry, &refs));
       LearnLayout(pairs);
     }
     AssignGroup(&entry, refs.group_name, refs.group_desc);
@@ -890,8 +903,15 @@ class Normalizer {
 
   // The general reader: every key is classified and checked, unknown keys are counted, and the
   // first wrong value is an error naming the entry, the key and the byte offset.
-  absl::Status ReadEntryByKeys(std::span<const ValueId> pairs, size_t index, Entry* entry,
-                               EntryRefs* refs) {
+  absl::Status ReadEntryByKeys(ValueId value, std::span<const ValueId> pairs, size_t index,
+                               Entry* entry, EntryRefs* refs) {
+    // Memo hits may share one large dict between entries (the layout path reads at most 255
+    // keys, this one all of them). When the layout path already went over the budget, the field
+    // that did so names it below.
+    bool was_over = budget_.exceeded();
+    if (!budget_.Visit(pairs.size()) && !was_over) [[unlikely]] {
+      return EntryBudgetError(value, index);
+    }
     for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
       ValueId key = pairs[i];
       ValueId field = pairs[i + 1];
@@ -1246,18 +1266,19 @@ class Normalizer {
   // The id of a list of shapes ([[8, 1024], []]), or kInvalidList when `shapes` is not one or the
   // budget ran out (ShapesError then says which and where).
   ShapeListId InternShapes(ValueId shapes) {
-    if (doc_.kind(shapes) != ValueKind::kList) return kInvalidList;
-    if (doc_.shared(shapes)) [[unlikely]] {
-      return InternShared(shapes, shared_shapes_, &Normalizer::InternShapeContent);
+    if (doc_.IsUnshared(shapes, ValueKind::kList)) [[likely]] {
+      return InternShapeContent(shapes);
     }
-    return InternShapeContent(shapes);
+    if (doc_.kind(shapes) != ValueKind::kList) return kInvalidList;
+    return InternShared(shapes, shared_shapes_, &Normalizer::InternShapeContent);
   }
 
   // A list that memo hits put in several places (shared shapes, dtypes or frames) is read once per
   // document, by `intern`, and then found by its value id.
   template <typename Intern>
-  uint32_t InternShared(ValueId list, absl::flat_hash_map<ValueId, uint32_t>& known,
-                        Intern intern) {
+  [[gnu::noinline]] uint32_t InternShared(ValueId list,
+                                          absl::flat_hash_map<ValueId, uint32_t>& known,
+                                          Intern intern) {
     if (auto it = known.find(list); it != known.end()) return it->second;
     uint32_t id = (this->*intern)(list);
     if (id != kInvalidList) known.emplace(list, id);
@@ -1270,8 +1291,7 @@ class Normalizer {
     RecentShapes& recent = recent_shapes_[(sample >> 32) % recent_shapes_.size()];
     if (recent.sample == sample && recent.id != kInvalidList) {
       // The compare reads up to the stored list's length, which shared shapes can make large.
-      if (!budget_.Visit(dump_.shape_list_offsets[recent.id + 1] -
-                         dump_.shape_list_offsets[recent.id])) [[unlikely]] {
+      if (!budget_.Visit(recent.length)) [[unlikely]] {
         return kInvalidList;
       }
       if (SameShapes(items, recent.id)) return recent.id;
@@ -1315,7 +1335,7 @@ class Normalizer {
       dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
       shape_lists_.Insert(key, hash, id);
     }
-    recent = RecentShapes{sample, id};
+    recent = RecentShapes{sample, id, static_cast<uint32_t>(length)};
     return id;
   }
 
@@ -1373,11 +1393,11 @@ class Normalizer {
 
   // The id of a list of dtype names (["Float"]), or kInvalidList when `dtypes` is not one.
   DtypeListId InternDtypes(ValueId dtypes) {
-    if (doc_.kind(dtypes) != ValueKind::kList) return kInvalidList;
-    if (doc_.shared(dtypes)) [[unlikely]] {
-      return InternShared(dtypes, shared_dtypes_, &Normalizer::InternDtypeContent);
+    if (doc_.IsUnshared(dtypes, ValueKind::kList)) [[likely]] {
+      return InternDtypeContent(dtypes);
     }
-    return InternDtypeContent(dtypes);
+    if (doc_.kind(dtypes) != ValueKind::kList) return kInvalidList;
+    return InternShared(dtypes, shared_dtypes_, &Normalizer::InternDtypeContent);
   }
 
   DtypeListId InternDtypeContent(ValueId dtypes) {
@@ -1424,8 +1444,8 @@ class Normalizer {
   // The stack of a frames list already seen in this document, or kNoStack. Entries with the same
   // stack list the same shared frame dicts: one lookup by their ids.
   StackId FindStack(ValueId frames) {
-    if (doc_.kind(frames) != ValueKind::kList) return kNoStack;
-    if (doc_.shared(frames)) [[unlikely]] {
+    if (!doc_.IsUnshared(frames, ValueKind::kList)) [[unlikely]] {
+      if (doc_.kind(frames) != ValueKind::kList) return kNoStack;
       auto it = shared_stacks_.find(frames);
       return it == shared_stacks_.end() ? kNoStack : it->second;
     }
@@ -1538,7 +1558,7 @@ class Normalizer {
 
   // Pickles memoize every string by value, so equal keys and values are one ValueId: caching per
   // ValueId turns most lookups into an array access (JSON documents simply miss the cache).
-  StringId InternValue(ValueId value) {
+  [[gnu::always_inline]] StringId InternValue(ValueId value) {
     ValueCache::Slot& slot = cache_.At(value);
     if (slot.string == kNoString) slot.string = dump_.strings.Intern(doc_.string_value(value));
     return slot.string;
@@ -1574,6 +1594,7 @@ class Normalizer {
   absl::flat_hash_map<ValueId, uint32_t> shared_dtypes_;
   absl::flat_hash_map<ValueId, StackId> shared_stacks_;
   absl::flat_hash_map<ValueId, ParsedRanks> parsed_rank_lists_;
+  absl::flat_hash_map<ValueId, size_t> shared_entries_;    // into dump_.entries
   absl::flat_hash_map<std::string, size_t> oddity_index_;  // into dump_.oddities
   Budget budget_;
   // Indexed by the profiling name's StringId.
@@ -1584,6 +1605,7 @@ class Normalizer {
   struct RecentShapes {
     uint64_t sample = 0;
     ShapeListId id = kInvalidList;
+    uint32_t length = 0;  // of the stored encoding: what comparing against it may read
   };
   std::array<RecentShapes, 64> recent_shapes_;
   ItemIdsCache<64, 64> stacks_by_items_;

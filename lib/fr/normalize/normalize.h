@@ -23,8 +23,9 @@ namespace fr {
 // Decoding is proportional to the input by construction, but a pickle value can be referenced from
 // many places (a memo hit is 2 bytes), and normalizing copies what it says into each of them: one
 // rank list into every group, one shape list into every entry. A few kilobytes could so demand
-// gigabytes or minutes. Shared lists (shapes, dtypes, stacks, ranks) are therefore read once per
-// value and then found by their value id; beyond that, these budgets bound what a file may cost.
+// gigabytes or minutes. Shared values (Document::shared: entries, shape and dtype lists, stacks;
+// rank lists and strings always) are therefore read once and then found by their value id;
+// beyond that, these budgets bound what a file may cost.
 // Real dumps keep about as many bytes as their input (up to twice that without stacks) and read
 // about one value per 3 input bytes, far below both budgets.
 struct NormalizeLimits {
