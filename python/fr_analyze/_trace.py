@@ -235,11 +235,10 @@ def load(
     root = resolve(path_or_paths)
     callback, close = make_progress(progress)
     try:
-        loaded = _core.load(root.root, prefix or "", rank_pattern or "", jobs or 0, callback)
+        loaded = _core.load(root.root, prefix or "", rank_pattern or "", jobs or 0, callback,
+                            root.files, False)
     finally:
         close()
-        # The loader keeps no file open: decoded dumps own their data.
-        root.close()
     return Trace(loaded, root.source, root)
 
 

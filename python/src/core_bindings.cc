@@ -116,10 +116,13 @@ LoadedTrace RunInterruptibly(const std::function<absl::StatusOr<LoadedTrace>(Loa
 
 LoadedTrace Load(const std::string& path, const std::string& prefix,
                  const std::string& rank_pattern, int jobs,
-                 std::function<void(size_t, size_t)> progress) {
+                 std::function<void(size_t, size_t)> progress,
+                 const std::vector<std::string>& files, bool follow_links) {
   LoadOptions options;
   options.discover.prefix = prefix;
   options.discover.rank_pattern = rank_pattern;
+  options.discover.files = files;
+  options.discover.follow_links_out_of_root = follow_links;
   options.jobs = jobs;
   return RunInterruptibly([&](LoadOptions& o) { return LoadTrace(path, o); }, std::move(options),
                           std::move(progress));
@@ -379,6 +382,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("collective_table", &CollectiveTable, py::arg("trace"));
   m.def("entries_columns", &EntriesColumns, py::arg("trace"));
   m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",
-        py::arg("jobs") = 0, py::arg("progress") = nullptr);
+        py::arg("jobs") = 0, py::arg("progress") = nullptr,
+        py::arg("files") = std::vector<std::string>{}, py::arg("follow_links") = false);
   m.def("load_bytes", &LoadBytes, py::arg("dumps"), py::arg("jobs") = 0);
 }

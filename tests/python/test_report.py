@@ -208,3 +208,23 @@ def test_entries_are_a_view_that_keeps_its_dump_alive(simulated_job):
     # The entry and the iterator still read their dumps: the view kept them alive.
     assert entry.record_id == expected
     assert next(iterator).record_id >= 0
+
+
+def test_python_loads_lists_without_links_and_never_follows_links_out_of_a_directory(
+        tmp_path, simulated_job):
+    # A list of files is read as named, from where they are.
+    files = [str(simulated_job / "nccl_trace_rank_1"), str(simulated_job / "nccl_trace_rank_5")]
+    trace = fr_analyze.load(files)
+    assert trace.rank_ids == [1, 5]
+    assert all(d.path.startswith(str(simulated_job)) for d in trace.ranks)
+    # A directory whose dump is a link to a file outside it: the link is not followed.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("root:x:0:0\n")
+    job = tmp_path / "job"
+    job.mkdir()
+    os.symlink(simulated_job / "nccl_trace_rank_0", job / "nccl_trace_rank_0")
+    os.symlink(outside / "secret", job / "nccl_trace_rank_1")
+    trace = fr_analyze.load(job)
+    assert 1 not in trace.rank_ids
+    assert "root:x" not in str(trace)

@@ -474,6 +474,19 @@ absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverO
   }
 
   Walker walker(options, pattern->get());
+  if (!options.files.empty()) {
+    for (const std::string& file : options.files) {
+      fs::path path = fs::path(file).is_absolute() ? fs::path(file) : fs::path(root) / file;
+      struct stat file_info;
+      if (::stat(path.c_str(), &file_info) != 0) {
+        return absl::NotFoundError(fmt::format("dump file '{}' does not exist", path.string()));
+      }
+      std::string relative = fs::path(path).lexically_relative(root).generic_string();
+      if (relative.empty() || relative.starts_with("..")) relative = path.filename().string();
+      walker.VisitFile(path.string(), relative, file_info, RealPath(path.string()).value_or(path));
+    }
+    return std::move(walker).Finish();
+  }
   if (S_ISDIR(info.st_mode)) {
     if (absl::Status status = walker.WalkTree(root, info); !status.ok()) return status;
   } else if (S_ISREG(info.st_mode)) {

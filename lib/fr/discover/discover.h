@@ -63,9 +63,14 @@ struct DiscoverOptions {
   int64_t max_rank = 999'999;
   // Whether a symlink to a file outside the root is followed. The command line passes false
   // unless --follow-links is given: a directory of dumps from a job is not a reason to read
-  // whatever its links point to. The library default is true because the Python package loads
-  // a list of files through a temporary directory of links to them.
+  // whatever its links point to. The library default is true for compatibility with callers
+  // that built directories of links; the Python package passes false and names files directly.
   bool follow_links_out_of_root = true;
+  // When not empty, only these files are considered instead of walking the root (a list or a
+  // glob a user gave): paths absolute or relative to the root, each read wherever a link in its
+  // path leads, as a file named on its own is (the user chose it). Their path relative to the
+  // root is what `rank_pattern` matches. A path that does not exist is NotFound.
+  std::vector<std::string> files;
 };
 
 struct DiscoveredFile {

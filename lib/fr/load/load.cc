@@ -7,6 +7,7 @@
 #include <compare>
 #include <cstdio>
 #include <functional>
+#include <new>
 #include <optional>
 #include <set>
 #include <span>
@@ -455,11 +456,23 @@ void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
             });
 }
 
+absl::Status OutOfMemory(const std::string& path) {
+  return absl::ResourceExhaustedError(
+      fmt::format("{}: ran out of memory reading this file (outside the decoders' budgets: "
+                  "reading or decompressing it)",
+                  path));
+}
+
 }  // namespace
 
 absl::StatusOr<RankDump> LoadDumpFile(const std::string& path, int64_t rank,
                                       const ReadOptions& options) {
-  FileResult result = LoadOneFile(path, path, rank, options, /*hash_content=*/false);
+  FileResult result;
+  try {
+    result = LoadOneFile(path, path, rank, options, /*hash_content=*/false);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(path);
+  }
   if (!result.dump->ok()) return WithPath(result.dump->status(), path);
   return *std::move(result.dump);
 }
@@ -467,8 +480,13 @@ absl::StatusOr<RankDump> LoadDumpFile(const std::string& path, int64_t rank,
 absl::StatusOr<RankDump> LoadDumpBytes(std::shared_ptr<const Buffer> bytes, int64_t rank,
                                        const std::string& name, const ReadOptions& options) {
   int64_t started = NowNs();
-  FileResult result = DecodeAndNormalize(ReadInputBytes(std::move(bytes), options), rank, name,
-                                         started, /*hash_content=*/false);
+  FileResult result;
+  try {
+    result = DecodeAndNormalize(ReadInputBytes(std::move(bytes), options), rank, name, started,
+                                /*hash_content=*/false);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(name);
+  }
   if (!result.dump->ok()) return WithPath(result.dump->status(), name);
   return *std::move(result.dump);
 }
@@ -492,8 +510,14 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   std::atomic<size_t> done{0};
   ParallelFor(count, options.jobs, options.cancel, [&](size_t i) {
     const DiscoveredFile& file = files[i];
-    results[i] = LoadOneFile(file.open_path.empty() ? file.path : file.open_path, file.path,
-                             file.rank, read, contested.contains(file.rank));
+    // Running out of memory on one file is that file's error: the others are still analysed.
+    try {
+      results[i] = LoadOneFile(file.open_path.empty() ? file.path : file.open_path, file.path,
+                               file.rank, read, contested.contains(file.rank));
+    } catch (const std::bad_alloc&) {
+      results[i] = FileResult();
+      results[i].dump = OutOfMemory(file.path);
+    }
     size_t finished = ++done;
     if (options.progress) options.progress(finished, count);
   });
@@ -527,8 +551,13 @@ absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
   std::vector<FileResult> results(ranks.size());
   ParallelFor(ranks.size(), options.jobs, options.cancel, [&](size_t i) {
     int64_t read_started = NowNs();
-    results[i] = DecodeAndNormalize(ReadInputBytes(buffers[i], options.read), ranks[i], names[i],
-                                    read_started, /*hash_content=*/false);
+    try {
+      results[i] = DecodeAndNormalize(ReadInputBytes(buffers[i], options.read), ranks[i], names[i],
+                                      read_started, /*hash_content=*/false);
+    } catch (const std::bad_alloc&) {
+      results[i] = FileResult();
+      results[i].dump = OutOfMemory(names[i]);
+    }
   });
   if (options.cancel != nullptr && options.cancel->load()) {
     return absl::CancelledError("loading was interrupted");

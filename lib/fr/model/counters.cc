@@ -21,6 +21,8 @@ constexpr CounterInfo kCounters[] = {
     {"findings_not_listed", kInfo, "findings of one kind beyond the report's limit, counted only"},
     {"group_with_several_pg_ids", kInfo, "one group name with several local pg ids in a dump"},
     {"missing_version", kInfo, "a dump without a version key; read as the 2023 layout"},
+    {"more_oddity_kinds", kDataLoss,
+     "oddities of kinds past the per-dump limit of distinct kinds, counted together"},
     {"non_string_entry_key", kDataLoss, "entry keys that are not strings; their values ignored"},
     {"non_string_top_level_key", kDataLoss, "top-level keys that are not strings; ignored"},
     {"ops_in_flight_not_stuck", kInfo,
