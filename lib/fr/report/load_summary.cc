@@ -122,10 +122,23 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
                          TerminalSafe(fmt::format("{}", fmt::join(conflict.paths, ", "))));
     }
   }
-  if (!trace.skipped.empty()) {
-    out += fmt::format("\nskipped files ({}), not dumps:\n", trace.skipped.size());
-    for (const SkippedFile& file : trace.skipped) {
-      out += fmt::format("  {}: {}\n", TerminalSafe(file.path), TerminalSafe(file.reason));
+  // Dumps set aside for a rank (another copy preferred, or a rank the job does not have) apart
+  // from files that are not dumps at all.
+  std::vector<const SkippedFile*> set_aside, not_dumps;
+  for (const SkippedFile& file : trace.skipped) {
+    (file.rank >= 0 ? set_aside : not_dumps).push_back(&file);
+  }
+  if (!set_aside.empty()) {
+    out += fmt::format("\ndumps set aside ({}):\n", set_aside.size());
+    for (const SkippedFile* file : set_aside) {
+      out += fmt::format("  rank {}: {}: {}\n", file->rank, TerminalSafe(file->path),
+                         TerminalSafe(file->reason));
+    }
+  }
+  if (!not_dumps.empty()) {
+    out += fmt::format("\nskipped files ({}), not dumps:\n", not_dumps.size());
+    for (const SkippedFile* file : not_dumps) {
+      out += fmt::format("  {}: {}\n", TerminalSafe(file->path), TerminalSafe(file->reason));
     }
   }
   auto groups = SortedGroups(trace);

@@ -204,8 +204,9 @@ void AppendInputs(const Report& report, std::string* out) {
   for (const auto& file : in.files_rejected())
     *out += fmt::format("  rejected: {}\n", file.error());
   if (in.files_skipped_size() > 0) {
-    *out += fmt::format("  skipped {} files that are not dumps (pipes, logs, cores)\n",
-                        in.files_skipped_size());
+    *out +=
+        fmt::format("  skipped {} files (not dumps, or dumps set aside: see `fr-analyze load`)\n",
+                    in.files_skipped_size());
   }
   const auto& stats = report.stats();
   *out += fmt::format("  {} entries, {} process groups, {} collectives and {} p2p ops checked\n",
