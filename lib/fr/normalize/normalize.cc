@@ -832,6 +832,21 @@ class Normalizer {
     return true;
   }
 
+  // Dumps before 1.1 stored microseconds; the model keeps nanoseconds. A count of microseconds
+  // too large for a nanosecond int64 (centuries past 2262) is no clock reading: it is refused
+  // as a wrong value rather than wrapped into a plausible-looking one.
+  bool ReadMicroseconds(ValueId field, int64_t* target_ns) const {
+    int64_t microseconds = 0;
+    if (!ReadInt(field, &microseconds)) return false;
+    constexpr int64_t kNanosPerMicro = 1000;
+    if (microseconds > std::numeric_limits<int64_t>::max() / kNanosPerMicro ||
+        microseconds < std::numeric_limits<int64_t>::min() / kNanosPerMicro) {
+      return false;
+    }
+    *target_ns = microseconds * kNanosPerMicro;
+    return true;
+  }
+
   // None in pickles and 0 in JSON both mean "not yet".
   bool ReadTime(ValueId field, int64_t* target) const {
     if (doc_.kind(field) == ValueKind::kNone) return true;
@@ -964,8 +979,8 @@ class Normalizer {
           ok = ReadInt(field, &entry->time_created_ns);
           break;
         case EntryField::kTimeCreatedUs:
-          ok = ReadInt(field, &entry->time_created_ns);
-          entry->time_created_ns *= 1000;
+          ok = ReadMicroseconds(field, &entry->time_created_ns);
+          expected = "expected an int of microseconds that fits a nanosecond clock";
           break;
         case EntryField::kDurationMs:
           ok = ReadDuration(field, &entry->duration_ms);
@@ -1088,8 +1103,7 @@ class Normalizer {
       return false;
     }
     if (ValueId v = at(EntryField::kTimeCreatedUs); v != kNoValue) {
-      if (!ReadInt(v, &entry->time_created_ns)) return false;
-      entry->time_created_ns *= 1000;
+      if (!ReadMicroseconds(v, &entry->time_created_ns)) return false;
     }
     if (ValueId v = at(EntryField::kProcessGroup); v != kNoValue && !ReadProcessGroup(v, refs)) {
       return false;
