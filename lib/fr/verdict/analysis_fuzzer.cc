@@ -11,6 +11,7 @@
 // same function over the seed corpus.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -27,8 +28,11 @@ namespace {
 constexpr std::string_view kSeparator = "\n--fr-rank--\n";
 constexpr size_t kMaxRanks = 64;
 
-void Check(bool condition) {
-  if (!condition) std::abort();
+// Says which invariant broke before aborting, so that a crash report is readable on its own.
+void Check(bool condition, const char* invariant) {
+  if (condition) return;
+  std::fprintf(stderr, "analysis invariant broken: %s\n", invariant);
+  std::abort();
 }
 
 }  // namespace
@@ -52,20 +56,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const fr::RankDump& dump : trace->ranks) loaded.insert(dump.rank);
   for (int32_t r : report.verdict().victim_ranks()) victims.insert(r);
   for (int32_t culprit : report.verdict().culprit_ranks()) {
-    Check(!victims.contains(culprit));
+    Check(!victims.contains(culprit), "a culprit is never also a victim");
     // A culprit is a rank of the job: loaded, or named by a loaded dump as missing.
     bool known = loaded.contains(culprit);
     for (int64_t r : trace->missing_ranks) known |= r == culprit;
     for (const fr::RejectedFile& file : trace->rejected) known |= file.rank == culprit;
-    Check(known);
+    Check(known, "a culprit is a rank of the job");
   }
   const std::string& kind = report.verdict().failure_class();
   static const std::set<std::string> kClasses = {
       "none",          "missing_participant", "gpu_stall",
       "op_mismatch",   "size_mismatch",       "dtype_mismatch",
       "p2p_unmatched", "stuck_collective",    "insufficient_evidence"};
-  Check(kClasses.contains(kind));
-  Check(!fr::FormatReportText(report).empty());
-  Check(fr::FormatReportJson(report).ok());
+  Check(kClasses.contains(kind), "the failure class is one of the contract's");
+  Check(!fr::FormatReportText(report).empty(), "the text report is not empty");
+  Check(fr::FormatReportJson(report).ok(), "the report serializes to JSON");
   return 0;
 }

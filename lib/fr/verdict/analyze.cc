@@ -901,7 +901,11 @@ class Analyzer {
     for (int64_t r : culprits) verdict->add_culprit_ranks(static_cast<int32_t>(r));
     verdict->set_confidence(confidence);
     verdict->set_summary(summary);
-    for (int64_t r : graph.victims()) verdict->add_victim_ranks(static_cast<int32_t>(r));
+    // The lead may blame a rank for what it did (a mismatch) while the graph also finds it
+    // blocked elsewhere: it is then a culprit, never also its own victim.
+    for (int64_t r : graph.victims()) {
+      if (!culprits.contains(r)) verdict->add_victim_ranks(static_cast<int32_t>(r));
+    }
     NextActionContext context;
     context.failure_class = failure_class;
     context.culprits.assign(culprits.begin(), culprits.end());
