@@ -1,0 +1,416 @@
+#include "fr/clock/job_clock.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/civil_time.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "fmt/format.h"
+
+namespace fr {
+namespace {
+
+constexpr int64_t kNanosPerMs = 1'000'000;
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+// Drift is only estimated from anchors at least this far apart: over shorter spans the
+// scatter of the anchors themselves (watchdog polling, init skew) is larger than any drift.
+constexpr int64_t kMinDriftSpanNs = 10 * 60 * kNanosPerSecond;
+// Faster than this no working NTP-less crystal runs; a larger fit is noise.
+constexpr double kMaxDriftPpm = 1000;
+// A host whose anchors agree with the consensus within this is "high" confidence.
+constexpr int64_t kTightResidualNs = 2 * kNanosPerSecond;
+
+int64_t Median(std::vector<int64_t> values) {
+  if (values.empty()) return 0;
+  size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  int64_t upper = values[middle];
+  if (values.size() % 2 == 1) return upper;
+  int64_t lower = *std::max_element(values.begin(), values.begin() + middle);
+  return lower + (upper - lower) / 2;
+}
+
+int64_t CivilNs(int64_t year, int month, int day, int64_t ns_of_day) {
+  absl::Time midnight = absl::FromCivil(absl::CivilDay(year, month, day), absl::UTCTimeZone());
+  return absl::ToUnixNanos(midnight) + ns_of_day;
+}
+
+int YearOf(int64_t ns) {
+  return static_cast<int>(absl::ToCivilYear(absl::FromUnixNanos(ns), absl::UTCTimeZone()).year());
+}
+
+bool IsDated(const LogTime& time) {
+  return time.kind == LogTime::Kind::kUtc || time.kind == LogTime::Kind::kLocal;
+}
+
+// A year-less date in the year that puts it nearest `reference`.
+int64_t NearestYear(const LogTime& time, int64_t reference) {
+  int year = YearOf(reference);
+  int64_t best = CivilNs(year, time.month, time.day, time.ns);
+  for (int candidate : {year - 1, year + 1}) {
+    int64_t ns = CivilNs(candidate, time.month, time.day, time.ns);
+    if (std::llabs(ns - reference) < std::llabs(best - reference)) best = ns;
+  }
+  return best;
+}
+
+bool IsKernelFault(LogEventKind kind) {
+  return kind == LogEventKind::kXid || kind == LogEventKind::kHostOom;
+}
+
+// Observations of one group of simultaneous events: per host, the median of its readings.
+struct AnchorGroup {
+  std::string method;
+  std::map<std::string, std::vector<int64_t>> readings;
+  std::map<std::string, int64_t> by_host;  // filled from readings
+  int64_t consensus = 0;
+};
+
+}  // namespace
+
+const HostClock* JobClock::Find(const std::string& host) const {
+  auto it =
+      std::lower_bound(hosts.begin(), hosts.end(), host,
+                       [](const HostClock& h, const std::string& name) { return h.host < name; });
+  return it != hosts.end() && it->host == host ? &*it : nullptr;
+}
+
+int64_t JobClock::Correct(const std::string& host, int64_t host_ns) const {
+  const HostClock* clock = Find(host);
+  if (clock == nullptr || host_ns == kNoTime) return host_ns;
+  double drift = clock->drift_ppm * 1e-6 * static_cast<double>(host_ns - clock->drift_origin_ns);
+  return host_ns - clock->offset_ns - static_cast<int64_t>(std::llround(drift));
+}
+
+void ResolveIdentities(LogSet* logs) {
+  std::vector<LogEvent>& events = logs->events;
+  // What the file says of all its lines.
+  for (LogEvent& event : events) {
+    if (event.file < 0 || event.file >= static_cast<int32_t>(logs->files.size())) continue;
+    const LogFile& file = logs->files[event.file];
+    if (event.host.empty()) event.host = file.host;
+    if (event.rank < 0) event.rank = file.rank;
+    if (event.local_rank < 0) event.local_rank = file.local_rank;
+  }
+  // A file whose host-bearing lines all name one host (a rank's log with NCCL prefixes) is that
+  // host's, for its other lines too.
+  std::map<int32_t, std::set<std::string>> hosts_of_file;
+  for (const LogEvent& event : events) {
+    if (!event.host.empty()) hosts_of_file[event.file].insert(event.host);
+  }
+  for (LogEvent& event : events) {
+    auto it = hosts_of_file.find(event.file);
+    if (event.host.empty() && it != hosts_of_file.end() && it->second.size() == 1) {
+      event.host = *it->second.begin();
+    }
+  }
+  // The world communicator's init lines tie each rank to its host, device, bus id and pid.
+  int32_t world = -1;
+  for (const LogEvent& event : events) {
+    if (event.kind == LogEventKind::kNcclInit) world = std::max(world, event.nranks);
+  }
+  std::map<std::pair<std::string, int32_t>, int32_t> by_device, by_pid;
+  std::map<std::pair<std::string, std::string>, int32_t> by_bus;
+  std::map<int32_t, std::string> host_of_rank;
+  for (const LogEvent& event : events) {
+    if (event.host.empty() || event.rank < 0) continue;
+    bool world_init = event.kind == LogEventKind::kNcclInit && event.nranks == world;
+    if (world_init) {
+      if (event.cuda_dev >= 0) by_device[{event.host, event.cuda_dev}] = event.rank;
+      if (event.pid >= 0) by_pid[{event.host, event.pid}] = event.rank;
+      if (!event.bus_id.empty()) by_bus[{event.host, event.bus_id}] = event.rank;
+    }
+    bool global_rank =
+        world_init || event.kind == LogEventKind::kRootCauseTable ||
+        (event.kind != LogEventKind::kNcclInit && event.kind != LogEventKind::kWorkerFailed);
+    if (!global_rank) continue;
+    host_of_rank.emplace(event.rank, event.host);
+    if (event.local_rank >= 0)
+      by_device.emplace(std::pair{event.host, event.local_rank}, event.rank);
+  }
+  for (LogEvent& event : events) {
+    if (event.rank < 0 && !event.host.empty()) {
+      auto find = [&](const auto& map, const auto& key) {
+        auto it = map.find(key);
+        return it == map.end() ? -1 : it->second;
+      };
+      if (event.local_rank >= 0)
+        event.rank = find(by_device, std::pair{event.host, event.local_rank});
+      if (event.rank < 0 && event.pid >= 0)
+        event.rank = find(by_pid, std::pair{event.host, event.pid});
+      if (event.rank < 0 && !event.bus_id.empty()) {
+        event.rank = find(by_bus, std::pair{event.host, event.bus_id});
+      }
+    }
+    if (event.host.empty() && event.rank >= 0) {
+      if (auto it = host_of_rank.find(event.rank); it != host_of_rank.end())
+        event.host = it->second;
+    }
+  }
+}
+
+JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
+  ResolveIdentities(logs);
+  std::vector<LogEvent>& events = logs->events;
+  JobClock clock;
+
+  // The year for year-less dates: from the dated lines, else the dump time, else now.
+  std::vector<int64_t> dated;
+  for (const LogEvent& event : events) {
+    if (IsDated(event.raw_time)) dated.push_back(event.raw_time.ns);
+  }
+  int64_t reference;
+  if (!dated.empty()) {
+    reference = Median(dated);
+    clock.year_source = "dated log lines";
+  } else if (hints.near_ns != kNoTime) {
+    reference = hints.near_ns;
+    clock.year_source = "dump time";
+  } else {
+    reference = hints.now_ns != kNoTime ? hints.now_ns : absl::ToUnixNanos(absl::Now());
+    clock.year_source = "current year (assumed: no line is dated)";
+  }
+  clock.year = YearOf(reference);
+
+  // Every event's reading of its host's clock (kNoTime for none yet: seconds since boot are
+  // placed once the offsets are known).
+  std::vector<int64_t> local(events.size(), kNoTime);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const LogTime& time = events[i].raw_time;
+    if (IsDated(time)) {
+      local[i] = time.ns;
+    } else if (time.kind == LogTime::Kind::kNoYear && time.month >= 1 && time.month <= 12 &&
+               time.day >= 1 && time.day <= 31) {
+      local[i] = NearestYear(time, reference);
+    }
+  }
+
+  // Groups of events that happen at nearly the same true moment wherever they are printed.
+  int32_t world = -1;
+  for (const LogEvent& event : events) {
+    if (event.kind == LogEventKind::kNcclInit) world = std::max(world, event.nranks);
+  }
+  std::map<std::string, AnchorGroup> groups;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const LogEvent& event = events[i];
+    if (local[i] == kNoTime) continue;
+    std::string key;
+    int64_t value = local[i];
+    if (event.kind == LogEventKind::kWatchdogTimeout && event.seq >= 0) {
+      // The op's enqueue: the same moment on every member, unlike the watchdog's polling.
+      if (event.ran_for_ms > 0) value -= event.ran_for_ms * kNanosPerMs;
+      key = fmt::format("watchdog timeouts of SeqNum {}{}", event.seq,
+                        event.process_group.empty() ? "" : " (" + event.process_group + ")");
+    } else if (event.kind == LogEventKind::kNcclInit && event.nranks == world && world > 1) {
+      key = fmt::format("NCCL init of the {}-rank communicator", world);
+    } else if (event.kind == LogEventKind::kRendezvous) {
+      key = "rendezvous";
+    } else {
+      continue;
+    }
+    AnchorGroup& group = groups[key];
+    group.method = key;
+    group.readings[event.host].push_back(value);
+  }
+  std::vector<AnchorGroup*> shared;
+  for (auto& [key, group] : groups) {
+    for (auto& [host, values] : group.readings) group.by_host[host] = Median(values);
+    if (group.by_host.size() >= 2) shared.push_back(&group);
+  }
+
+  std::set<std::string> hosts;
+  for (const LogEvent& event : events) hosts.insert(event.host);
+  std::map<std::string, int64_t> offset;
+  for (const std::string& host : hosts) offset[host] = 0;
+  // Alternating medians: each group's true time given the offsets, each host's offset given
+  // the groups' times. Medians make one wrong anchor (a watchdog that polled late, a host that
+  // printed its init much later) harmless.
+  for (int round = 0; round < 8 && !shared.empty(); ++round) {
+    for (AnchorGroup* group : shared) {
+      std::vector<int64_t> times;
+      for (const auto& [host, value] : group->by_host) times.push_back(value - offset[host]);
+      group->consensus = Median(times);
+    }
+    for (const std::string& host : hosts) {
+      std::vector<int64_t> differences;
+      for (const AnchorGroup* group : shared) {
+        if (auto it = group->by_host.find(host); it != group->by_host.end()) {
+          differences.push_back(it->second - group->consensus);
+        }
+      }
+      if (!differences.empty()) offset[host] = Median(differences);
+    }
+  }
+  // The consensus clock is the median anchored host's: no single host is trusted.
+  std::vector<int64_t> anchored_offsets;
+  std::map<std::string, std::vector<const AnchorGroup*>> groups_of_host;
+  for (const AnchorGroup* group : shared) {
+    for (const auto& [host, value] : group->by_host) groups_of_host[host].push_back(group);
+  }
+  for (const auto& [host, list] : groups_of_host) anchored_offsets.push_back(offset[host]);
+  int64_t center = Median(anchored_offsets);
+  for (AnchorGroup* group : shared) group->consensus += center;
+  for (auto& [host, value] : offset) {
+    if (groups_of_host.contains(host)) value -= center;
+  }
+
+  bool single_host = hosts.size() == 1;
+  for (const std::string& host : hosts) {
+    HostClock out;
+    out.host = host;
+    out.offset_ns = offset[host];
+    auto it = groups_of_host.find(host);
+    if (it == groups_of_host.end()) {
+      out.method = single_host ? "the only source: its clock is the job's"
+                               : "no event shared with other hosts: its clock is taken as is";
+      out.confidence = single_host ? "medium" : "low";
+      clock.hosts.push_back(std::move(out));
+      continue;
+    }
+    std::vector<const AnchorGroup*> list = it->second;
+    out.anchors = static_cast<int32_t>(list.size());
+    // Drift: the host's residual against the consensus, fitted linearly in time, when its
+    // anchors are far enough apart; the offset is then the fit's value at the latest anchor,
+    // nearest the failure.
+    int64_t first = list.front()->consensus, last = first;
+    for (const AnchorGroup* group : list) {
+      first = std::min(first, group->consensus);
+      last = std::max(last, group->consensus);
+    }
+    out.drift_origin_ns = last;
+    if (last - first >= kMinDriftSpanNs && list.size() >= 2) {
+      double mean_t = 0, mean_r = 0;
+      for (const AnchorGroup* group : list) {
+        mean_t += static_cast<double>(group->consensus - last);
+        mean_r += static_cast<double>(group->by_host.at(host) - group->consensus);
+      }
+      mean_t /= static_cast<double>(list.size());
+      mean_r /= static_cast<double>(list.size());
+      double covariance = 0, variance = 0;
+      for (const AnchorGroup* group : list) {
+        double t = static_cast<double>(group->consensus - last) - mean_t;
+        double r = static_cast<double>(group->by_host.at(host) - group->consensus) - mean_r;
+        covariance += t * r;
+        variance += t * t;
+      }
+      double slope = variance > 0 ? covariance / variance : 0;
+      if (std::abs(slope) * 1e6 <= kMaxDriftPpm) {
+        out.drift_ppm = slope * 1e6;
+        out.offset_ns = static_cast<int64_t>(std::llround(mean_r - slope * mean_t));
+      }
+    }
+    int64_t worst = 0;
+    for (const AnchorGroup* group : list) {
+      double drift = out.drift_ppm * 1e-6 * static_cast<double>(group->consensus - last);
+      int64_t predicted = out.offset_ns + static_cast<int64_t>(std::llround(drift));
+      worst = std::max<int64_t>(worst,
+                                std::llabs(group->by_host.at(host) - group->consensus - predicted));
+    }
+    // The most widely shared group names the method.
+    const AnchorGroup* best =
+        *std::max_element(list.begin(), list.end(), [](const AnchorGroup* a, const AnchorGroup* b) {
+          return a->by_host.size() < b->by_host.size();
+        });
+    out.method = fmt::format("{} on {} hosts", best->method, best->by_host.size());
+    if (list.size() > 1) out.method += fmt::format(" (+{} more shared events)", list.size() - 1);
+    if (out.drift_ppm != 0) out.method += fmt::format(", drift {:.1f} ppm", out.drift_ppm);
+    bool widely_shared = best->by_host.size() >= 3;
+    out.confidence = widely_shared && worst <= kTightResidualNs ? "high" : "medium";
+    clock.hosts.push_back(std::move(out));
+  }
+
+  // Seconds since boot: placed so that the host's last kernel fault (or its last kernel line)
+  // falls just before the first stalled collective's enqueue, the last moment the job was
+  // known to be healthy; without a stall, just before the host's first other event.
+  int64_t first_stall = kNoTime;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const LogEvent& event = events[i];
+    if (event.kind != LogEventKind::kWatchdogTimeout || local[i] == kNoTime) continue;
+    int64_t enqueue =
+        clock.Correct(event.host, local[i]) - std::max<int64_t>(event.ran_for_ms, 0) * kNanosPerMs;
+    if (first_stall == kNoTime || enqueue < first_stall) first_stall = enqueue;
+  }
+  std::map<std::string, int64_t> last_fault, last_line, first_other;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const LogEvent& event = events[i];
+    if (event.raw_time.kind == LogTime::Kind::kSinceBoot) {
+      auto raise = [&](std::map<std::string, int64_t>& map) {
+        auto [it, inserted] = map.try_emplace(event.host, event.raw_time.ns);
+        if (!inserted) it->second = std::max(it->second, event.raw_time.ns);
+      };
+      raise(last_line);
+      if (IsKernelFault(event.kind)) raise(last_fault);
+    } else if (local[i] != kNoTime) {
+      int64_t corrected = clock.Correct(event.host, local[i]);
+      auto [it, inserted] = first_other.try_emplace(event.host, corrected);
+      if (!inserted) it->second = std::min(it->second, corrected);
+    }
+  }
+  // A fault outranks any later kernel chatter as the line to place.
+  std::map<std::string, int64_t> last_since_boot = last_line;
+  for (const auto& [host, ns] : last_fault) last_since_boot[host] = ns;
+  for (auto& [host, last] : last_since_boot) {
+    int64_t target = first_stall;
+    if (target == kNoTime && first_other.contains(host)) target = first_other[host];
+    if (target == kNoTime) continue;
+    target -= kNanosPerMs;
+    auto it = std::find_if(clock.hosts.begin(), clock.hosts.end(),
+                           [&](const HostClock& h) { return h.host == host; });
+    if (it == clock.hosts.end()) continue;
+    // boot + last (host clock) corrects to target.
+    it->boot_ns = target + it->offset_ns - last;
+    it->method += "; kernel seconds since boot placed just before the first stalled collective";
+    it->confidence = "low";
+  }
+
+  for (size_t i = 0; i < events.size(); ++i) {
+    LogEvent& event = events[i];
+    if (event.raw_time.kind == LogTime::Kind::kSinceBoot) {
+      const HostClock* host = clock.Find(event.host);
+      if (host != nullptr && host->boot_ns != kNoTime) local[i] = host->boot_ns + event.raw_time.ns;
+    }
+    if (local[i] != kNoTime) {
+      event.time_ns = clock.Correct(event.host, local[i]);
+    } else if (i > 0 && events[i - 1].file == event.file) {
+      // A line without a time (a traceback's frames) happened when the line before it did.
+      event.time_ns = events[i - 1].time_ns;
+    }
+  }
+  return clock;
+}
+
+std::string FormatUtc(int64_t ns) {
+  if (ns == kNoTime) return "";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+std::string FormatRawTime(const LogTime& time) {
+  switch (time.kind) {
+    case LogTime::Kind::kNone:
+      return "";
+    case LogTime::Kind::kUtc:
+      return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixNanos(time.ns),
+                              absl::UTCTimeZone());
+    case LogTime::Kind::kLocal:
+      return absl::FormatTime("%Y-%m-%d %H:%M:%E6S", absl::FromUnixNanos(time.ns),
+                              absl::UTCTimeZone()) +
+             " (host local time)";
+    case LogTime::Kind::kNoYear:
+      return fmt::format("{:02}-{:02} ", time.month, time.day) +
+             absl::FormatTime("%H:%M:%E6S", absl::FromUnixNanos(time.ns), absl::UTCTimeZone()) +
+             " (no year)";
+    case LogTime::Kind::kSinceBoot:
+      return fmt::format("{}.{:06} s after boot", time.ns / kNanosPerSecond,
+                         (time.ns % kNanosPerSecond) / 1000);
+  }
+  return "";
+}
+
+}  // namespace fr

@@ -1,0 +1,202 @@
+#include "fr/clock/job_clock.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+namespace fr {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kSecond = 1000 * kMs;
+
+int64_t Utc(int year, int month, int day, int hour, int minute, int second) {
+  return absl::ToUnixNanos(absl::FromCivil(
+      absl::CivilSecond(year, month, day, hour, minute, second), absl::UTCTimeZone()));
+}
+
+// A job's logs written by hosts whose clocks are off by known amounts.
+class SkewedJob {
+ public:
+  explicit SkewedJob(int ranks_per_host) : ranks_per_host_(ranks_per_host) {}
+
+  void AddHost(const std::string& host, int64_t offset_ns) {
+    offsets_.push_back({host, offset_ns});
+  }
+
+  // Every rank of every host times out in SeqNum `seq`, enqueued at `true_enqueue_ns` (+ a few
+  // ms of scatter), `timeout_ms` later (+ up to a second of watchdog polling).
+  void TimeOut(int64_t seq, int64_t true_enqueue_ns, int64_t timeout_ms, LogSet* logs) {
+    int rank = 0;
+    for (const auto& [host, offset] : offsets_) {
+      for (int local = 0; local < ranks_per_host_; ++local, ++rank) {
+        int64_t enqueue = true_enqueue_ns + (rank % 7) * kMs;
+        int64_t ran_for_ms = timeout_ms + (rank * 37) % 900;
+        LogEvent event;
+        event.kind = LogEventKind::kWatchdogTimeout;
+        event.file = File(logs, host);
+        event.rank = rank;
+        event.host = host;
+        event.seq = seq;
+        event.timeout_ms = timeout_ms;
+        event.ran_for_ms = ran_for_ms;
+        event.raw_time = {.kind = LogTime::Kind::kLocal, .ns = enqueue + ran_for_ms * kMs + offset};
+        logs->events.push_back(event);
+      }
+    }
+  }
+
+  int32_t File(LogSet* logs, const std::string& host) {
+    for (size_t i = 0; i < logs->files.size(); ++i) {
+      if (logs->files[i].path == host + ".log") return static_cast<int32_t>(i);
+    }
+    logs->files.push_back({.path = host + ".log", .format = "test"});
+    return static_cast<int32_t>(logs->files.size() - 1);
+  }
+
+  const std::vector<std::pair<std::string, int64_t>>& offsets() const { return offsets_; }
+
+ private:
+  int ranks_per_host_;
+  std::vector<std::pair<std::string, int64_t>> offsets_;
+};
+
+TEST(JobClockTest, HostOffsetsAreRecoveredFromSharedTimeouts) {
+  SkewedJob job(8);
+  job.AddHost("node00", 0);
+  job.AddHost("node01", 42 * kSecond);
+  job.AddHost("node02", -75 * kSecond);
+  job.AddHost("node03", 3 * kSecond);
+  job.AddHost("node04", -1 * kSecond);
+  LogSet logs;
+  job.TimeOut(2383, Utc(2026, 12, 1, 12, 0, 0), 600'000, &logs);
+  JobClock clock = AlignClocks(&logs, {});
+  ASSERT_EQ(clock.hosts.size(), 5u);
+  // Offsets are relative to the consensus; their differences are what the hosts' clocks differ
+  // by, within the scatter of the anchors.
+  const HostClock* reference = clock.Find("node00");
+  ASSERT_NE(reference, nullptr);
+  for (const auto& [host, offset] : job.offsets()) {
+    const HostClock* estimate = clock.Find(host);
+    ASSERT_NE(estimate, nullptr) << host;
+    EXPECT_LE(std::llabs((estimate->offset_ns - reference->offset_ns) - offset), 50 * kMs) << host;
+    EXPECT_EQ(estimate->confidence, "high") << host;
+    EXPECT_NE(estimate->method.find("SeqNum 2383"), std::string::npos) << estimate->method;
+  }
+  // Corrected, the enqueues (time minus ran-for) agree across hosts.
+  int64_t low = INT64_MAX, high = INT64_MIN;
+  for (const LogEvent& event : logs.events) {
+    int64_t enqueue = event.time_ns - event.ran_for_ms * kMs;
+    low = std::min(low, enqueue);
+    high = std::max(high, enqueue);
+  }
+  EXPECT_LE(high - low, 100 * kMs);
+}
+
+TEST(JobClockTest, YearlessDatesTakeTheYearNearestTheDatedLines) {
+  LogSet logs;
+  logs.files.push_back({.path = "a.log"});
+  LogEvent dated;
+  dated.file = 0;
+  dated.kind = LogEventKind::kRendezvous;
+  dated.raw_time = {.kind = LogTime::Kind::kLocal, .ns = Utc(2027, 1, 1, 0, 0, 10)};
+  LogEvent glog;
+  glog.file = 0;
+  glog.kind = LogEventKind::kWatchdogTimeout;
+  glog.raw_time = {.kind = LogTime::Kind::kNoYear,
+                   .ns = (23 * 3600 + 59 * 60 + 50) * kSecond,
+                   .month = 12,
+                   .day = 31};
+  logs.events = {dated, glog};
+  AlignClocks(&logs, {});
+  EXPECT_EQ(logs.events[1].time_ns, Utc(2026, 12, 31, 23, 59, 50));
+}
+
+TEST(JobClockTest, XidNamingOnlyABusIdIsGivenTheRankOnThatGpu) {
+  LogSet logs;
+  logs.files.push_back({.path = "node07/nccl.log"});
+  logs.files.push_back({.path = "node07/dmesg"});
+  for (int dev = 0; dev < 8; ++dev) {
+    LogEvent init;
+    init.file = 0;
+    init.kind = LogEventKind::kNcclInit;
+    init.host = "node07";
+    init.rank = 56 + dev;
+    init.nranks = 64;
+    init.cuda_dev = dev;
+    init.bus_id = dev == 3 ? "0000:3b:00" : "0000:" + std::to_string(10 + dev) + ":00";
+    logs.events.push_back(init);
+  }
+  LogEvent xid;
+  xid.file = 1;
+  xid.kind = LogEventKind::kXid;
+  xid.host = "node07";
+  xid.xid = 79;
+  xid.bus_id = "0000:3b:00";
+  logs.events.push_back(xid);
+  ResolveIdentities(&logs);
+  EXPECT_EQ(logs.events.back().rank, 59);
+}
+
+TEST(JobClockTest, DriftIsEstimatedFromAnchorsHoursApart) {
+  SkewedJob job(4);
+  job.AddHost("node00", 0);
+  job.AddHost("node01", 0);
+  job.AddHost("node02", 0);
+  LogSet logs;
+  int64_t start = Utc(2026, 12, 1, 2, 0, 0);
+  job.TimeOut(10, start, 1000, &logs);
+  int64_t later = start + 10 * 3600 * kSecond;
+  job.TimeOut(5000, later, 1000, &logs);
+  // node02 gains 100 ppm: 3.6 s over the 10 hours.
+  for (LogEvent& event : logs.events) {
+    if (event.host != "node02") continue;
+    event.raw_time.ns += (event.raw_time.ns - start) / 10'000;
+  }
+  JobClock clock = AlignClocks(&logs, {});
+  const HostClock* fast = clock.Find("node02");
+  ASSERT_NE(fast, nullptr);
+  EXPECT_NEAR(fast->drift_ppm, 100, 10);
+  EXPECT_NE(fast->method.find("drift"), std::string::npos);
+}
+
+TEST(JobClockTest, KernelSecondsSinceBootArePlacedBeforeTheStall) {
+  SkewedJob job(4);
+  job.AddHost("node00", 0);
+  job.AddHost("node01", 20 * kSecond);
+  LogSet logs;
+  job.TimeOut(7, Utc(2026, 12, 1, 12, 0, 0), 600'000, &logs);
+  LogEvent xid;
+  xid.file = job.File(&logs, "node01-dmesg");
+  xid.kind = LogEventKind::kXid;
+  xid.host = "node01";
+  xid.raw_time = {.kind = LogTime::Kind::kSinceBoot, .ns = 98765 * kSecond};
+  logs.events.push_back(xid);
+  JobClock clock = AlignClocks(&logs, {});
+  // The stall's enqueue on the corrected clock (the consensus of the two hosts).
+  int64_t stalled = INT64_MAX;
+  for (const LogEvent& event : logs.events) {
+    if (event.kind == LogEventKind::kWatchdogTimeout) {
+      stalled = std::min(stalled, event.time_ns - event.ran_for_ms * kMs);
+    }
+  }
+  const LogEvent& placed = logs.events.back();
+  ASSERT_NE(placed.time_ns, kNoTime);
+  EXPECT_LT(placed.time_ns, stalled);
+  EXPECT_GT(placed.time_ns, stalled - kSecond);
+  EXPECT_EQ(clock.Find("node01")->confidence, "low");
+}
+
+TEST(JobClockTest, TimesAreFormattedAsRfc3339Utc) {
+  EXPECT_EQ(FormatUtc(Utc(2026, 3, 14, 11, 21, 20) + 770 * kMs), "2026-03-14T11:21:20.770Z");
+  EXPECT_EQ(FormatUtc(kNoTime), "");
+  LogTime boot{.kind = LogTime::Kind::kSinceBoot, .ns = 1234 * kSecond + 567890 * 1000};
+  EXPECT_EQ(FormatRawTime(boot), "1234.567890 s after boot");
+}
+
+}  // namespace
+}  // namespace fr
