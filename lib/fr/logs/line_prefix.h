@@ -1,0 +1,61 @@
+// The tokenizer half of the log stage: splits one log line into the prefixes that launchers,
+// loggers and the kernel put in front of it (who printed it, when) and the message body that
+// the recognizers in log_parser.cc look at. Internal to lib/fr/logs.
+//
+//   LinePrefix prefix;
+//   ParseLinePrefix("0: [rank0]:[E1201 12:03:04.123456 ProcessGroupNCCL.cpp:616] boom", &prefix);
+//   // prefix.rank == 0, prefix.time.kind == kNoYear, prefix.body == "boom"
+//
+// Prefixes nest (srun -l around torchrun around glog), so they are peeled in a loop; each parser
+// looks at a few leading bytes and gives up at once, which keeps lines that carry no prefix cheap.
+#ifndef FR_LOGS_LINE_PREFIX_H_
+#define FR_LOGS_LINE_PREFIX_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "fr/logs/log_event.h"
+
+namespace fr::logs_internal {
+
+// Which line formats a prefix showed; LogFile::format is the most common one over a file.
+enum LineFormat : uint8_t {
+  kFormatText = 0,  // nothing recognized
+  kFormatSlurm,     // srun -l "37: "
+  kFormatTorchrun,  // "[rank3]:" / "[default3]:"
+  kFormatGlog,      // "E1201 12:03:04.123456 1234 file.cc:12] "
+  kFormatPython,    // "2026-12-01 12:03:04,123 " (Python logging), torchelastic "[...] "
+  kFormatNccl,      // "host:pid:tid [dev] NCCL INFO "
+  kFormatDmesg,     // "[ 1234.567890] "
+  kFormatSyslog,    // "Dec  1 12:03:04 host ident: " / RFC3339 "... host ident: "
+  kFormatCount,
+};
+const char* LineFormatName(LineFormat format);
+
+struct LinePrefix {
+  int32_t rank = -1;        // srun -l task or torchrun "[rankN]:"
+  int32_t local_rank = -1;  // torchrun "[defaultN]:"
+  int32_t pid = -1;         // NCCL "host:pid:tid"
+  int32_t cuda_dev = -1;    // NCCL "[dev]"
+  std::string_view host;    // NCCL or syslog host
+  LogTime time;
+  LineFormat format = kFormatText;  // the innermost prefix that was recognized
+  char nccl_level = 0;              // 'I' / 'W' for "NCCL INFO" / "NCCL WARN" lines, else 0
+  std::string_view body;            // what is left after the prefixes
+};
+
+// Fills `out` from `line` (no trailing newline or carriage return).
+void ParseLinePrefix(std::string_view line, LinePrefix* out);
+
+// "2026-12-01 12:03:04,123", "2026-12-01T12:03:04.123Z", "...+01:00", "...+0100" at the start of
+// `*s`; advances past it. kUtc when a zone is given (converted to UTC), kLocal otherwise.
+// Torchrun's error table writes "2026-12-01_12:03:04", also accepted.
+bool ConsumeIsoTime(std::string_view* s, LogTime* time);
+
+// Nanoseconds since the epoch of a civil date and time (UTC), or false when out of range.
+bool CivilToNs(int year, int month, int day, int hour, int minute, int second, int64_t nanos,
+               int64_t* ns);
+
+}  // namespace fr::logs_internal
+
+#endif  // FR_LOGS_LINE_PREFIX_H_

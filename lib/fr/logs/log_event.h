@@ -1,0 +1,142 @@
+// What the log stage hands on: one LogEvent per line (or multi-line block) that matters for the
+// verdict, out of logs the job already printed (shared design, "logs: parse lines -> events").
+// Most lines of a log (NCCL INFO chatter, training progress) produce nothing; memory is bounded
+// by the events kept, never by the bytes read.
+//
+// Times are kept as written (LogTime): a glog prefix has no year and is host-local, dmesg counts
+// seconds since boot, torchrun and Slurm print full local dates. The clock stage
+// (lib/fr/clock) resolves them and fills LogEvent::time_ns on one corrected UTC clock.
+#ifndef FR_LOGS_LOG_EVENT_H_
+#define FR_LOGS_LOG_EVENT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fr {
+
+// What a line says happened. The first group are initiating faults (root-cause candidates),
+// the second the cascade every victim prints, the third facts that tie ranks, hosts, devices
+// and clocks together.
+enum class LogEventKind : uint8_t {
+  // Faults.
+  kXid,              // NVRM: Xid (PCI:0000:3b:00): 79, ...
+  kHostOom,          // kernel OOM killer: "Out of memory: Killed process 1234 (python)", oom-kill:
+  kCudaOom,          // torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...
+  kCudaError,        // illegal memory access, unhandled cuda error, device-side assert
+  kSegfault,         // Fatal Python error: Segmentation fault, SIGSEGV
+  kPythonException,  // the last line of a traceback: "ValueError: ..."
+  kTransportError,   // NCCL WARN network / IB / socket errors, ncclSystemError, ncclRemoteError
+  kNonFiniteLoss,    // a NaN / inf loss line
+  kHostKill,         // Slurm CANCELLED AT ... DUE TO TIME LIMIT / PREEMPTION / NODE FAILURE
+  // The cascade.
+  kWatchdogTimeout,   // Watchdog caught collective operation timeout: WorkNCCL(SeqNum=...)
+  kWorkTimeoutSeqs,   // Timeout at NCCL work: N, last enqueued NCCL work: M, last completed ...
+  kWatchdogStuck,     // heartbeat monitor timed out / watchdog thread stuck
+  kDumpSignal,        // Received a dump signal ... from rank N
+  kProcessTakenDown,  // "we are taking the entire process down" and kin
+  kRemotePeerGone,    // "remote process exited or there was a network error" (a victim's view)
+  kWorkerFailed,      // torchrun: "failed (exitcode: -9) local_rank: 3 (pid: ...)"; Slurm task N
+  kRootCauseTable,    // torchrun ChildFailedError "Root Cause (first observed failure)" block
+  kSignalSent,        // torchrun: "Sending process 1234 closing signal SIGTERM"
+  kSlurmOomEvent,     // Slurm: "Detected 1 oom_kill event in StepId=..."
+  // Identity and clock anchors.
+  kNcclInit,           // NCCL INFO ... rank R nranks N cudaDev D ... busId B ... Init COMPLETE
+  kRendezvous,         // torchrun rendezvous complete / workers started
+  kCollectiveEnqueue,  // reserved: a line that names a collective's enqueue time
+};
+
+// A time as the line wrote it, before any correction.
+struct LogTime {
+  enum class Kind : uint8_t {
+    kNone,       // the line has no time (a continuation line, a bare traceback)
+    kUtc,        // a full date with a zone or 'Z': `ns` is ns since the epoch, UTC
+    kLocal,      // a full date in the host's local time, zone unknown: `ns` as if it were UTC
+    kNoYear,     // glog "E1201 12:03:04.123456": month, day and `ns` = ns since local midnight
+    kSinceBoot,  // dmesg "[ 1234.567890]": `ns` = ns since the host booted
+  };
+  Kind kind = Kind::kNone;
+  int64_t ns = 0;
+  int8_t month = 0;  // kNoYear only, 1-12
+  int8_t day = 0;    // kNoYear only, 1-31
+};
+
+inline constexpr int64_t kNoTime = INT64_MIN;
+
+struct LogEvent {
+  LogEventKind kind = LogEventKind::kPythonException;
+  // Where it was read: an index into LogSet::files, and the 1-based line number (the first line
+  // of a multi-line block).
+  int32_t file = -1;
+  int64_t line = 0;
+  // Who printed it, as far as the line, its prefix, its file's path or its host's NCCL init
+  // lines say; -1 / empty when unknown.
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  std::string host;
+  int32_t pid = -1;
+  LogTime raw_time;
+  // Filled by the clock stage: the corrected UTC time, or kNoTime.
+  int64_t time_ns = kNoTime;
+  // The line as written (without a trailing newline), cut to at most 512 bytes.
+  std::string text;
+
+  // Details, by kind; -1 / empty when the line does not carry them.
+  int64_t seq = -1;  // watchdog: SeqNum; kWorkTimeoutSeqs: the timed-out work
+  int64_t last_enqueued_seq = -1;
+  int64_t last_completed_seq = -1;
+  std::string op;             // OpType, e.g. "ALLREDUCE"
+  std::string process_group;  // the group's name or desc when the line gives it
+  int64_t timeout_ms = -1;
+  int64_t ran_for_ms = -1;
+  int64_t numel_in = -1;
+  int64_t numel_out = -1;
+  int32_t xid = -1;
+  std::string bus_id;  // normalized "0000:3b:00" (domain:bus:device), lower case
+  int32_t cuda_dev = -1;
+  int32_t nranks = -1;
+  int32_t exit_code = INT32_MIN;  // a process exit code; torchrun's -9 means signal 9
+  int32_t signal = -1;            // SIGKILL = 9, SIGSEGV = 11 ...
+  int64_t bytes = -1;             // bytes requested (CUDA OOM) or killed process's rss (host OOM)
+  int32_t peer_rank = -1;         // kDumpSignal: the rank that asked; transport: the peer, if named
+  std::string peer_address;       // transport: the peer as NCCL names it ("10.0.0.5<45678>")
+  // kNcclInit: the rank within that communicator (equal to the global rank only for the world
+  // communicator, which is why it is not put in `rank`) and the communicator's id.
+  int32_t comm_rank = -1;
+  std::string comm_id;
+  std::string reason;  // kHostKill: "time limit" | "preemption" | "node failure" |
+                       // "cancelled"; exceptions: the exception type; Xid: its message
+};
+
+struct LogFile {
+  std::string path;
+  // What the file was recognized as: "torchrun", "slurm", "glog", "dmesg", "kern.log",
+  // "journald", "nccl", "python", "mixed" ... (the most common line format).
+  std::string format;
+  // The host and rank every line of the file belongs to when its path or content says so (a
+  // per-host kernel log, a torchrun --log-dir "attempt_0/3/stderr.log"), else empty / -1.
+  std::string host;
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  int64_t bytes = 0;
+  int64_t lines = 0;
+  // Bounds that cut what was read (never fatal): events past the per-file cap (counted, not
+  // kept), lines longer than the line cap (only their head was looked at).
+  int64_t events_dropped = 0;
+  int64_t long_lines = 0;
+};
+
+// Every log of a job, parsed.
+struct LogSet {
+  std::vector<LogFile> files;
+  std::vector<LogEvent> events;  // in file order, then line order
+  // Files that looked like logs but could not be read, with the reason (path: error).
+  std::vector<std::string> errors;
+};
+
+// The report's name of a kind ("xid", "watchdog_timeout", ...): lower snake case of the enum.
+const char* LogEventKindName(LogEventKind kind);
+
+}  // namespace fr
+
+#endif  // FR_LOGS_LOG_EVENT_H_

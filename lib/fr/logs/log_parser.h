@@ -1,0 +1,64 @@
+// The log stage: turns the logs a job already printed (torchrun and Slurm output, glog lines of
+// ProcessGroupNCCL, NCCL_DEBUG=INFO output, kernel logs) into LogEvents, the evidence the verdict
+// uses to name a root cause (log_event.h). Files are recognized by content, never by name.
+//
+//   FR_ASSIGN_OR_RETURN(LogSet logs, ParseLogFiles({"/job/slurm-123.out", "/job/dmesg.txt"}));
+//   for (const LogEvent& event : logs.events) {
+//     // event.kind == LogEventKind::kXid, event.host == "node05", event.xid == 79 ...
+//   }
+//
+// Lines are scanned by hand (memchr to split, a few substring probes to reject), so that a
+// gigabyte of NCCL INFO chatter costs about as much as grepping it. Memory is bounded by the
+// events kept (LogParseOptions::max_events_per_file), never by the bytes read. Hostile input
+// (huge lines, NUL bytes, invalid UTF-8, CRLF) is read without error: odd bytes simply match
+// nothing, and event texts are cut to 512 bytes of valid UTF-8.
+#ifndef FR_LOGS_LOG_PARSER_H_
+#define FR_LOGS_LOG_PARSER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fr/logs/log_event.h"
+
+namespace fr {
+
+struct LogParseOptions {
+  // Events kept per file; later ones are counted in LogFile::events_dropped. 100k events are
+  // about 50 MB at worst, and a real failure says what matters in far fewer lines.
+  int64_t max_events_per_file = 100000;
+  // Only the first this many bytes of a line are looked at (LogFile::long_lines counts the
+  // longer ones); the rest is skipped in linear time.
+  size_t max_line_bytes = size_t{64} << 10;
+  // Compressed logs (.gz / .zst, recognized by magic bytes) expand to at most this many bytes.
+  uint64_t max_decompressed_bytes = uint64_t{16} << 30;
+};
+
+// Whether `head` (the first few KB of a file) is text that a log parser should read: mostly
+// printable, newline separated, and not a flight-recorder dump (pickle, JSON) or a compressed
+// file. Compressed logs are recognized after decompression, by the caller.
+bool LooksLikeLog(std::string_view head);
+
+// Parses `text`, the whole content of the log at `path` ("-" for standard input), appending one
+// LogFile and its events to `out` (the file's index is its position in out->files). Never fails
+// on content; the Status is for a null `out`.
+absl::Status ParseLogText(std::string_view path, std::string_view text, LogSet* out,
+                          const LogParseOptions& options = {});
+
+// Reads `stream` to its end in bounded chunks (standard input for "fr-analyze ... -") and parses
+// it as the log `path`. Memory stays bounded by the events kept, however long the stream.
+absl::Status ParseLogStream(std::string_view path, std::FILE* stream, LogSet* out,
+                            const LogParseOptions& options = {});
+
+// Reads and parses each of `paths` (plain, gzip or zstd). A file that cannot be read, or that is
+// not text, is listed in LogSet::errors as "path: reason" and the others are still parsed.
+absl::StatusOr<LogSet> ParseLogFiles(const std::vector<std::string>& paths,
+                                     const LogParseOptions& options = {});
+
+}  // namespace fr
+
+#endif  // FR_LOGS_LOG_PARSER_H_
