@@ -13,7 +13,6 @@ Standard library only. Deterministic for a given seed and arguments.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import os
@@ -305,8 +304,6 @@ class Sim:
         cands = list(range(self.N))
         if self.trap("root_cause_table_names_victim") and self.G > 1:
             cands = [x for x in cands if x % self.G != 0]
-        if self.trap("skew_points_at_victim") and self.H > 1:
-            pass
         return [r.choice(cands)]
 
     # ---------------------------------------------------------------- phases
@@ -1210,11 +1207,6 @@ class Sim:
                     ev.append({"file": rel, "line": line, "contains": f"SeqNum={self.seq_fault}",
                                "primary": True})
                     break
-        if f == "host_oom":   # torchrun / srun lines naming the killed local rank, as support
-            for key, owner, rel, line, t in self.found:
-                if key.startswith("table:") and owner[0] == "agent" and \
-                        self.hosts[owner[1]].name == self.host_of(cul[0]).name:
-                    pass
         ev.sort(key=lambda e: (not e["primary"], e["file"], e["line"]))
         wd = []
         for key, owner, rel, line, t in self.found:
