@@ -29,6 +29,7 @@
 #include "fr/decode/pickle_decoder.h"
 #include "fr/index/job_index.h"
 #include "fr/load/load.h"
+#include "fr/logs/log_parser.h"
 #include "fr/read/input_file.h"
 #include "fr/report/dump_print.h"
 #include "fr/report/entries_view.h"
@@ -48,7 +49,10 @@ constexpr int kExitFailureFound = 1;
 constexpr int kExitUsage = 2;
 
 constexpr std::string_view kUsage = R"(usage:
-  fr-analyze DIR                       which rank broke the job, and why
+  fr-analyze DIR                       which rank broke the job, and why: DIR (or a file) may
+                                       hold dumps and the job's logs (torchrun, Slurm, glog,
+                                       NCCL, kernel), recognized by content
+  fr-analyze analyze -                 one log pasted on standard input, alone
   fr-analyze analyze DIR [options]     the same, with options:
       --format text|json|proto         output format (default text)
       -o, --output FILE                write the report to FILE instead of stdout
@@ -238,6 +242,7 @@ std::vector<std::string> SplitList(const std::string& text) {
 
 enum class Mode { kAnalyze, kLoad, kEntries };
 
+
 int RunAnalyze(Args& args, Mode mode) {
   std::string path;
   std::string format = "text";
@@ -305,13 +310,28 @@ int RunAnalyze(Args& args, Mode mode) {
     return UsageError(fmt::format("unknown format {}", format));
   }
   options.discover.follow_links_out_of_root = follow_links;
-  absl::StatusOr<LoadedTrace> trace = LoadTrace(path, options);
+  // "-": one log pasted on standard input, and nothing else.
+  bool from_stdin = path == "-" && mode == Mode::kAnalyze;
+  absl::StatusOr<LoadedTrace> trace =
+      from_stdin ? absl::StatusOr<LoadedTrace>(LoadedTrace()) : LoadTrace(path, options);
   if (!trace.ok()) {
     std::fprintf(stderr, "fr-analyze: %s\n", std::string(trace.status().message()).c_str());
     return kExitUsage;
   }
-  const std::vector<std::string> inputs = FilesRead(*trace);
-  if (trace->ranks.empty()) {
+  LogSet logs;
+  if (from_stdin) {
+    // Read in bounded chunks: memory stays bounded by the events kept, however much is piped.
+    if (absl::Status parsed = ParseLogStream("-", stdin, &logs); !parsed.ok()) {
+      std::fprintf(stderr, "fr-analyze: standard input: %s\n",
+                   std::string(parsed.message()).c_str());
+      return kExitUsage;
+    }
+  } else if (mode == Mode::kAnalyze) {
+    logs = ReadLogsBeside(*trace);
+  }
+  std::vector<std::string> inputs = FilesRead(*trace);
+  for (const LogFile& file : logs.files) inputs.push_back(file.path);
+  if (trace->ranks.empty() && (mode != Mode::kAnalyze || logs.files.empty())) {
     if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
     std::fprintf(stderr, "fr-analyze: no readable flight-recorder dump under %s\n", path.c_str());
     for (const RejectedFile& file : trace->rejected) {
@@ -336,7 +356,7 @@ int RunAnalyze(Args& args, Mode mode) {
   }
   analyze.source = path;
   auto analysis_started = std::chrono::steady_clock::now();
-  report::Report report = Analyze(*trace, analyze);
+  report::Report report = Analyze(*trace, &logs, analyze);
   if (timings) {
     // On stderr, so that the report stays byte-for-byte deterministic.
     double analysis_ms = std::chrono::duration<double, std::milli>(

@@ -6,6 +6,9 @@
     report.verdict.culprit_ranks           # [37]
     report.to_json()                       # `fr-analyze analyze DIR --format json`
     report.ranks_df()                      # pandas: role and state of every rank
+    report.root_cause                      # from logs beside the dumps: kind, ranks, evidence
+    report.events_df()                     # pandas: every log event on the corrected clock
+    fr_analyze.analyze_log(pasted_text)    # one pasted log, nothing else
 
     trace = fr_analyze.load("/checkpoints/job42/fr")       # the dumps, before analysis
     trace.entries_df()                     # pandas: one row per rank x entry
@@ -22,11 +25,12 @@ from fr_analyze.errors import (
     MissingDependencyError,
     NoDumpsError,
 )
-from fr_analyze._trace import RejectedFile, Trace, analyze, load, loads
+from fr_analyze._trace import RejectedFile, Trace, analyze, analyze_log, load, loads
 from fr_analyze._report import Message, Report
 
 __all__ = [
     "Error", "DumpFormatError", "DumpNotFoundError", "NoDumpsError", "MissingDependencyError",
     "Trace", "Report", "Message", "RejectedFile", "load", "loads", "analyze",
+    "analyze_log",
 ]
 __version__ = "0.1.0"

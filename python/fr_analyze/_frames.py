@@ -194,3 +194,28 @@ def collectives_df(report: "Report") -> "pandas.DataFrame":
         frame[name] = values
     frame["first_divergence"] = [r.seq == f for r, f in zip(rows, first)]
     return frame
+
+
+def events_df(columns: dict) -> "pandas.DataFrame":
+    """Columns: time (datetime64[ns, UTC], corrected; NaT when no line carried a time),
+    raw_time (as printed), rank (Int64, <NA> when unknown), host, kind ("xid",
+    "watchdog_timeout", ...), file, line, text. Ordered by corrected time, then file and line."""
+    pd = _pandas()
+    names = ["time_ns", "raw_time", "rank", "host", "kind", "file", "line", "text"]
+    data = {name: list(columns.get(name, [])) for name in names}
+    import numpy
+
+    times = _times(numpy.array([-1 if t is None else t for t in data["time_ns"]],
+                               dtype=numpy.int64), pd)
+    frame = pd.DataFrame({
+        "time": times,
+        "raw_time": pd.Series(data["raw_time"], dtype="object"),
+        "rank": pd.array([None if r < 0 else r for r in data["rank"]], dtype="Int64"),
+        "host": pd.Series(data["host"], dtype="object"),
+        "kind": pd.Categorical(data["kind"]),
+        "file": pd.Series(data["file"], dtype="object"),
+        "line": pd.Series(data["line"], dtype="int64"),
+        "text": pd.Series(data["text"], dtype="object"),
+    })
+    return frame.sort_values(["time", "file", "line"], kind="stable",
+                             na_position="last").reset_index(drop=True)

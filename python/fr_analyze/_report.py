@@ -83,12 +83,15 @@ class Report:
     """What `fr-analyze analyze` finds, as an object (schema: proto/fr/report.proto).
 
     Top-level fields are attributes: verdict, inputs, process_groups, findings, stragglers, stats,
-    ranks, schema_version. pandas views: ranks_df(), findings_df(), collectives_df().
+    ranks, timeline, log_files, schema_version; root_cause is verdict.root_cause (from the logs).
+    pandas views: ranks_df(), findings_df(), collectives_df(), events_df().
     """
 
-    def __init__(self, core: "_core.Report", trace: Optional["Trace"] = None):
+    def __init__(self, core: "_core.Report", trace: Optional["Trace"] = None,
+                 events: Optional[dict] = None):
         self._core = core
         self._trace = trace
+        self._events = events or {}
         self._json = core.json()
         # 64-bit integers are JSON numbers in fr-analyze's JSON (lib/fr/report/proto_json.h).
         self._fields = json.loads(self._json)
@@ -107,6 +110,13 @@ class Report:
         if self._trace is None:
             raise Error("this report has no trace attached")
         return self._trace
+
+    @property
+    def root_cause(self) -> Optional[Message]:
+        """Why the job died, from its logs: kind, ranks, hosts, time (UTC), evidence, detail.
+        None when no log was read."""
+        cause = self._fields.get("verdict", {}).get("root_cause")
+        return None if cause is None else Message(cause)
 
     @property
     def is_failure(self) -> bool:
@@ -152,6 +162,13 @@ class Report:
         from fr_analyze import _frames
 
         return _frames.findings_df(self)
+
+    def events_df(self) -> "pandas.DataFrame":
+        """One row per event parsed from the logs, on the corrected clock: time (UTC), raw time
+        as printed, rank, host, kind, file, line, text; ordered by time."""
+        from fr_analyze import _frames
+
+        return _frames.events_df(self._events)
 
     def collectives_df(self) -> "pandas.DataFrame":
         """One row per process group x collective seq: which ranks issued, started, completed."""

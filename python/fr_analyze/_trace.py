@@ -187,16 +187,20 @@ class Trace:
 
         pg_filter: report only these process groups (names or descs); matching still uses all.
         dump_time_ns: when the dumps were taken; default: the files' modification times.
-        Raises NoDumpsError when no dump could be read (the CLI's exit status 2).
+        The job's logs found beside the dumps (recognized by content) are read too: the report
+        then has verdict.root_cause and timeline, and Report.events_df() lists their events.
+        Raises NoDumpsError when neither a dump nor a log could be read (the CLI's exit status 2).
         """
         from fr_analyze._report import Report
 
-        if not self._loaded.ranks:
+        core, events = _core.analyze_with_logs(self._loaded, self.source, list(pg_filter or []),
+                                               -1 if dump_time_ns is None else int(dump_time_ns))
+        report = Report(core, trace=self, events=events)
+        if not self._loaded.ranks and not report._fields.get("log_files"):
             reasons = "".join(f"\n  {r.error}" for r in self.rejected)
-            raise NoDumpsError(f"no readable flight-recorder dump under {self.source}{reasons}")
-        core = _core.analyze(self._loaded, self.source, list(pg_filter or []),
-                             -1 if dump_time_ns is None else int(dump_time_ns))
-        return Report(core, trace=self)
+            raise NoDumpsError(
+                f"no readable flight-recorder dump or log under {self.source}{reasons}")
+        return report
 
     def entries_df(self) -> "pandas.DataFrame":
         """One row per rank x entry; columns documented in fr_analyze._frames.entries_df."""
@@ -260,3 +264,11 @@ def analyze(
     trace = load(path_or_paths, prefix=prefix, rank_pattern=rank_pattern, jobs=jobs,
                  progress=progress)
     return trace.analyze()
+
+
+def analyze_log(text: str) -> "Report":
+    """Analyses one log pasted from a terminal, with nothing else (`fr-analyze analyze -`)."""
+    from fr_analyze._report import Report
+
+    core, events = _core.analyze_with_logs(_core.LoadedTrace(), "<pasted>", [], -1, text)
+    return Report(core, events=events)

@@ -11,8 +11,10 @@
 #include <optional>
 #include <thread>
 
+#include "fr/clock/job_clock.h"
 #include "fr/index/job_index.h"
 #include "fr/load/load.h"
+#include "fr/logs/log_parser.h"
 #include "fr/model/rank_dump.h"
 #include "fr/report/collective_table.h"
 #include "fr/report/entries_table.h"
@@ -147,6 +149,53 @@ report::Report RunAnalyze(const LoadedTrace& trace, const std::string& source,
   options.dump_time_ns = dump_time_ns;
   py::gil_scoped_release release;
   return Analyze(trace, options);
+}
+
+// The dumps with the logs beside them (or `pasted`, one log's text, with no dumps): the report,
+// and the parsed events as columns for events_df (one list per column, rows in file order).
+std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
+                                                       const std::string& source,
+                                                       const std::vector<std::string>& pg_filter,
+                                                       int64_t dump_time_ns,
+                                                       std::optional<std::string> pasted) {
+  AnalyzeOptions options;
+  options.source = source;
+  options.pg_filter = pg_filter;
+  options.dump_time_ns = dump_time_ns;
+  LogSet logs;
+  report::Report report;
+  {
+    py::gil_scoped_release release;
+    if (pasted.has_value()) {
+      absl::Status parsed = ParseLogText("<pasted>", *pasted, &logs);
+      if (!parsed.ok()) logs.errors.push_back(std::string(parsed.message()));
+    } else {
+      logs = ReadLogsBeside(trace);
+    }
+    report = Analyze(trace, &logs, options);
+  }
+  py::list time_ns, raw_time, rank, host, kind, file, line, text;
+  for (const LogEvent& event : logs.events) {
+    time_ns.append(event.time_ns == kNoTime ? py::object(py::none()) : py::int_(event.time_ns));
+    raw_time.append(FormatRawTime(event.raw_time));
+    rank.append(event.rank);
+    host.append(event.host);
+    kind.append(LogEventKindName(event.kind));
+    bool known = event.file >= 0 && event.file < static_cast<int32_t>(logs.files.size());
+    file.append(known ? logs.files[event.file].path : std::string());
+    line.append(event.line);
+    text.append(py::bytes(event.text).attr("decode")("utf-8", "replace"));
+  }
+  py::dict columns;
+  columns["time_ns"] = time_ns;
+  columns["raw_time"] = raw_time;
+  columns["rank"] = rank;
+  columns["host"] = host;
+  columns["kind"] = kind;
+  columns["file"] = file;
+  columns["line"] = line;
+  columns["text"] = text;
+  return {std::move(report), std::move(columns)};
 }
 
 // (groups as (name, desc, ranks), rows whose `group` indexes them).
@@ -334,6 +383,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("paths", &RankConflict::paths);
 
   py::class_<LoadedTrace>(m, "LoadedTrace")
+      .def(py::init<>())  // no dumps: a pasted log analysed alone
       // RankDumps are not copyable (interned strings point into their own storage): hand out
       // references that keep the trace alive.
       .def_property_readonly(
@@ -379,6 +429,9 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("analyze", &RunAnalyze, py::arg("trace"), py::arg("source") = "",
         py::arg("pg_filter") = std::vector<std::string>{}, py::arg("dump_time_ns") = kUnknown);
+  m.def("analyze_with_logs", &RunAnalyzeWithLogs, py::arg("trace"), py::arg("source") = "",
+        py::arg("pg_filter") = std::vector<std::string>{}, py::arg("dump_time_ns") = kUnknown,
+        py::arg("pasted") = std::nullopt);
   m.def("collective_table", &CollectiveTable, py::arg("trace"));
   m.def("entries_columns", &EntriesColumns, py::arg("trace"));
   m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",

@@ -111,10 +111,16 @@ void ResolveIdentities(LogSet* logs) {
       event.host = *it->second.begin();
     }
   }
-  // The world communicator's init lines tie each rank to its host, device, bus id and pid.
+  // The world communicator's init lines tie each rank to its host, device, bus id and pid: in
+  // the communicator with every rank, the communicator's rank is the global rank.
   int32_t world = -1;
   for (const LogEvent& event : events) {
     if (event.kind == LogEventKind::kNcclInit) world = std::max(world, event.nranks);
+  }
+  for (LogEvent& event : events) {
+    if (event.kind == LogEventKind::kNcclInit && event.nranks == world && event.rank < 0) {
+      event.rank = event.comm_rank;
+    }
   }
   std::map<std::pair<std::string, int32_t>, int32_t> by_device, by_pid;
   std::map<std::pair<std::string, std::string>, int32_t> by_bus;

@@ -62,6 +62,48 @@ std::string GroupLabel(const report::ProcessGroupRef& group) {
 
 std::string Seq(int64_t seq) { return seq < 0 ? std::string("-") : fmt::format("#{}", seq); }
 
+// The logs' answer, first: what happened, to whom, when, and the lines that say so.
+void AppendRootCause(const Report& report, std::string* out) {
+  if (!report.verdict().has_root_cause()) return;
+  const auto& cause = report.verdict().root_cause();
+  std::string who;
+  if (cause.ranks_size() > 0)
+    who = fmt::format(" on rank(s) {}", FormatRankSet(Ranks(cause.ranks())));
+  if (cause.hosts_size() > 0) who += fmt::format(" ({})", fmt::join(cause.hosts(), ", "));
+  *out += fmt::format("root cause: {}{}{} (confidence {})\n", cause.kind(), who,
+                      cause.time().empty() ? "" : " at " + cause.time(), cause.confidence());
+  *out += fmt::format("  {}\n", cause.summary());
+  if (!cause.disagreement().empty()) *out += fmt::format("  note: {}\n", cause.disagreement());
+  if (cause.evidence_size() > 0) *out += "  evidence:\n";
+  for (const auto& line : cause.evidence()) {
+    std::string where = line.file();
+    if (size_t slash = where.rfind('/'); slash != std::string::npos && where.size() > 60) {
+      where = "..." + where.substr(slash);
+    }
+    *out += fmt::format("    {}:{} [{}{}] {}\n", where, line.line(),
+                        line.time().empty() ? line.raw_time() : line.time(),
+                        line.rank() >= 0 ? fmt::format(" rank {}", line.rank()) : "", line.text());
+  }
+  *out += "\n";
+}
+
+// How far each host's clock was off, when the logs came from several hosts.
+void AppendClocks(const Report& report, std::string* out) {
+  const auto& hosts = report.timeline().hosts();
+  if (hosts.size() < 2) return;
+  *out += "\nhost clocks (offset from the job's consensus clock):\n";
+  int shown = 0;
+  for (const auto& host : hosts) {
+    if (++shown > 16) {
+      *out += fmt::format("  ... {} more hosts (see --format json)\n", hosts.size() - 16);
+      break;
+    }
+    *out +=
+        fmt::format("  {:<16} {:+} ms ({}; {})\n", host.host().empty() ? "(unknown)" : host.host(),
+                    host.offset_ms(), host.confidence(), host.method());
+  }
+}
+
 void AppendVerdict(const Report& report, std::string* out) {
   const auto& v = report.verdict();
   *out += fmt::format("fr-analyze: {} (confidence {})\n", v.failure_class(), v.confidence());
@@ -233,10 +275,12 @@ std::string FormatReportText(const Report& unsafe) {
   Report report = unsafe;
   MakeTerminalSafe(&report);
   std::string out;
+  AppendRootCause(report, &out);
   AppendVerdict(report, &out);
   AppendGroups(report, &out);
   AppendFindings(report, &out);
   AppendInputs(report, &out);
+  AppendClocks(report, &out);
   return out;
 }
 

@@ -1121,7 +1121,8 @@ Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options) {
 
 bool IsFailure(const Report& report) {
   std::optional<FailureClass> c = ParseFailureClass(report.verdict().failure_class());
-  return c.has_value() && IsFailureClass(*c);
+  const std::string& root = report.verdict().root_cause().kind();
+  return (c.has_value() && IsFailureClass(*c)) || (!root.empty() && root != "none");
 }
 
 }  // namespace fr

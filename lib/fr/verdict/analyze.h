@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fr/load/load.h"
+#include "fr/logs/log_event.h"
 #include "fr/report.pb.h"
 
 namespace fr {
@@ -35,7 +36,19 @@ struct AnalyzeOptions {
 
 report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);
 
-// True when the verdict is a failure (exit status 1 of `fr-analyze analyze`).
+// The dumps and the job's logs together; either may be empty (`trace.ranks` empty: logs alone,
+// e.g. one log pasted on stdin). Puts the logs on one clock (lib/fr/clock: fills each event's
+// rank, host and corrected time, hence the pointer) and adds the root cause, the hosts' clocks
+// and the logs read to the dumps' report (root_cause.h says how the two answers are joined).
+report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options);
+
+// The logs among the files that discovery set aside as not being dumps, recognized by their
+// content (lib/fr/logs LooksLikeLog; compressed files named like logs too), parsed. Links out of
+// the input, hidden files, pipes and core files are never read.
+LogSet ReadLogsBeside(const LoadedTrace& trace);
+
+// True when the verdict is a failure, or the logs show one (exit status 1 of
+// `fr-analyze analyze`).
 bool IsFailure(const report::Report& report);
 
 }  // namespace fr

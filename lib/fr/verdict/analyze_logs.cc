@@ -1,0 +1,65 @@
+// Analyze() with logs: the dumps' verdict, then the logs on one clock, then the root cause.
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fr/clock/job_clock.h"
+#include "fr/logs/log_parser.h"
+#include "fr/verdict/analyze.h"
+#include "fr/verdict/root_cause.h"
+
+namespace fr {
+namespace {
+
+// Reasons discovery gives for files that must not be read at all.
+bool NeverRead(std::string_view reason) {
+  for (std::string_view word : {"symlink", "hidden", "pipe", "core file", "directory", "same file",
+                                "unreadable", "cannot"}) {
+    if (reason.find(word) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+bool Compressed(std::string_view head) {
+  return head.starts_with("\x1f\x8b") || head.starts_with("\x28\xb5\x2f\xfd");
+}
+
+}  // namespace
+
+LogSet ReadLogsBeside(const LoadedTrace& trace) {
+  std::vector<std::string> paths;
+  for (const SkippedFile& file : trace.skipped) {
+    if (file.rank >= 0 || NeverRead(file.reason)) continue;
+    std::ifstream in(file.path, std::ios::binary);
+    if (!in) continue;
+    std::string head(4096, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(in.gcount()));
+    bool named_log = file.reason == "log file";
+    if (LooksLikeLog(head) || (named_log && Compressed(head))) paths.push_back(file.path);
+  }
+  if (paths.empty()) return LogSet();
+  absl::StatusOr<LogSet> logs = ParseLogFiles(paths);
+  if (!logs.ok()) {
+    LogSet failed;
+    failed.errors.push_back(std::string(logs.status().message()));
+    return failed;
+  }
+  return *std::move(logs);
+}
+
+report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {
+  report::Report report = Analyze(trace, options);
+  if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
+  ClockHints hints;
+  // The dumps' time dates year-less log lines when no log line carries a year.
+  if (!trace.ranks.empty() && report.inputs().dump_time_ns() > 0) {
+    hints.near_ns = report.inputs().dump_time_ns();
+  }
+  JobClock clock = AlignClocks(logs, hints);
+  ExplainFromLogs(*logs, clock, /*have_dumps=*/!trace.ranks.empty(), &report);
+  return report;
+}
+
+}  // namespace fr

@@ -1,0 +1,651 @@
+#include "fr/verdict/root_cause.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "fr/base/rank_set.h"
+
+namespace fr {
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+// Faults of one kind this close after the first are one event seen by several ranks (a host's
+// OOM killer taking two workers, every rank of a batch running out of GPU memory at once).
+constexpr int64_t kSameFaultWindowNs = 10 * kNanosPerSecond;
+// Two faults on different hosts closer than this are ordered by clocks that may be off by as
+// much: the verdict then says it is not sure which came first.
+constexpr int64_t kOrderingDoubtNs = 2 * kNanosPerSecond;
+constexpr int kMaxEvidence = 12;
+
+// The root-cause kind a fault event stands for, or nullopt for cascade and identity lines.
+std::optional<std::string_view> FaultKind(const LogEvent& event) {
+  switch (event.kind) {
+    case LogEventKind::kXid:
+      return "xid";
+    case LogEventKind::kHostOom:
+    case LogEventKind::kSlurmOomEvent:
+      return "host_oom";
+    case LogEventKind::kCudaOom:
+      return "cuda_oom";
+    case LogEventKind::kCudaError:
+      return "cuda_error";
+    case LogEventKind::kSegfault:
+      return "segfault";
+    case LogEventKind::kPythonException:
+      return "python_exception";
+    case LogEventKind::kTransportError:
+      return "transport_error";
+    case LogEventKind::kHostKill:
+      return "host_kill";
+    case LogEventKind::kWorkerFailed:
+    case LogEventKind::kRootCauseTable:
+      // A worker that died of SIGSEGV crashed; other deaths are the launcher's view of some
+      // cause (OOM killer, abort after a timeout) that other lines name.
+      if (event.signal == 11) return "segfault";
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+// An exception raised because communication already failed is the cascade, not its cause.
+bool IsCascadeException(const LogEvent& event) {
+  static constexpr std::string_view kCascade[] = {"DistBackendError",
+                                                  "ChildFailedError",
+                                                  "KeyboardInterrupt",
+                                                  "SystemExit",
+                                                  "NCCL",
+                                                  "Watchdog",
+                                                  "timed out",
+                                                  "ProcessGroup",
+                                                  "Connection closed",
+                                                  "Connection reset",
+                                                  "Broken pipe",
+                                                  "SIGTERM"};
+  for (std::string_view needle : kCascade) {
+    if (event.reason.find(needle) != std::string::npos ||
+        event.text.find(needle) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsCascade(LogEventKind kind) {
+  switch (kind) {
+    case LogEventKind::kWatchdogTimeout:
+    case LogEventKind::kWorkTimeoutSeqs:
+    case LogEventKind::kWatchdogStuck:
+    case LogEventKind::kProcessTakenDown:
+    case LogEventKind::kRemotePeerGone:
+    case LogEventKind::kWorkerFailed:
+    case LogEventKind::kRootCauseTable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Hardware and kernel first: when clocks cannot order two faults, the lower layer is the likelier
+// cause of the other.
+int KindPriority(std::string_view kind) {
+  static constexpr std::string_view kOrder[] = {
+      "xid",      "host_oom", "host_kill",       "cuda_error",
+      "segfault", "cuda_oom", "transport_error", "python_exception"};
+  for (size_t i = 0; i < std::size(kOrder); ++i) {
+    if (kOrder[i] == kind) return static_cast<int>(i);
+  }
+  return static_cast<int>(std::size(kOrder));
+}
+
+std::string Ranks(const std::vector<int32_t>& ranks) {
+  std::vector<int64_t> wide(ranks.begin(), ranks.end());
+  return FormatRankSet(wide);
+}
+
+std::string ClockTime(int64_t ns) {
+  std::string utc = FormatUtc(ns);
+  // "2026-03-14T11:21:20.770Z" -> "11:21:20.770 UTC"
+  return utc.size() > 11 ? utc.substr(11, utc.size() - 12) + " UTC" : "an unknown time";
+}
+
+class Explainer {
+ public:
+  Explainer(const LogSet& logs, const JobClock& clock, bool have_dumps, report::Report* report)
+      : logs_(logs), clock_(clock), have_dumps_(have_dumps), report_(report) {}
+
+  void Run() {
+    FillInputs();
+    FillTimeline();
+    FindVictims();
+    report::RootCause* cause = report_->mutable_verdict()->mutable_root_cause();
+    if (!FromFaults(cause) && !FromTimeouts(cause)) {
+      bool any_anomaly = !victims_.empty();
+      for (const LogEvent& event : logs_.events) any_anomaly |= IsCascade(event.kind);
+      cause->set_kind(any_anomaly ? "unknown" : "none");
+      cause->set_confidence(any_anomaly ? "low" : "medium");
+      cause->set_summary(
+          any_anomaly ? fmt::format("The logs show the cascade ({} rank(s) timed out or aborted) "
+                                    "but no initiating event.",
+                                    victims_.size())
+                      : "The logs show no failure.");
+      AddCascadeEvidence(cause);
+    }
+    Join(cause);
+  }
+
+ private:
+  const std::string& PathOf(const LogEvent& event) const {
+    static const std::string kNone;
+    if (event.file < 0 || event.file >= static_cast<int32_t>(logs_.files.size())) return kNone;
+    return logs_.files[event.file].path;
+  }
+
+  void FillInputs() {
+    std::vector<int64_t> events_per_file(logs_.files.size(), 0);
+    for (const LogEvent& event : logs_.events) {
+      if (event.file >= 0 && event.file < static_cast<int32_t>(events_per_file.size())) {
+        ++events_per_file[event.file];
+      }
+    }
+    for (size_t i = 0; i < logs_.files.size(); ++i) {
+      const LogFile& file = logs_.files[i];
+      report::LogFileRead* out = report_->add_log_files();
+      out->set_path(file.path);
+      out->set_format(file.format);
+      out->set_lines(file.lines);
+      out->set_events(events_per_file[i]);
+      out->set_host(file.host);
+      out->set_rank(file.rank);
+    }
+    for (const std::string& error : logs_.errors) report_->add_log_errors(error);
+  }
+
+  void FillTimeline() {
+    for (const HostClock& host : clock_.hosts) {
+      report::HostClock* out = report_->mutable_timeline()->add_hosts();
+      out->set_host(host.host);
+      out->set_offset_ms(host.offset_ns / 1'000'000);
+      out->set_drift_ppm(host.drift_ppm);
+      out->set_method(host.method);
+      out->set_confidence(host.confidence);
+      out->set_anchors(host.anchors);
+    }
+  }
+
+  void FindVictims() {
+    for (const LogEvent& event : logs_.events) {
+      if (event.rank >= 0 && IsCascade(event.kind)) victims_.insert(event.rank);
+      if (event.kind == LogEventKind::kWatchdogTimeout &&
+          (first_timeout_ == nullptr || Before(event, *first_timeout_))) {
+        first_timeout_ = &event;
+      }
+    }
+  }
+
+  static bool Before(const LogEvent& a, const LogEvent& b) {
+    if (a.time_ns == kNoTime) return false;
+    if (b.time_ns == kNoTime) return true;
+    return a.time_ns < b.time_ns;
+  }
+
+  void AddEvidence(report::RootCause* cause, const LogEvent& event) {
+    if (cause->evidence_size() >= kMaxEvidence) return;
+    for (const report::EvidenceLine& line : cause->evidence()) {
+      if (line.line() == event.line && line.file() == PathOf(event)) return;
+    }
+    report::EvidenceLine* line = cause->add_evidence();
+    line->set_file(PathOf(event));
+    line->set_line(event.line);
+    line->set_rank(event.rank);
+    line->set_host(event.host);
+    line->set_raw_time(FormatRawTime(event.raw_time));
+    line->set_time(FormatUtc(event.time_ns));
+    line->set_text(event.text);
+    line->set_kind(LogEventKindName(event.kind));
+  }
+
+  // The first victims' timeouts: how the cascade began.
+  void AddCascadeEvidence(report::RootCause* cause) {
+    std::vector<const LogEvent*> timeouts;
+    for (const LogEvent& event : logs_.events) {
+      if (event.kind == LogEventKind::kWatchdogTimeout) timeouts.push_back(&event);
+    }
+    std::stable_sort(timeouts.begin(), timeouts.end(),
+                     [](const LogEvent* a, const LogEvent* b) { return Before(*a, *b); });
+    for (size_t i = 0; i < timeouts.size() && i < 2; ++i) AddEvidence(cause, *timeouts[i]);
+  }
+
+  void SetTime(report::RootCause* cause, int64_t ns) {
+    if (ns == kNoTime) return;
+    cause->set_time_ns(ns);
+    cause->set_time(FormatUtc(ns));
+  }
+
+  std::string HostClockConfidence(const std::string& host) const {
+    const HostClock* clock = clock_.Find(host);
+    return clock == nullptr ? "low" : clock->confidence;
+  }
+
+  bool FromFaults(report::RootCause* cause) {
+    struct Candidate {
+      const LogEvent* event;
+      std::string_view kind;
+    };
+    std::vector<Candidate> candidates;
+    for (const LogEvent& event : logs_.events) {
+      std::optional<std::string_view> kind = FaultKind(event);
+      if (!kind) continue;
+      if (*kind == "python_exception" && IsCascadeException(event)) continue;
+      // Killed from outside after the job had already stalled: the stall came first.
+      if (*kind == "host_kill" && first_timeout_ != nullptr && Before(*first_timeout_, event)) {
+        continue;
+      }
+      candidates.push_back({&event, *kind});
+    }
+    if (candidates.empty()) return false;
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) {
+                       if (a.event->time_ns != b.event->time_ns) return Before(*a.event, *b.event);
+                       return KindPriority(a.kind) < KindPriority(b.kind);
+                     });
+    const Candidate& first = candidates.front();
+    const LogEvent& lead = *first.event;
+    cause->set_kind(std::string(first.kind));
+    SetTime(cause, lead.time_ns);
+
+    std::set<int32_t> ranks;
+    std::set<std::string> hosts;
+    std::vector<const LogEvent*> initiating;
+    for (const Candidate& candidate : candidates) {
+      const LogEvent& event = *candidate.event;
+      bool same =
+          candidate.kind == first.kind && (event.time_ns == kNoTime || lead.time_ns == kNoTime ||
+                                           event.time_ns - lead.time_ns <= kSameFaultWindowNs);
+      // An exception is one rank's: a second rank raising later is not the same event.
+      if (first.kind == "python_exception" && event.rank != lead.rank) same = false;
+      if (!same) continue;
+      initiating.push_back(&event);
+      if (event.rank >= 0) ranks.insert(event.rank);
+      if (!event.host.empty()) hosts.insert(event.host);
+    }
+    // A host OOM kill names a pid the launcher also reports as a worker killed by SIGKILL: that
+    // worker is the rank, when the kernel line alone could not say.
+    if (first.kind == "host_oom" && ranks.empty()) {
+      for (const LogEvent& event : logs_.events) {
+        if (event.kind == LogEventKind::kWorkerFailed && event.signal == 9 && event.rank >= 0 &&
+            hosts.contains(event.host) &&
+            (lead.time_ns == kNoTime || event.time_ns == kNoTime ||
+             std::llabs(event.time_ns - lead.time_ns) <= 120 * kNanosPerSecond)) {
+          ranks.insert(event.rank);
+          initiating.push_back(&event);
+          break;
+        }
+      }
+    }
+    if (first.kind == "host_kill") ranks.clear();
+    for (int32_t rank : ranks) cause->add_ranks(rank);
+    for (const std::string& host : hosts) cause->add_hosts(host);
+    for (const LogEvent* event : initiating) AddEvidence(cause, *event);
+    // The launcher's and Slurm's view of the culprit's end.
+    for (const LogEvent& event : logs_.events) {
+      bool about_culprit =
+          (event.rank >= 0 && ranks.contains(event.rank)) ||
+          (event.kind == LogEventKind::kSlurmOomEvent && hosts.contains(event.host));
+      if (about_culprit && (event.kind == LogEventKind::kWorkerFailed ||
+                            event.kind == LogEventKind::kRootCauseTable ||
+                            event.kind == LogEventKind::kSlurmOomEvent)) {
+        AddEvidence(cause, event);
+      }
+    }
+    AddCascadeEvidence(cause);
+    for (const LogEvent& event : logs_.events) {
+      if (event.rank >= 0 && ranks.contains(event.rank)) victims_.erase(event.rank);
+    }
+
+    FillDetail(cause, lead);
+    // Confidence: the order rests on the clocks, and the culprit on a known rank.
+    std::string confidence = "high";
+    std::string doubt;
+    if (lead.time_ns == kNoTime) confidence = "low";
+    if (HostClockConfidence(lead.host) == "low" && logs_.files.size() > 1) confidence = "medium";
+    if (ranks.empty() && first.kind != "host_kill") confidence = "medium";
+    for (const Candidate& other : candidates) {
+      const LogEvent& event = *other.event;
+      if (event.host == lead.host || other.kind == first.kind) continue;
+      if (event.time_ns != kNoTime && lead.time_ns != kNoTime &&
+          event.time_ns - lead.time_ns < kOrderingDoubtNs) {
+        confidence = "medium";
+        doubt = fmt::format(
+            " A {} on {} came within {} ms; the clocks cannot order the two for certain.",
+            other.kind, event.host.empty() ? "an unknown host" : event.host,
+            (event.time_ns - lead.time_ns) / 1'000'000);
+      }
+      break;
+    }
+    cause->set_confidence(confidence);
+    cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt);
+    return true;
+  }
+
+  void FillDetail(report::RootCause* cause, const LogEvent& lead) {
+    auto& detail = *cause->mutable_detail();
+    if (lead.xid >= 0) detail["xid"] = std::to_string(lead.xid);
+    if (!lead.bus_id.empty()) detail["bus_id"] = lead.bus_id;
+    if (lead.pid >= 0) detail["pid"] = std::to_string(lead.pid);
+    if (lead.signal >= 0) detail["signal"] = std::to_string(lead.signal);
+    if (lead.exit_code != INT32_MIN) detail["exit_code"] = std::to_string(lead.exit_code);
+    if (lead.bytes >= 0) {
+      detail[lead.kind == LogEventKind::kCudaOom ? "bytes_requested" : "bytes"] =
+          std::to_string(lead.bytes);
+    }
+    if (!lead.reason.empty()) {
+      detail[lead.kind == LogEventKind::kPythonException ? "exception" : "reason"] = lead.reason;
+    }
+    if (lead.seq >= 0) detail["seq"] = std::to_string(lead.seq);
+    if (!lead.op.empty()) detail["op"] = lead.op;
+    if (!lead.process_group.empty()) detail["process_group"] = lead.process_group;
+  }
+
+  std::string Who(const std::set<int32_t>& ranks, const std::set<std::string>& hosts) const {
+    std::vector<int32_t> list(ranks.begin(), ranks.end());
+    std::string who;
+    if (!list.empty()) who = fmt::format("{} {}", list.size() == 1 ? "Rank" : "Ranks", Ranks(list));
+    if (!hosts.empty()) {
+      who += fmt::format("{}{}", who.empty() ? "Host " : " on ", fmt::join(hosts, ", "));
+    }
+    return who.empty() ? "A rank" : who;
+  }
+
+  std::string FaultSentence(std::string_view kind, const LogEvent& lead,
+                            const std::set<int32_t>& ranks, const std::set<std::string>& hosts) {
+    std::string who = Who(ranks, hosts);
+    std::string when = ClockTime(lead.time_ns);
+    std::string sentence;
+    if (kind == "xid") {
+      sentence = fmt::format("{}: the GPU driver reported Xid {}{} at {}{}.", who, lead.xid,
+                             lead.bus_id.empty() ? "" : " on PCI " + lead.bus_id, when,
+                             lead.reason.empty() ? "" : " (" + lead.reason + ")");
+    } else if (kind == "host_oom") {
+      sentence = fmt::format("{}: the kernel's OOM killer killed the process{} at {}.", who,
+                             lead.pid >= 0 ? fmt::format(" (pid {})", lead.pid) : "", when);
+    } else if (kind == "cuda_oom") {
+      sentence = fmt::format(
+          "{} ran out of GPU memory{} at {}.", who,
+          lead.bytes >= 0 ? fmt::format(" (tried to allocate {} bytes)", lead.bytes) : "", when);
+    } else if (kind == "host_kill") {
+      sentence =
+          fmt::format("The job was killed from outside ({}){} at {}; no rank is to blame.",
+                      lead.reason.empty() ? "cancelled" : lead.reason,
+                      hosts.empty() ? "" : fmt::format(" on {}", fmt::join(hosts, ", ")), when);
+    } else if (kind == "transport_error") {
+      sentence = fmt::format("{} saw the job's first network/transport error at {}.", who, when);
+    } else if (kind == "python_exception") {
+      sentence = fmt::format("{} raised {} at {}.", who,
+                             lead.reason.empty() ? "an exception" : lead.reason, when);
+    } else if (kind == "cuda_error") {
+      sentence = fmt::format("{} hit a CUDA error at {}.", who, when);
+    } else if (kind == "segfault") {
+      sentence = fmt::format("{} crashed with a segmentation fault at {}.", who, when);
+    }
+    if (!victims_.empty()) {
+      sentence += fmt::format(" {} other rank(s) then timed out or aborted.", victims_.size());
+    }
+    return sentence;
+  }
+
+  bool FromTimeouts(report::RootCause* cause) {
+    // The collective each group's victims time out in: its highest timed-out sequence number.
+    std::map<std::string, int64_t> stalled_seq;
+    for (const LogEvent& event : logs_.events) {
+      if (event.kind != LogEventKind::kWatchdogTimeout || event.seq < 0) continue;
+      auto [it, inserted] = stalled_seq.try_emplace(event.process_group, event.seq);
+      if (!inserted) it->second = std::max(it->second, event.seq);
+    }
+    if (stalled_seq.empty()) return false;
+    cause->set_kind("collective_timeout");
+    // Ranks that never reached it: their watchdog names an earlier op of the group, or their
+    // last enqueued work is earlier.
+    std::set<int32_t> laggards;
+    std::set<int32_t> reached;
+    for (const LogEvent& event : logs_.events) {
+      if (event.rank < 0) continue;
+      if (event.kind == LogEventKind::kWatchdogTimeout && event.seq >= 0) {
+        int64_t stalled = stalled_seq[event.process_group];
+        (event.seq < stalled ? laggards : reached).insert(event.rank);
+      }
+    }
+    int64_t highest = 0;
+    for (const auto& [group, seq] : stalled_seq) highest = std::max(highest, seq);
+    for (const LogEvent& event : logs_.events) {
+      if (event.kind == LogEventKind::kWorkTimeoutSeqs && event.rank >= 0 &&
+          event.last_enqueued_seq >= 0 && event.last_enqueued_seq < highest &&
+          !reached.contains(event.rank)) {
+        laggards.insert(event.rank);
+      }
+    }
+    for (int32_t rank : reached) laggards.erase(rank);
+    std::string how = "its watchdog names an earlier collective";
+    if (laggards.empty()) {
+      // Ranks the job has that printed something but no timeout: silent in the collective.
+      std::set<int32_t> known;
+      int32_t world = -1;
+      for (const LogEvent& event : logs_.events) {
+        if (event.rank >= 0) known.insert(event.rank);
+        if (event.kind == LogEventKind::kNcclInit) world = std::max(world, event.nranks);
+      }
+      // Ranks are dense: below the highest rank seen, or the world size an init line gives,
+      // every rank exists even if it printed nothing.
+      if (!known.empty()) world = std::max(world, *known.rbegin() + 1);
+      for (int32_t r = 0; r < world; ++r) known.insert(r);
+      std::set<int32_t> silent;
+      for (int32_t rank : known) {
+        if (!reached.contains(rank)) silent.insert(rank);
+      }
+      if (!silent.empty() && silent.size() * 2 <= known.size()) laggards = silent;
+      how = "it printed no timeout while the others did";
+    }
+    SetTime(cause, first_timeout_->time_ns);
+    for (int32_t rank : laggards) {
+      cause->add_ranks(rank);
+      victims_.erase(rank);
+    }
+    std::set<std::string> hosts;
+    for (const LogEvent& event : logs_.events) {
+      if (event.rank >= 0 && laggards.contains(event.rank) && !event.host.empty()) {
+        hosts.insert(event.host);
+      }
+    }
+    for (const std::string& host : hosts) cause->add_hosts(host);
+    for (const LogEvent& event : logs_.events) {
+      if (event.rank >= 0 && laggards.contains(event.rank) &&
+          (event.kind == LogEventKind::kWatchdogTimeout ||
+           event.kind == LogEventKind::kWorkTimeoutSeqs)) {
+        AddEvidence(cause, event);
+      }
+    }
+    AddCascadeEvidence(cause);
+    FillDetail(cause, *first_timeout_);
+    std::vector<int32_t> list(laggards.begin(), laggards.end());
+    std::string op = first_timeout_->op.empty() ? "a collective" : first_timeout_->op;
+    std::string sentence = fmt::format(
+        "Only collective timeouts are visible: {} rank(s) timed out in {} SeqNum {}{} from {}.",
+        victims_.size(), op, first_timeout_->seq,
+        first_timeout_->process_group.empty() ? "" : " of " + first_timeout_->process_group,
+        ClockTime(first_timeout_->time_ns));
+    if (!list.empty()) {
+      sentence += fmt::format(" {} never reached it: {}.", Who(laggards, hosts), how);
+      cause->set_confidence(how.starts_with("its") ? "high" : "medium");
+    } else {
+      sentence += " The logs cannot say which rank never reached it.";
+      cause->set_confidence("low");
+    }
+    cause->set_summary(sentence);
+    return true;
+  }
+
+  // The logs' answer joined with the dumps'.
+  void Join(report::RootCause* cause) {
+    report::Verdict* verdict = report_->mutable_verdict();
+    std::vector<int32_t> dump_culprits(verdict->culprit_ranks().begin(),
+                                       verdict->culprit_ranks().end());
+    std::vector<int32_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
+    const std::string& kind = cause->kind();
+    std::vector<std::string> actions = KindActions(*cause);
+    if (!have_dumps_) {
+      verdict->clear_culprit_ranks();
+      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      verdict->clear_victim_ranks();
+      for (int32_t rank : victims_) verdict->add_victim_ranks(rank);
+      std::string failure_class = "insufficient_evidence";
+      if (kind == "none") {
+        failure_class = "none";
+      } else if (kind == "transport_error" && log_ranks.empty()) {
+        failure_class = "stuck_collective";
+      } else if (!log_ranks.empty()) {
+        failure_class = kind == "transport_error" ? "stuck_collective" : "missing_participant";
+      }
+      if (kind == "host_kill") failure_class = "insufficient_evidence";
+      verdict->set_failure_class(failure_class);
+      verdict->set_confidence(cause->confidence());
+      verdict->set_summary(cause->summary());
+      verdict->clear_next_actions();
+      for (const std::string& action : actions) verdict->add_next_actions(action);
+      return;
+    }
+    // With dumps: the flight recorder says who the others waited for; the logs say why.
+    bool log_names_ranks = !log_ranks.empty();
+    if (kind == "collective_timeout" || kind == "unknown") {
+      if (!dump_culprits.empty()) {
+        cause->clear_ranks();
+        for (int32_t rank : dump_culprits) cause->add_ranks(rank);
+        if (log_names_ranks && log_ranks != dump_culprits) {
+          cause->set_disagreement(fmt::format(
+              "The timeouts point at rank(s) {}; the dumps show rank(s) {} never reached the "
+              "collective. The dumps' structural evidence is used.",
+              Ranks(log_ranks), Ranks(dump_culprits)));
+        }
+      }
+    } else if (kind == "host_kill") {
+      cause->set_disagreement(
+          dump_culprits.empty()
+              ? ""
+              : fmt::format("The dumps show rank(s) {} behind the others, but the job was killed "
+                            "from outside; that may be where the kill found them.",
+                            Ranks(dump_culprits)));
+      verdict->clear_culprit_ranks();
+    } else if (log_names_ranks && !dump_culprits.empty()) {
+      std::vector<int32_t> common;
+      std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
+                            dump_culprits.end(), std::back_inserter(common));
+      if (common.empty()) {
+        cause->set_disagreement(fmt::format(
+            "The dumps blame rank(s) {} ({}); the logs' earliest fault is on rank(s) {} ({}). "
+            "Check whether the fault on {} made {} stop.",
+            Ranks(dump_culprits), verdict->failure_class(), Ranks(log_ranks), kind,
+            Ranks(log_ranks), Ranks(dump_culprits)));
+      }
+    } else if (log_names_ranks && dump_culprits.empty() && verdict->failure_class() != "none") {
+      verdict->clear_culprit_ranks();
+      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    }
+    std::string joined;
+    if (kind != "none" && kind != "unknown") {
+      joined = fmt::format("Why, from the logs: {}", cause->summary());
+      if (!cause->disagreement().empty()) joined += " " + cause->disagreement();
+      verdict->set_summary(verdict->summary() + " " + joined);
+    }
+    std::vector<std::string> merged = actions;
+    for (const std::string& action : verdict->next_actions()) merged.push_back(action);
+    verdict->clear_next_actions();
+    for (const std::string& action : merged) verdict->add_next_actions(action);
+  }
+
+  static std::vector<std::string> KindActions(const report::RootCause& cause) {
+    const std::string& kind = cause.kind();
+    std::string hosts = fmt::format("{}", fmt::join(cause.hosts(), ", "));
+    if (hosts.empty()) hosts = "the culprit's host";
+    auto detail = [&](const char* key) {
+      auto it = cause.detail().find(key);
+      return it == cause.detail().end() ? std::string() : it->second;
+    };
+    if (kind == "xid") {
+      return {fmt::format("Drain {} and run `dcgmi diag -r 3` on it; Xid {} is a GPU/driver "
+                          "fault, not a bug in the job.",
+                          hosts, detail("xid")),
+              "Restart from the last checkpoint without that node."};
+    }
+    if (kind == "host_oom") {
+      return {
+          fmt::format("Host memory ran out on {}: lower host-side memory (data loader "
+                      "workers, pinned buffers, prefetch) or find the leak; check "
+                      "`dmesg`/`journalctl -k` there for the OOM killer's table.",
+                      hosts)};
+    }
+    if (kind == "cuda_oom") {
+      return {
+          "Raise GPU memory headroom (smaller micro-batch, activation checkpointing, "
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) or find the rank-specific "
+          "allocation: compare torch.cuda.memory_summary() across ranks."};
+    }
+    if (kind == "host_kill") {
+      return {
+          "Nothing in the job failed: it was killed from outside (scheduler time limit, "
+          "preemption, cancel or node failure). Resume from the last checkpoint; raise the "
+          "time limit or checkpoint more often."};
+    }
+    if (kind == "transport_error") {
+      return {
+          fmt::format("Check the network link of {} (`ibstat`, `ibdiagnet`, switch port "
+                      "counters, NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=NET); exclude the "
+                      "host if the link flaps.",
+                      hosts)};
+    }
+    if (kind == "python_exception") {
+      return {
+          "Read the culprit's traceback (evidence): the exception stopped that rank, and "
+          "every other rank then waited for it."};
+    }
+    if (kind == "cuda_error") {
+      return {
+          "Rerun the culprit's step with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer) to "
+          "find the kernel; if it recurs on one GPU only, drain that node."};
+    }
+    if (kind == "segfault") {
+      return {
+          "Get the native stack: run with `PYTHONFAULTHANDLER=1`, enable core dumps "
+          "(`ulimit -c unlimited`) and open the core with gdb; check extension builds "
+          "against the torch version."};
+    }
+    if (kind == "collective_timeout") {
+      return {
+          "Only timeouts are visible: read the culprit's stack in its flight-recorder dump "
+          "or with py-spy dump on a live process to see where it stopped."};
+    }
+    return {};
+  }
+
+  const LogSet& logs_;
+  const JobClock& clock_;
+  bool have_dumps_;
+  report::Report* report_;
+  std::set<int32_t> victims_;
+  const LogEvent* first_timeout_ = nullptr;
+};
+
+}  // namespace
+
+void ExplainFromLogs(const LogSet& logs, const JobClock& clock, bool have_dumps,
+                     report::Report* report) {
+  Explainer(logs, clock, have_dumps, report).Run();
+}
+
+}  // namespace fr

@@ -1,0 +1,196 @@
+#include "fr/verdict/root_cause.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
+#include "fr/clock/job_clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fr {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kSecond = 1000 * kMs;
+constexpr int kRanksPerHost = 8;
+
+int64_t Noon() {
+  return absl::ToUnixNanos(
+      absl::FromCivil(absl::CivilSecond(2026, 12, 1, 12, 0, 0), absl::UTCTimeZone()));
+}
+
+// Logs of a job of `hosts` x 8 ranks whose host clocks are off by `offsets`: events are given
+// in true time and printed in each host's clock.
+class JobLogs {
+ public:
+  explicit JobLogs(std::vector<int64_t> offsets) : offsets_(std::move(offsets)) {
+    for (size_t h = 0; h < offsets_.size(); ++h) {
+      logs_.files.push_back({.path = Host(static_cast<int>(h)) + "/job.log", .format = "test"});
+    }
+  }
+
+  static std::string Host(int h) { return "node0" + std::to_string(h); }
+  static int HostOf(int rank) { return rank / kRanksPerHost; }
+  int ranks() const { return static_cast<int>(offsets_.size()) * kRanksPerHost; }
+
+  LogEvent& Add(LogEventKind kind, int rank, int64_t true_ns) {
+    int h = HostOf(rank);
+    LogEvent event;
+    event.kind = kind;
+    event.file = h;
+    event.line = static_cast<int64_t>(logs_.events.size()) + 1;
+    event.rank = rank;
+    event.host = Host(h);
+    event.raw_time = {.kind = LogTime::Kind::kLocal, .ns = true_ns + offsets_[h]};
+    event.text = std::string(LogEventKindName(kind)) + " on rank " + std::to_string(rank);
+    logs_.events.push_back(event);
+    return logs_.events.back();
+  }
+
+  // Every rank but `except` times out in SeqNum `seq`, enqueued at `enqueue`.
+  void TimeOut(int64_t seq, int64_t enqueue, const std::vector<int>& except) {
+    for (int rank = 0; rank < ranks(); ++rank) {
+      if (std::find(except.begin(), except.end(), rank) != except.end()) continue;
+      LogEvent& event = Add(LogEventKind::kWatchdogTimeout, rank,
+                            enqueue + 600 * kSecond + (rank % 5) * 100 * kMs);
+      event.seq = seq;
+      event.op = "ALLREDUCE";
+      event.timeout_ms = 600'000;
+      event.ran_for_ms = 600'000 + (rank % 5) * 100;
+    }
+  }
+
+  report::Report Explain() {
+    JobClock clock = AlignClocks(&logs_, {});
+    report::Report report;
+    ExplainFromLogs(logs_, clock, /*have_dumps=*/false, &report);
+    return report;
+  }
+
+ private:
+  std::vector<int64_t> offsets_;
+  LogSet logs_;
+};
+
+std::vector<int32_t> Ranks(const report::RootCause& cause) {
+  return {cause.ranks().begin(), cause.ranks().end()};
+}
+
+TEST(RootCauseTest, SkewedClocksDoNotMakeAVictimLookFirst) {
+  // node01 (rank 13's host) runs 30 s ahead: by raw time rank 13's GPU OOM is 28 s after a
+  // victim's transport error on node00, though it happened 2 s before it.
+  JobLogs job({0, 30 * kSecond, 0});
+  int64_t fault = Noon();
+  LogEvent& oom = job.Add(LogEventKind::kCudaOom, 13, fault);
+  oom.bytes = int64_t{2} << 30;
+  job.Add(LogEventKind::kTransportError, 2, fault + 2 * kSecond);
+  job.TimeOut(2383, fault - kSecond, {13});
+  report::Report report = job.Explain();
+  const report::RootCause& cause = report.verdict().root_cause();
+  EXPECT_EQ(cause.kind(), "cuda_oom");
+  EXPECT_THAT(Ranks(cause), ElementsAre(13));
+  EXPECT_THAT(cause.hosts(), ElementsAre("node01"));
+  EXPECT_EQ(cause.detail().at("bytes_requested"), std::to_string(int64_t{2} << 30));
+  // The corrected time is the true one, not node01's.
+  EXPECT_LE(std::llabs(cause.time_ns() - fault), 500 * kMs);
+  EXPECT_EQ(report.verdict().culprit_ranks_size(), 1);
+  EXPECT_EQ(report.verdict().culprit_ranks(0), 13);
+  EXPECT_EQ(report.verdict().victim_ranks_size(), job.ranks() - 1);
+  ASSERT_GE(cause.evidence_size(), 1);
+  EXPECT_EQ(cause.evidence(0).rank(), 13);
+  EXPECT_EQ(cause.evidence(0).kind(), "cuda_oom");
+  // Every host's offset is reported against the consensus.
+  ASSERT_EQ(report.timeline().hosts_size(), 3);
+  EXPECT_NEAR(report.timeline().hosts(1).offset_ms() - report.timeline().hosts(0).offset_ms(),
+              30'000, 100);
+}
+
+TEST(RootCauseTest, TheEarliestFaultWinsOverTheMostFrequentOne) {
+  JobLogs job({0, 0});
+  int64_t fault = Noon();
+  LogEvent& exception = job.Add(LogEventKind::kPythonException, 9, fault);
+  exception.reason = "KeyError";
+  // Later, every other rank's communicator fails: many lines, none of them the cause.
+  for (int rank = 0; rank < job.ranks(); ++rank) {
+    if (rank != 9) job.Add(LogEventKind::kTransportError, rank, fault + 5 * kSecond);
+  }
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "python_exception");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(9));
+  EXPECT_EQ(report.verdict().root_cause().detail().at("exception"), "KeyError");
+}
+
+TEST(RootCauseTest, OnlyTimeoutsVisibleTheRankThatNeverReachedTheCollectiveIsTheCulprit) {
+  JobLogs job({0, 7 * kSecond});
+  int64_t enqueue = Noon();
+  job.TimeOut(812, enqueue, {5});
+  // Rank 5 timed out later on an earlier collective of the same group.
+  LogEvent& late = job.Add(LogEventKind::kWatchdogTimeout, 5, enqueue + 900 * kSecond);
+  late.seq = 811;
+  late.timeout_ms = 600'000;
+  report::Report report = job.Explain();
+  const report::RootCause& cause = report.verdict().root_cause();
+  EXPECT_EQ(cause.kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(cause), ElementsAre(5));
+  EXPECT_EQ(cause.confidence(), "high");
+  EXPECT_EQ(report.verdict().failure_class(), "missing_participant");
+}
+
+TEST(RootCauseTest, ASilentRankAmongTimeoutsIsTheCulprit) {
+  JobLogs job({0, 0});
+  job.TimeOut(40, Noon(), {11});
+  job.Add(LogEventKind::kNcclInit, 11, Noon() - 3600 * kSecond).nranks = 16;
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(11));
+}
+
+TEST(RootCauseTest, AKillFromOutsideHasNoCulpritRank) {
+  JobLogs job({0, 0});
+  LogEvent& kill = job.Add(LogEventKind::kHostKill, 0, Noon());
+  kill.reason = "time limit";
+  kill.rank = -1;
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "host_kill");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), IsEmpty());
+  EXPECT_THAT(report.verdict().culprit_ranks(), IsEmpty());
+}
+
+TEST(RootCauseTest, AKillAfterTheJobHadStalledIsNotTheCause) {
+  JobLogs job({0, 0});
+  job.TimeOut(99, Noon(), {4});
+  LogEvent& kill = job.Add(LogEventKind::kHostKill, 0, Noon() + 3600 * kSecond);
+  kill.reason = "time limit";
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(4));
+}
+
+TEST(RootCauseTest, ExceptionsRaisedBecauseCommunicationFailedAreTheCascade) {
+  JobLogs job({0, 0});
+  job.TimeOut(3, Noon(), {6});
+  LogEvent& cascade = job.Add(LogEventKind::kPythonException, 1, Noon() + 601 * kSecond);
+  cascade.reason = "torch.distributed.DistBackendError";
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+}
+
+TEST(RootCauseTest, AHealthyRunHasNoRootCause) {
+  JobLogs job({0, 0});
+  for (int rank = 0; rank < job.ranks(); ++rank) {
+    job.Add(LogEventKind::kNcclInit, rank, Noon()).nranks = job.ranks();
+  }
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "none");
+  EXPECT_EQ(report.verdict().failure_class(), "none");
+  EXPECT_THAT(report.verdict().culprit_ranks(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace fr
