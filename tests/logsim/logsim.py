@@ -186,6 +186,8 @@ class Sim:
     def pg_tag(self, pg, grank):
         st = self.T["pg_style"]
         pid, guid, desc = pg["id"], pg["guid"], pg["desc"]
+        if st is None:
+            return f"[Rank {grank}]"
         if st == "short":
             return f"[PG {pid} Rank {grank}]"
         if st == "desc":
@@ -543,8 +545,10 @@ class Sim:
                 self.exit[c] = (tf + r.uniform(0.2, 1.0), 1)
             else:
                 pg = self.pgs[0]
+                who = "Process group" if self.T["pg_style"] else "NCCL"
+                exc = "c10::DistBackendError" if self.T["pg_style"] else "std::runtime_error"
                 lines = [self.c10(h, c, tf, "E", "ProcessGroupNCCL.cpp:1595",
-                                  f"{self.pg_tag(pg, c)} Process group watchdog thread "
+                                  f"{self.pg_tag(pg, c)} {who} watchdog thread "
                                   f"terminated with exception: {err}")] + tail + [
                     "Exception raised from c10_cuda_check_implementation at "
                     "/pytorch/c10/cuda/CUDAException.cpp:43 (most recent call first):",
@@ -552,8 +556,8 @@ class Sim:
                     "(0x7f0c4756c1b6 in /usr/local/lib/python3.11/site-packages/torch/lib/"
                     "libc10.so)",
                     "",
-                    "terminate called after throwing an instance of 'c10::DistBackendError'",
-                    f"  what():  {self.pg_tag(pg, c)} Process group watchdog thread terminated "
+                    f"terminate called after throwing an instance of '{exc}'",
+                    f"  what():  {self.pg_tag(pg, c)} {who} watchdog thread terminated "
                     f"with exception: {err}"]
                 self.rev(c, tf, "\n".join(lines), "err", tags=[("evidence", 0)])
                 self.exit[c] = (tf + r.uniform(0.1, 0.5), -6)
@@ -622,14 +626,15 @@ class Sim:
     def remote_error(self, q, t, last):
         h = self.host_of(q)
         pg = self.pgs[0]
-        msg = (f"{self.pg_tag(pg, q) if self.T['pg_style'] else f'[Rank {q}]'} Process group "
+        who = "Process group" if self.T["pg_style"] else "NCCL"
+        msg = (f"{self.pg_tag(pg, q)} {who} "
                f"watchdog thread terminated with exception: NCCL error: remote process exited or "
                f"there was a network error, NCCL version {self.T['nccl']}")
         lines = [self.c10(h, q, t, "E", "ProcessGroupNCCL.cpp:1595", msg),
                  "ncclRemoteError: A call failed possibly due to a network error or a remote "
                  "process exiting prematurely."] + last.split("\n")
-        lines += ["", "terminate called after throwing an instance of 'c10::DistBackendError'",
-                  "  what():  " + msg]
+        exc = "c10::DistBackendError" if self.T["pg_style"] else "std::runtime_error"
+        lines += ["", f"terminate called after throwing an instance of '{exc}'", "  what():  " + msg]
         self.rev(q, t, "\n".join(lines), "err")
 
     def host_kill(self):
