@@ -505,6 +505,10 @@ TEST(LooksLikeLog, TrueForRealLogs) {
   ASSERT_GT(logs.size(), 10u);
   for (const std::string& path : logs) EXPECT_TRUE(LooksLikeLog(ReadAll(path))) << path;
   EXPECT_TRUE(LooksLikeLog("[ 1234.567890] NVRM: Xid\n"));
+  EXPECT_TRUE(LooksLikeLog("[2026-12-01 12:03:04,123] torch.distributed.run: [WARNING]\n"));
+  EXPECT_TRUE(LooksLikeLog("[12:03:04] step 100 loss 2.5\n"));
+  EXPECT_FALSE(LooksLikeLog("[12, 13]"));
+  EXPECT_FALSE(LooksLikeLog("[1.5, 2]"));
   EXPECT_TRUE(LooksLikeLog("[rank0]: hello\n"));
   EXPECT_FALSE(LooksLikeLog(std::string("\x1f\x8b\x08\x00", 4)));
   EXPECT_FALSE(LooksLikeLog(std::string("\x28\xb5\x2f\xfd", 4)));

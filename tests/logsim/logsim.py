@@ -1085,6 +1085,11 @@ class Sim:
                     fh.write("".join(buf))
                     buf, size = [], 0
             fh.write("".join(buf))
+        # A log's modification time is when its last line was written (true time; the file
+        # system's clock is the host's, but seconds do not matter for what mtimes tell).
+        if allev:
+            last = allev[-1][0]
+            os.utime(path, (last, last))
         self.files.append(rel)
         return line - 1
 

@@ -1,11 +1,13 @@
 #include "fr/clock/job_clock.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -89,7 +91,49 @@ int64_t JobClock::Correct(const std::string& host, int64_t host_ns) const {
   return host_ns - clock->offset_ns - static_cast<int64_t>(std::llround(drift));
 }
 
+namespace {
+
+// Whether `host` appears in `path` as a whole token ("logs/node01/dmesg.txt",
+// "kern-node01.log"), not as part of a longer name ("node010").
+bool PathNamesHost(std::string_view path, std::string_view host) {
+  auto is_name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
+  };
+  for (size_t at = path.find(host); at != std::string_view::npos; at = path.find(host, at + 1)) {
+    size_t end = at + host.size();
+    bool starts = at == 0 || !std::isalnum(static_cast<unsigned char>(path[at - 1]));
+    bool ends =
+        end == path.size() || !is_name_char(path[end]) || path[end] == '_' || path[end] == '-';
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
+// A log of one host whose lines do not name it (dmesg, a kernel log copied per host) is that
+// host's when its path names one of the job's hosts, and only one.
+void HostsFromPaths(LogSet* logs) {
+  std::set<std::string> known;
+  for (const LogEvent& event : logs->events) {
+    if (!event.host.empty()) known.insert(event.host);
+  }
+  for (LogFile& file : logs->files) {
+    if (!file.host.empty()) continue;
+    std::string match;
+    int matches = 0;
+    for (const std::string& host : known) {
+      if (PathNamesHost(file.path, host)) {
+        ++matches;
+        match = host;
+      }
+    }
+    if (matches == 1) file.host = match;
+  }
+}
+
+}  // namespace
+
 void ResolveIdentities(LogSet* logs) {
+  HostsFromPaths(logs);
   std::vector<LogEvent>& events = logs->events;
   // What the file says of all its lines.
   for (LogEvent& event : events) {
@@ -162,6 +206,135 @@ void ResolveIdentities(LogSet* logs) {
   }
 }
 
+namespace {
+
+// The clock a line's time was read from: its host's, except Slurm's "CANCELLED AT" time, which
+// the controller (slurmctld) stamps with its own clock whatever node the line names.
+std::string ClockOf(const LogEvent& event) {
+  if (event.kind == LogEventKind::kHostKill &&
+      event.text.find("CANCELLED AT") != std::string::npos) {
+    return "slurmctld";
+  }
+  return event.host;
+}
+
+bool IsCrash(LogEventKind kind) {
+  return kind == LogEventKind::kPythonException || kind == LogEventKind::kCudaOom ||
+         kind == LogEventKind::kCudaError || kind == LogEventKind::kSegfault ||
+         kind == LogEventKind::kNonFiniteLoss || kind == LogEventKind::kTransportError;
+}
+
+// Tracebacks carry no time. A worker that crashed died right after printing one, and its
+// launcher reported the death with a date (torchrun polls its workers a few times a second), so
+// an untimed crash of a rank is put just before the earliest reported death of that rank; failing
+// that, at the time of the nearest earlier timed line of its file (a lower bound), corrected.
+void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t>& nearby) {
+  constexpr int64_t kLauncherPollNs = 300 * kNanosPerMs;
+  std::map<int32_t, int64_t> death_of_rank;
+  for (const LogEvent& event : events) {
+    bool death =
+        event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable;
+    if (!death || event.rank < 0 || event.time_ns == kNoTime) continue;
+    auto [it, inserted] = death_of_rank.try_emplace(event.rank, event.time_ns);
+    if (!inserted) it->second = std::min(it->second, event.time_ns);
+  }
+  for (size_t i = 0; i < events.size(); ++i) {
+    LogEvent& event = events[i];
+    if (event.time_ns != kNoTime || !IsCrash(event.kind)) continue;
+    if (auto it = death_of_rank.find(event.rank); it != death_of_rank.end()) {
+      event.time_ns = it->second - kLauncherPollNs;
+      event.time_inferred = true;
+    } else if (nearby[i] != kNoTime) {
+      event.time_ns = nearby[i];
+      event.time_inferred = true;
+    }
+  }
+}
+
+// Seconds since boot on each host become its clock's time, by the best evidence at hand:
+//   1. the kernel's own boot line stating the wall-clock time ("setting system clock to ...");
+//   2. a process the kernel killed (OOM killer) whose death the launcher reported with a date:
+//      the same pid, the same moment;
+//   3. otherwise the host's last kernel fault is placed just before the first stalled
+//      collective's enqueue (the last moment the job was known healthy), keeping the spacing of
+//      its lines; the host's clock confidence is then low.
+void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>& local,
+                JobClock* clock) {
+  std::map<std::string, std::vector<size_t>> since_boot;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].raw_time.kind == LogTime::Kind::kSinceBoot) {
+      since_boot[events[i].host].push_back(i);
+    }
+  }
+  if (since_boot.empty()) return;
+  int64_t first_stall = kNoTime;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const LogEvent& event = events[i];
+    if (event.kind != LogEventKind::kWatchdogTimeout || local[i] == kNoTime) continue;
+    int64_t enqueue =
+        clock->Correct(event.host, local[i]) - std::max<int64_t>(event.ran_for_ms, 0) * kNanosPerMs;
+    if (first_stall == kNoTime || enqueue < first_stall) first_stall = enqueue;
+  }
+  for (const auto& [host, indices] : since_boot) {
+    auto it = std::find_if(clock->hosts.begin(), clock->hosts.end(),
+                           [&](const HostClock& h) { return h.host == host; });
+    if (it == clock->hosts.end()) continue;
+    HostClock* target = &*it;
+    // 1. The boot line.
+    for (size_t i : indices) {
+      const LogEvent& event = events[i];
+      if (event.kind == LogEventKind::kBootClock && event.stated_ns != kNoTime) {
+        target->boot_ns = event.stated_ns - event.raw_time.ns;
+        target->method += "; kernel times from the boot's rtc line";
+        break;
+      }
+    }
+    if (target->boot_ns != kNoTime) continue;
+    // 2. A killed pid the launcher saw die (it polls its workers every few tenths of a second).
+    constexpr int64_t kLauncherPollNs = 300 * kNanosPerMs;
+    for (size_t i : indices) {
+      const LogEvent& kill = events[i];
+      if (kill.pid < 0 || !IsKernelFault(kill.kind)) continue;
+      for (size_t j = 0; j < events.size(); ++j) {
+        const LogEvent& death = events[j];
+        if ((death.kind == LogEventKind::kWorkerFailed ||
+             death.kind == LogEventKind::kRootCauseTable) &&
+            death.pid == kill.pid && death.host == host && local[j] != kNoTime) {
+          target->boot_ns = local[j] - kLauncherPollNs - kill.raw_time.ns;
+          target->method += fmt::format(
+              "; kernel times from pid {}'s death, as the launcher reported it", kill.pid);
+          break;
+        }
+      }
+      if (target->boot_ns != kNoTime) break;
+    }
+    if (target->boot_ns != kNoTime) continue;
+    // 3. Just before the stall.
+    int64_t anchor = INT64_MIN, last = INT64_MIN;
+    for (size_t i : indices) {
+      last = std::max(last, events[i].raw_time.ns);
+      if (IsKernelFault(events[i].kind)) anchor = std::max(anchor, events[i].raw_time.ns);
+    }
+    if (anchor == INT64_MIN) anchor = last;
+    int64_t when = first_stall;
+    if (when == kNoTime) {
+      for (size_t i = 0; i < events.size(); ++i) {
+        if (events[i].host == host && local[i] != kNoTime) {
+          int64_t corrected = clock->Correct(host, local[i]);
+          if (when == kNoTime || corrected < when) when = corrected;
+        }
+      }
+    }
+    if (when == kNoTime) continue;
+    // boot + anchor (host clock) corrects to just before `when`.
+    target->boot_ns = when - kNanosPerMs + target->offset_ns - anchor;
+    target->method += "; kernel seconds since boot placed just before the first stalled collective";
+    target->confidence = "low";
+  }
+}
+
+}  // namespace
+
 JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   ResolveIdentities(logs);
   std::vector<LogEvent>& events = logs->events;
@@ -178,7 +351,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     clock.year_source = "dated log lines";
   } else if (hints.near_ns != kNoTime) {
     reference = hints.near_ns;
-    clock.year_source = "dump time";
+    clock.year_source = "dump or log file times";
   } else {
     reference = hints.now_ns != kNoTime ? hints.now_ns : absl::ToUnixNanos(absl::Now());
     clock.year_source = "current year (assumed: no line is dated)";
@@ -187,16 +360,16 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
 
   // Every event's reading of its host's clock (kNoTime for none yet: seconds since boot are
   // placed once the offsets are known).
-  std::vector<int64_t> local(events.size(), kNoTime);
-  for (size_t i = 0; i < events.size(); ++i) {
-    const LogTime& time = events[i].raw_time;
-    if (IsDated(time)) {
-      local[i] = time.ns;
-    } else if (time.kind == LogTime::Kind::kNoYear && time.month >= 1 && time.month <= 12 &&
-               time.day >= 1 && time.day <= 31) {
-      local[i] = NearestYear(time, reference);
+  auto reading = [&](const LogTime& time) {
+    if (IsDated(time)) return time.ns;
+    if (time.kind == LogTime::Kind::kNoYear && time.month >= 1 && time.month <= 12 &&
+        time.day >= 1 && time.day <= 31) {
+      return NearestYear(time, reference);
     }
-  }
+    return kNoTime;
+  };
+  std::vector<int64_t> local(events.size(), kNoTime);
+  for (size_t i = 0; i < events.size(); ++i) local[i] = reading(events[i].raw_time);
 
   // Groups of events that happen at nearly the same true moment wherever they are printed.
   int32_t world = -1;
@@ -218,12 +391,14 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
       key = fmt::format("NCCL init of the {}-rank communicator", world);
     } else if (event.kind == LogEventKind::kRendezvous) {
       key = "rendezvous";
+    } else if (event.kind == LogEventKind::kLauncherStart) {
+      key = "launcher start";
     } else {
       continue;
     }
     AnchorGroup& group = groups[key];
     group.method = key;
-    group.readings[event.host].push_back(value);
+    group.readings[ClockOf(event)].push_back(value);
   }
   std::vector<AnchorGroup*> shared;
   for (auto& [key, group] : groups) {
@@ -232,7 +407,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   }
 
   std::set<std::string> hosts;
-  for (const LogEvent& event : events) hosts.insert(event.host);
+  for (const LogEvent& event : events) hosts.insert(ClockOf(event));
   std::map<std::string, int64_t> offset;
   for (const std::string& host : hosts) offset[host] = 0;
   // Alternating medians: each group's true time given the offsets, each host's offset given
@@ -332,63 +507,22 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     clock.hosts.push_back(std::move(out));
   }
 
-  // Seconds since boot: placed so that the host's last kernel fault (or its last kernel line)
-  // falls just before the first stalled collective's enqueue, the last moment the job was
-  // known to be healthy; without a stall, just before the host's first other event.
-  int64_t first_stall = kNoTime;
-  for (size_t i = 0; i < events.size(); ++i) {
-    const LogEvent& event = events[i];
-    if (event.kind != LogEventKind::kWatchdogTimeout || local[i] == kNoTime) continue;
-    int64_t enqueue =
-        clock.Correct(event.host, local[i]) - std::max<int64_t>(event.ran_for_ms, 0) * kNanosPerMs;
-    if (first_stall == kNoTime || enqueue < first_stall) first_stall = enqueue;
-  }
-  std::map<std::string, int64_t> last_fault, last_line, first_other;
-  for (size_t i = 0; i < events.size(); ++i) {
-    const LogEvent& event = events[i];
-    if (event.raw_time.kind == LogTime::Kind::kSinceBoot) {
-      auto raise = [&](std::map<std::string, int64_t>& map) {
-        auto [it, inserted] = map.try_emplace(event.host, event.raw_time.ns);
-        if (!inserted) it->second = std::max(it->second, event.raw_time.ns);
-      };
-      raise(last_line);
-      if (IsKernelFault(event.kind)) raise(last_fault);
-    } else if (local[i] != kNoTime) {
-      int64_t corrected = clock.Correct(event.host, local[i]);
-      auto [it, inserted] = first_other.try_emplace(event.host, corrected);
-      if (!inserted) it->second = std::min(it->second, corrected);
-    }
-  }
-  // A fault outranks any later kernel chatter as the line to place.
-  std::map<std::string, int64_t> last_since_boot = last_line;
-  for (const auto& [host, ns] : last_fault) last_since_boot[host] = ns;
-  for (auto& [host, last] : last_since_boot) {
-    int64_t target = first_stall;
-    if (target == kNoTime && first_other.contains(host)) target = first_other[host];
-    if (target == kNoTime) continue;
-    target -= kNanosPerMs;
-    auto it = std::find_if(clock.hosts.begin(), clock.hosts.end(),
-                           [&](const HostClock& h) { return h.host == host; });
-    if (it == clock.hosts.end()) continue;
-    // boot + last (host clock) corrects to target.
-    it->boot_ns = target + it->offset_ns - last;
-    it->method += "; kernel seconds since boot placed just before the first stalled collective";
-    it->confidence = "low";
-  }
+  PlaceBoots(events, local, &clock);
 
   for (size_t i = 0; i < events.size(); ++i) {
     LogEvent& event = events[i];
     if (event.raw_time.kind == LogTime::Kind::kSinceBoot) {
-      const HostClock* host = clock.Find(event.host);
+      const HostClock* host = clock.Find(ClockOf(event));
       if (host != nullptr && host->boot_ns != kNoTime) local[i] = host->boot_ns + event.raw_time.ns;
     }
-    if (local[i] != kNoTime) {
-      event.time_ns = clock.Correct(event.host, local[i]);
-    } else if (i > 0 && events[i - 1].file == event.file) {
-      // A line without a time (a traceback's frames) happened when the line before it did.
-      event.time_ns = events[i - 1].time_ns;
-    }
+    if (local[i] != kNoTime) event.time_ns = clock.Correct(ClockOf(event), local[i]);
   }
+  std::vector<int64_t> nearby(events.size(), kNoTime);
+  for (size_t i = 0; i < events.size(); ++i) {
+    int64_t ns = reading(events[i].nearby_time);
+    if (ns != kNoTime) nearby[i] = clock.Correct(ClockOf(events[i]), ns);
+  }
+  TimeUntimedCrashes(events, nearby);
   return clock;
 }
 

@@ -44,8 +44,8 @@ struct HostClock {
 };
 
 struct ClockHints {
-  // A time known to lie near the job's end (a dump time, ns since the epoch), or kNoTime. Only
-  // used to give year-less dates their year.
+  // A time known to lie near the job's end (a dump time, the logs' modification times; ns since
+  // the epoch), or kNoTime. Only used to give year-less dates their year.
   int64_t near_ns = kNoTime;
   // Used for the year when nothing else is dated (the analysis time by default).
   int64_t now_ns = kNoTime;

@@ -418,6 +418,11 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out) {
     if (IsDigit(c) || c == ' ') {
       if (pass == 0 && ConsumeSrunPrefix(&t, &p)) {
         p.format = kFormatSlurm;
+        // srun pads its label ("14: " and " 0:  "): a bracketed prefix may follow the padding.
+        size_t bracket = t.find_first_not_of(' ');
+        if (bracket != std::string_view::npos && bracket <= 2 && t[bracket] == '[') {
+          t.remove_prefix(bracket);
+        }
         continue;
       }
       if (ConsumeIsoPrefix(&t, &p)) continue;

@@ -46,6 +46,10 @@ const char* LogEventKindName(LogEventKind kind) {
       return "nccl_init";
     case LogEventKind::kRendezvous:
       return "rendezvous";
+    case LogEventKind::kBootClock:
+      return "boot_clock";
+    case LogEventKind::kLauncherStart:
+      return "launcher_start";
     case LogEventKind::kCollectiveEnqueue:
       return "collective_enqueue";
   }

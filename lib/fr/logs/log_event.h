@@ -44,6 +44,9 @@ enum class LogEventKind : uint8_t {
   kNcclInit,           // NCCL INFO ... rank R nranks N cudaDev D ... busId B ... Init COMPLETE
   kRendezvous,         // torchrun rendezvous complete / workers started
   kCollectiveEnqueue,  // reserved: a line that names a collective's enqueue time
+  kBootClock,      // kernel at boot: "rtc_cmos 00:04: setting system clock to <ISO> UTC (<epoch>)"
+  kLauncherStart,  // torchrun's start banner ("Setting OMP_NUM_THREADS ..."), printed by every
+                   // host's agent at nearly the same moment under srun/pdsh
 };
 
 // A time as the line wrote it, before any correction.
@@ -76,8 +79,13 @@ struct LogEvent {
   std::string host;
   int32_t pid = -1;
   LogTime raw_time;
-  // Filled by the clock stage: the corrected UTC time, or kNoTime.
+  // For a line without a time of its own: the time of the nearest earlier line of the file that
+  // had one (a lower bound on when it was printed), else kind kNone.
+  LogTime nearby_time;
+  // Filled by the clock stage: the corrected UTC time, or kNoTime. `time_inferred` when the line
+  // had no time of its own and it was inferred (a traceback: from the worker's reported death).
   int64_t time_ns = kNoTime;
+  bool time_inferred = false;
   // The line as written (without a trailing newline), cut to at most 512 bytes.
   std::string text;
 
@@ -104,6 +112,9 @@ struct LogEvent {
   // communicator, which is why it is not put in `rank`) and the communicator's id.
   int32_t comm_rank = -1;
   std::string comm_id;
+  // kBootClock: the wall-clock time the line states (ns since the epoch, UTC), which with the
+  // line's seconds since boot places the host's boot on its clock.
+  int64_t stated_ns = kNoTime;
   std::string reason;  // kHostKill: "time limit" | "preemption" | "node failure" |
                        // "cancelled"; exceptions: the exception type; Xid: its message
 };
@@ -120,6 +131,9 @@ struct LogFile {
   int32_t local_rank = -1;
   int64_t bytes = 0;
   int64_t lines = 0;
+  // When the file was last written (ns since the epoch), or kNoTime (stdin, or not known): a
+  // log's mtime is when its last line was written, which dates lines that carry no year.
+  int64_t mtime_ns = INT64_MIN;
   // Bounds that cut what was read (never fatal): events past the per-file cap (counted, not
   // kept), lines longer than the line cap (only their head was looked at).
   int64_t events_dropped = 0;

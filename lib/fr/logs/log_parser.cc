@@ -320,6 +320,7 @@ class FileParser {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() && tracebacks_.empty()) return;
     ParseLinePrefix(line, &prefix_);
+    if (prefix_.time.kind != LogTime::Kind::kNone) last_time_ = prefix_.time;
     if (prefix_.format != kFormatText) ++format_lines_[prefix_.format];
     HandleLine(line);
   }
@@ -377,6 +378,8 @@ class FileParser {
         {"failed (exitcode: ", &FileParser::OnWorkerFailed},
         {"closing signal ", &FileParser::OnSignalSent},
         {"Rendezvous complete", &FileParser::OnRendezvous},
+        {"Setting OMP_NUM_THREADS environment variable", &FileParser::OnLauncherStart},
+        {"setting system clock to ", &FileParser::OnBootClock},
         {"Root Cause (first observed failure)", &FileParser::OnTableStart},
         {"Failures:", &FileParser::OnTableStart},
         // Transport seen by a victim, and transport faults.
@@ -423,6 +426,7 @@ class FileParser {
     event->pid = prefix_.pid;
     event->cuda_dev = prefix_.cuda_dev;
     event->raw_time = prefix_.time;
+    if (event->raw_time.kind == LogTime::Kind::kNone) event->nearby_time = last_time_;
     event->text = EventText(line);
     return event;
   }
@@ -697,6 +701,29 @@ class FileParser {
 
   bool OnRendezvous(std::string_view line, std::string_view) {
     Emit(LogEventKind::kRendezvous, line);
+    return true;
+  }
+
+  bool OnLauncherStart(std::string_view line, std::string_view) {
+    Emit(LogEventKind::kLauncherStart, line);
+    return true;
+  }
+
+  // "rtc_cmos 00:04: setting system clock to 2025-03-16T06:31:14 UTC (1742106674)": the epoch
+  // seconds in parentheses when present (exact), else the ISO time.
+  bool OnBootClock(std::string_view line, std::string_view body) {
+    std::string_view rest = body.substr(body.find("setting system clock to ") + 24);
+    int64_t stated = kNoTime;
+    if (size_t open = rest.find('('); open != std::string_view::npos) {
+      int64_t seconds = IntAfter(rest.substr(open), "(");
+      if (seconds > 0 && seconds < (int64_t{1} << 33)) stated = seconds * 1'000'000'000;
+    }
+    if (stated == kNoTime) {
+      LogTime time;
+      if (ConsumeIsoTime(&rest, &time)) stated = time.ns;
+    }
+    if (stated == kNoTime) return false;
+    Emit(LogEventKind::kBootClock, line)->stated_ns = stated;
     return true;
   }
 
@@ -1031,6 +1058,8 @@ class FileParser {
   std::string carry_;
   bool carry_long_ = false;
   LinePrefix prefix_;
+  // The time of the last line that carried one: when an untimed line was printed, at the latest.
+  LogTime last_time_;
   LogEvent scratch_;
   int64_t format_lines_[kFormatCount] = {};
   absl::flat_hash_map<int64_t, Traceback> tracebacks_;
@@ -1077,9 +1106,12 @@ bool LooksLikeLog(std::string_view head) {
         std::string_view number = inner;
         ConsumeLiteral(&number, "-");
         while (!number.empty() && IsDigit(number[0])) number.remove_prefix(1);
-        // dmesg's "[ 1234.567890]" has a fraction and a bracket; a JSON array has neither.
+        // dmesg's "[ 1234.567890]" has a fraction and a bracket; a date ("[2026-12-01 ...",
+        // torchelastic's prefix) or a time ("[12:03:04") goes on with '-' or ':'; a JSON
+        // array of numbers goes on with ',', ']' or a fraction and then ',' or ']'.
         bool dmesg = StartsWith(number, ".");
-        if (!dmesg) return false;
+        bool dated = StartsWith(number, "-") || StartsWith(number, ":");
+        if (!dmesg && !dated) return false;
       }
     }
   }

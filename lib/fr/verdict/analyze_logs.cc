@@ -1,4 +1,7 @@
 // Analyze() with logs: the dumps' verdict, then the logs on one clock, then the root cause.
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -46,6 +49,12 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
     failed.errors.push_back(std::string(logs.status().message()));
     return failed;
   }
+  for (LogFile& file : logs->files) {
+    struct stat info;
+    if (::stat(file.path.c_str(), &info) == 0) {
+      file.mtime_ns = int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec;
+    }
+  }
   return *std::move(logs);
 }
 
@@ -56,6 +65,16 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
   // The dumps' time dates year-less log lines when no log line carries a year.
   if (!trace.ranks.empty() && report.inputs().dump_time_ns() > 0) {
     hints.near_ns = report.inputs().dump_time_ns();
+  } else {
+    // Else the logs' own modification times: when their last lines were written.
+    std::vector<int64_t> mtimes;
+    for (const LogFile& file : logs->files) {
+      if (file.mtime_ns != kNoTime) mtimes.push_back(file.mtime_ns);
+    }
+    if (!mtimes.empty()) {
+      std::nth_element(mtimes.begin(), mtimes.begin() + mtimes.size() / 2, mtimes.end());
+      hints.near_ns = mtimes[mtimes.size() / 2];
+    }
   }
   JobClock clock = AlignClocks(logs, hints);
   ExplainFromLogs(*logs, clock, /*have_dumps=*/!trace.ranks.empty(), &report);

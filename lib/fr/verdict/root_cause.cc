@@ -207,7 +207,8 @@ class Explainer {
     line->set_line(event.line);
     line->set_rank(event.rank);
     line->set_host(event.host);
-    line->set_raw_time(FormatRawTime(event.raw_time));
+    line->set_raw_time(event.time_inferred ? "(none: inferred from the worker's reported end)"
+                                           : FormatRawTime(event.raw_time));
     line->set_time(FormatUtc(event.time_ns));
     line->set_text(event.text);
     line->set_kind(LogEventKindName(event.kind));
