@@ -30,11 +30,31 @@ def check_root_cause(report, expected):
     if expected["kind"] in ("host_kill", "none"):
         assert cause["ranks"] == []
         assert report["verdict"]["culprit_ranks"] == []
+    elif undecidable_from_logs(expected) and not cause["ranks"]:
+        # The culprit printed nothing, and torch before 2.4 lets the launcher kill victims
+        # before their own watchdog fires: the logs hold no line that singles it out. The report
+        # must then say so and list it among the candidates, never blame a victim.
+        assert cause["confidence"] == "low"
+        assert set(expected["culprit_ranks"]) <= parse_rank_set(cause["detail"]["candidates"])
     else:
         assert cause["ranks"] == expected["culprit_ranks"], cause["summary"]
         assert report["verdict"]["culprit_ranks"] == expected["culprit_ranks"]
     if expected["kind"] != "none":
         assert cause["evidence"], "a root cause shows its lines"
+
+
+def undecidable_from_logs(expected):
+    return (expected["kind"] == "collective_timeout" and expected.get("culprit_style") == "silent"
+            and expected.get("torch_version") in ("1.13", "2.1", "2.3"))
+
+
+def parse_rank_set(text):
+    """"3,8-10" -> {3, 8, 9, 10}"""
+    ranks = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        ranks.update(range(int(low), int(high or low) + 1))
+    return ranks
 
 
 def check_fault_time(report, expected, tolerance_s=5):
@@ -45,7 +65,10 @@ def check_fault_time(report, expected, tolerance_s=5):
     if expected["kind"] in ("none", "collective_timeout"):
         return
     assert cause["time"], "a fault with a time-stamped line gets a time"
-    offsets = sorted(h["offset_ms"] for h in expected["hosts"].values())
+    # Host clocks drift: each one's offset at the fault, not at the job's start.
+    elapsed_s = _utc_ns(expected["fault_time_utc"]) / 1e9 - expected["t0"]
+    offsets = sorted(h["offset_ms"] + h["drift_ppm"] * 1e-6 * elapsed_s * 1000
+                     for h in expected["hosts"].values())
     middle = len(offsets) // 2
     median_ms = offsets[middle] if len(offsets) % 2 else (offsets[middle - 1] + offsets[middle]) / 2
     if expected["kind"] == "host_kill":

@@ -408,45 +408,98 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
 
   std::set<std::string> hosts;
   for (const LogEvent& event : events) hosts.insert(ClockOf(event));
-  std::map<std::string, int64_t> offset;
-  for (const std::string& host : hosts) offset[host] = 0;
-  // Alternating medians: each group's true time given the offsets, each host's offset given
-  // the groups' times. Medians make one wrong anchor (a watchdog that polled late, a host that
-  // printed its init much later) harmless.
-  for (int round = 0; round < 8 && !shared.empty(); ++round) {
+  // Each host's clock reads the consensus time T as T + a + b (T - origin): an offset a at the
+  // origin (the latest anchor, nearest the failure) and a drift b. Alternating estimates: each
+  // group's true time given the clocks (a median over hosts, so one late watchdog poll or one
+  // host that printed its init much later moves nothing), then each host's a and b given the
+  // groups' times (a median offset, and a least-squares drift when its anchors lie far enough
+  // apart to tell drift from scatter).
+  struct ClockFit {
+    double a = 0;
+    double b = 0;
+    bool drifts = false;
+  };
+  std::map<std::string, ClockFit> fit;
+  std::map<std::string, std::vector<const AnchorGroup*>> groups_of_host;
+  for (AnchorGroup* group : shared) {
+    std::vector<int64_t> raw;
+    for (const auto& [host, value] : group->by_host) {
+      raw.push_back(value);
+      groups_of_host[host].push_back(group);
+    }
+    group->consensus = Median(raw);
+  }
+  int64_t origin = 0;
+  for (const AnchorGroup* group : shared) origin = std::max(origin, group->consensus);
+  auto predicted = [&](const std::string& host, int64_t t) {
+    const ClockFit& f = fit[host];
+    return f.a + f.b * static_cast<double>(t - origin);
+  };
+  for (int round = 0; round < 12 && !shared.empty(); ++round) {
     for (AnchorGroup* group : shared) {
       std::vector<int64_t> times;
-      for (const auto& [host, value] : group->by_host) times.push_back(value - offset[host]);
+      for (const auto& [host, value] : group->by_host) {
+        times.push_back(value -
+                        static_cast<int64_t>(std::llround(predicted(host, group->consensus))));
+      }
       group->consensus = Median(times);
     }
-    for (const std::string& host : hosts) {
-      std::vector<int64_t> differences;
-      for (const AnchorGroup* group : shared) {
-        if (auto it = group->by_host.find(host); it != group->by_host.end()) {
-          differences.push_back(it->second - group->consensus);
-        }
+    for (const auto& [host, list] : groups_of_host) {
+      ClockFit& f = fit[host];
+      std::vector<int64_t> residuals;
+      int64_t first = list.front()->consensus, last = first;
+      for (const AnchorGroup* group : list) {
+        residuals.push_back(group->by_host.at(host) - group->consensus);
+        first = std::min(first, group->consensus);
+        last = std::max(last, group->consensus);
       }
-      if (!differences.empty()) offset[host] = Median(differences);
+      f = ClockFit{.a = static_cast<double>(Median(residuals))};
+      if (last - first < kMinDriftSpanNs || list.size() < 2) continue;
+      double mean_t = 0, mean_r = 0;
+      for (const AnchorGroup* group : list) {
+        mean_t += static_cast<double>(group->consensus - origin);
+        mean_r += static_cast<double>(group->by_host.at(host) - group->consensus);
+      }
+      mean_t /= static_cast<double>(list.size());
+      mean_r /= static_cast<double>(list.size());
+      double covariance = 0, variance = 0;
+      for (const AnchorGroup* group : list) {
+        double t = static_cast<double>(group->consensus - origin) - mean_t;
+        double r = static_cast<double>(group->by_host.at(host) - group->consensus) - mean_r;
+        covariance += t * r;
+        variance += t * t;
+      }
+      double slope = variance > 0 ? covariance / variance : 0;
+      if (std::abs(slope) * 1e6 <= kMaxDriftPpm) {
+        f = ClockFit{.a = mean_r - slope * mean_t, .b = slope, .drifts = true};
+      }
     }
   }
-  // The consensus clock is the median anchored host's: no single host is trusted.
-  std::vector<int64_t> anchored_offsets;
-  std::map<std::string, std::vector<const AnchorGroup*>> groups_of_host;
-  for (const AnchorGroup* group : shared) {
-    for (const auto& [host, value] : group->by_host) groups_of_host[host].push_back(group);
+  // The consensus clock is the median anchored host's, in offset and in drift: no single host is
+  // trusted.
+  std::vector<int64_t> offsets_at_origin, drifts_ppb;
+  for (const auto& [host, list] : groups_of_host) {
+    offsets_at_origin.push_back(static_cast<int64_t>(std::llround(fit[host].a)));
+    if (fit[host].drifts)
+      drifts_ppb.push_back(static_cast<int64_t>(std::llround(fit[host].b * 1e9)));
   }
-  for (const auto& [host, list] : groups_of_host) anchored_offsets.push_back(offset[host]);
-  int64_t center = Median(anchored_offsets);
-  for (AnchorGroup* group : shared) group->consensus += center;
-  for (auto& [host, value] : offset) {
-    if (groups_of_host.contains(host)) value -= center;
+  double center_a = static_cast<double>(Median(offsets_at_origin));
+  double center_b = drifts_ppb.size() * 2 > groups_of_host.size()
+                        ? static_cast<double>(Median(drifts_ppb)) * 1e-9
+                        : 0;
+  for (AnchorGroup* group : shared) {
+    group->consensus += static_cast<int64_t>(
+        std::llround(center_a + center_b * static_cast<double>(group->consensus - origin)));
+  }
+  for (auto& [host, f] : fit) {
+    f.a -= center_a;
+    if (f.drifts) f.b -= center_b;
   }
 
   bool single_host = hosts.size() == 1;
   for (const std::string& host : hosts) {
     HostClock out;
     out.host = host;
-    out.offset_ns = offset[host];
     auto it = groups_of_host.find(host);
     if (it == groups_of_host.end()) {
       out.method = single_host ? "the only source: its clock is the job's"
@@ -455,38 +508,13 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
       clock.hosts.push_back(std::move(out));
       continue;
     }
+    const ClockFit& f = fit[host];
+    out.offset_ns = static_cast<int64_t>(std::llround(f.a));
+    out.drift_ppm = f.drifts ? f.b * 1e6 : 0;
+    out.drift_origin_ns = origin;
     std::vector<const AnchorGroup*> list = it->second;
     out.anchors = static_cast<int32_t>(list.size());
-    // Drift: the host's residual against the consensus, fitted linearly in time, when its
-    // anchors are far enough apart; the offset is then the fit's value at the latest anchor,
-    // nearest the failure.
-    int64_t first = list.front()->consensus, last = first;
-    for (const AnchorGroup* group : list) {
-      first = std::min(first, group->consensus);
-      last = std::max(last, group->consensus);
-    }
-    out.drift_origin_ns = last;
-    if (last - first >= kMinDriftSpanNs && list.size() >= 2) {
-      double mean_t = 0, mean_r = 0;
-      for (const AnchorGroup* group : list) {
-        mean_t += static_cast<double>(group->consensus - last);
-        mean_r += static_cast<double>(group->by_host.at(host) - group->consensus);
-      }
-      mean_t /= static_cast<double>(list.size());
-      mean_r /= static_cast<double>(list.size());
-      double covariance = 0, variance = 0;
-      for (const AnchorGroup* group : list) {
-        double t = static_cast<double>(group->consensus - last) - mean_t;
-        double r = static_cast<double>(group->by_host.at(host) - group->consensus) - mean_r;
-        covariance += t * r;
-        variance += t * t;
-      }
-      double slope = variance > 0 ? covariance / variance : 0;
-      if (std::abs(slope) * 1e6 <= kMaxDriftPpm) {
-        out.drift_ppm = slope * 1e6;
-        out.offset_ns = static_cast<int64_t>(std::llround(mean_r - slope * mean_t));
-      }
-    }
+    int64_t last = origin;
     int64_t worst = 0;
     for (const AnchorGroup* group : list) {
       double drift = out.drift_ppm * 1e-6 * static_cast<double>(group->consensus - last);

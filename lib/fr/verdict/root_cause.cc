@@ -435,6 +435,7 @@ class Explainer {
     }
     for (int32_t rank : reached) laggards.erase(rank);
     std::string how = "its watchdog names an earlier collective";
+    size_t silent_candidates = 0;
     if (laggards.empty()) {
       // Ranks the job has that printed something but no timeout: silent in the collective.
       std::set<int32_t> known;
@@ -451,7 +452,18 @@ class Explainer {
       for (int32_t rank : known) {
         if (!reached.contains(rank)) silent.insert(rank);
       }
-      if (!silent.empty() && silent.size() * 2 <= known.size()) laggards = silent;
+      // A few silent ranks among many that timed out are the ones that never reached the
+      // collective. Many silent ones are mostly victims the launcher killed before their own
+      // watchdog fired: the culprit is among them, but the logs cannot say which.
+      constexpr size_t kMaxSilentCulprits = 4;
+      if (!silent.empty() && silent.size() <= kMaxSilentCulprits &&
+          silent.size() * 2 <= known.size()) {
+        laggards = silent;
+      } else if (!silent.empty() && silent.size() * 2 <= known.size()) {
+        std::vector<int64_t> wide(silent.begin(), silent.end());
+        (*cause->mutable_detail())["candidates"] = FormatRankSet(wide);
+        silent_candidates = silent.size();
+      }
       how = "it printed no timeout while the others did";
     }
     SetTime(cause, first_timeout_->time_ns);
@@ -485,6 +497,13 @@ class Explainer {
     if (!list.empty()) {
       sentence += fmt::format(" {} never reached it: {}.", Who(laggards, hosts), how);
       cause->set_confidence(how.starts_with("its") ? "high" : "medium");
+    } else if (silent_candidates > 0) {
+      sentence += fmt::format(
+          " {} ranks printed no timeout (detail.candidates): the one that never reached it is "
+          "among them, with victims the launcher killed first; their flight-recorder dumps, or "
+          "TORCH_NCCL_DUMP_ON_TIMEOUT on the next run, would say which.",
+          silent_candidates);
+      cause->set_confidence("low");
     } else {
       sentence += " The logs cannot say which rank never reached it.";
       cause->set_confidence("low");
