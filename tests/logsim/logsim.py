@@ -93,6 +93,8 @@ class Host:
 class Sim:
     """One simulated job. Build with the arguments, call run()."""
 
+    culprit_rank = None  # set to choose the faulty rank instead of drawing it
+
     def __init__(self, out_dir, ranks, fault, layout, seed, gpus_per_host=8, skew_ms_max=90000,
                  drift_ppm_max=50, nccl_info=False, bytes_target=0, traps=(), torch_version=None,
                  kernel_log=None, timeout_ms=None):
@@ -303,6 +305,9 @@ class Sim:
         r = self.rng
         if self.fault in ("host_kill", "none"):
             return []
+        if self.culprit_rank is not None:
+            # Chosen by the caller: logs to put beside dumps whose culprit is this rank.
+            return [self.culprit_rank]
         cands = list(range(self.N))
         if self.trap("root_cause_table_names_victim") and self.G > 1:
             cands = [x for x in cands if x % self.G != 0]
@@ -1325,14 +1330,18 @@ def simulate(out_dir, ranks, fault, layout, seed, **opts):
     """Write a job's logs under out_dir and return the expected.json content.
 
     opts: gpus_per_host, skew_ms_max, drift_ppm_max, nccl_info, bytes_target, torch_version,
-    kernel_log, timeout_ms, traps (list), and any trap name as a boolean keyword.
+    kernel_log, timeout_ms, traps (list), culprit_rank (the faulty rank, instead of one drawn
+    by seed), and any trap name as a boolean keyword.
     """
+    culprit_rank = opts.pop("culprit_rank", None)
     traps = list(opts.pop("traps", ()) or ())
     for name in list(opts):
         if name in TRAPS:
             if opts.pop(name):
                 traps.append(name)
-    return _SkewSim(out_dir, ranks, fault, layout, seed, traps=traps, **opts).run()
+    sim = _SkewSim(out_dir, ranks, fault, layout, seed, traps=traps, **opts)
+    sim.culprit_rank = culprit_rank
+    return sim.run()
 
 
 def main(argv=None):

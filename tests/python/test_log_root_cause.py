@@ -160,3 +160,38 @@ def test_python_root_cause_and_events(tmp_path):
     pasted = logsim.simulate(str(tmp_path / "pasted"), 16, "segfault", "pasted", seed=2)
     text = (tmp_path / "pasted" / "pasted.log").read_text(errors="replace")
     assert fr_analyze.analyze_log(text).root_cause.kind == "segfault"
+
+
+@pytest.mark.parametrize("fault", ["host_oom", "segfault", "python_exception", "xid"])
+def test_logs_beside_dumps_say_why_the_culprit_stopped(cli, tmp_path, fault):
+    """Dumps whose rank 5 crashed (its dump is missing) and the same job's logs, in one
+    directory: the dumps name the culprit, the logs say why, and the two agree."""
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job / "dumps"), "--fault", "crashed_rank",
+                    "--fault-rank", "5"], check=True, capture_output=True)
+    logsim.simulate(str(job / "logs"), 8, fault, "torchrun_logdir", seed=4, culprit_rank=5,
+                    gpus_per_host=4)
+    report, status = run_cli(cli, str(job))
+    verdict = report["verdict"]
+    assert status == 1
+    assert report["inputs"]["ranks_loaded"], "the dumps were read"
+    assert report["log_files"], "the logs were read"
+    assert verdict["culprit_ranks"] == [5]
+    assert verdict["root_cause"]["kind"] == fault
+    assert verdict["root_cause"]["ranks"] == [5]
+    assert verdict["root_cause"]["disagreement"] == ""
+    assert "Why, from the logs" in verdict["summary"]
+
+
+def test_dumps_and_logs_that_disagree_say_so(cli, tmp_path):
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job / "dumps"), "--fault", "stuck_before_op",
+                    "--fault-rank", "5"], check=True, capture_output=True)
+    logsim.simulate(str(job / "logs"), 8, "python_exception", "per_rank", seed=4, culprit_rank=2,
+                    gpus_per_host=4)
+    report, _ = run_cli(cli, str(job))
+    verdict = report["verdict"]
+    assert verdict["culprit_ranks"] == [5], "the dumps' structural evidence is kept"
+    assert verdict["root_cause"]["ranks"] == [2]
+    disagreement = verdict["root_cause"]["disagreement"]
+    assert "5" in disagreement and "2" in disagreement
