@@ -1109,7 +1109,11 @@ bool LooksLikeLog(std::string_view head) {
         // dmesg's "[ 1234.567890]" has a fraction and a bracket; a date ("[2026-12-01 ...",
         // torchelastic's prefix) or a time ("[12:03:04") goes on with '-' or ':'; a JSON
         // array of numbers goes on with ',', ']' or a fraction and then ',' or ']'.
-        bool dmesg = StartsWith(number, ".");
+        bool dmesg = false;
+        if (ConsumeLiteral(&number, ".")) {
+          while (!number.empty() && IsDigit(number[0])) number.remove_prefix(1);
+          dmesg = StartsWith(number, "]");
+        }
         bool dated = StartsWith(number, "-") || StartsWith(number, ":");
         if (!dmesg && !dated) return false;
       }

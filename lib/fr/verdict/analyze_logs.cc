@@ -28,6 +28,12 @@ bool Compressed(std::string_view head) {
   return head.starts_with("\x1f\x8b") || head.starts_with("\x28\xb5\x2f\xfd");
 }
 
+// A text report fr-analyze wrote into the directory (`-o DIR/report.txt`): it quotes log lines
+// as evidence, and read as a log it would count them twice on the next run.
+bool IsOwnReport(std::string_view head) {
+  return head.starts_with("fr-analyze: ") || head.starts_with("root cause: ");
+}
+
 }  // namespace
 
 LogSet ReadLogsBeside(const LoadedTrace& trace) {
@@ -39,6 +45,7 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
     std::string head(4096, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(in.gcount()));
+    if (IsOwnReport(head)) continue;
     bool named_log = file.reason == "log file";
     if (LooksLikeLog(head) || (named_log && Compressed(head))) paths.push_back(file.path);
   }

@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "fr/base/rank_set.h"
+#include "fr/base/utf8.h"
 
 namespace fr {
 namespace {
@@ -661,11 +662,44 @@ class Explainer {
   const LogEvent* first_timeout_ = nullptr;
 };
 
+// Log lines, hosts and paths are bytes; report strings must be UTF-8 (lib/fr/base/utf8.h).
+void MakeValidUtf8(google::protobuf::Message* message) {
+  const google::protobuf::Reflection* reflection = message->GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(*message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    using google::protobuf::FieldDescriptor;
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
+          reflection->SetRepeatedString(
+              message, field, i, ValidUtf8(reflection->GetRepeatedString(*message, field, i)));
+        }
+      } else {
+        reflection->SetString(message, field, ValidUtf8(reflection->GetString(*message, field)));
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (field->is_repeated()) {  // map entries too
+        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
+          MakeValidUtf8(reflection->MutableRepeatedMessage(message, field, i));
+        }
+      } else {
+        MakeValidUtf8(reflection->MutableMessage(message, field));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void ExplainFromLogs(const LogSet& logs, const JobClock& clock, bool have_dumps,
                      report::Report* report) {
   Explainer(logs, clock, have_dumps, report).Run();
+  // Everything the logs added or rewrote.
+  MakeValidUtf8(report->mutable_verdict());
+  MakeValidUtf8(report->mutable_timeline());
+  for (report::LogFileRead& file : *report->mutable_log_files()) MakeValidUtf8(&file);
+  for (std::string& error : *report->mutable_log_errors()) error = ValidUtf8(error);
 }
 
 }  // namespace fr
