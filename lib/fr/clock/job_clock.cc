@@ -26,6 +26,35 @@ constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kMinDriftSpanNs = 10 * 60 * kNanosPerSecond;
 // Faster than this no working NTP-less crystal runs; a larger fit is noise.
 constexpr double kMaxDriftPpm = 1000;
+// Readings outside these bounds are no clock reading a job printed (a corrupt or hostile line):
+// they are dropped, which also keeps every sum and difference of times far from overflow.
+constexpr int64_t kEarliestPlausibleNs = int64_t{315'532'800} * kNanosPerSecond;  // 1980-01-01
+constexpr int64_t kLatestPlausibleNs = int64_t{7'258'118'400} * kNanosPerSecond;  // 2200-01-01
+constexpr int64_t kLongestPlausibleNs = int64_t{10} * 366 * 24 * 3600 * kNanosPerSecond;
+constexpr int64_t kLongestPlausibleMs = kLongestPlausibleNs / kNanosPerMs;
+
+bool Plausible(int64_t ns) { return ns >= kEarliestPlausibleNs && ns <= kLatestPlausibleNs; }
+
+// Durations and boot-relative times a line states, clamped to what a job can print (ten years);
+// anything else is treated as not stated.
+void DropImplausible(std::vector<LogEvent>& events) {
+  for (LogEvent& event : events) {
+    if (event.ran_for_ms > kLongestPlausibleMs || event.ran_for_ms < -1) event.ran_for_ms = -1;
+    if (event.timeout_ms > kLongestPlausibleMs || event.timeout_ms < -1) event.timeout_ms = -1;
+    if (event.stated_ns != kNoTime && !Plausible(event.stated_ns)) event.stated_ns = kNoTime;
+    for (LogTime* time : {&event.raw_time, &event.nearby_time}) {
+      bool since_boot = time->kind == LogTime::Kind::kSinceBoot;
+      bool dated = time->kind == LogTime::Kind::kUtc || time->kind == LogTime::Kind::kLocal;
+      if ((since_boot && (time->ns < 0 || time->ns > kLongestPlausibleNs)) ||
+          (dated && !Plausible(time->ns)) ||
+          (time->kind == LogTime::Kind::kNoYear &&
+           (time->ns < 0 || time->ns >= 24 * 3600 * kNanosPerSecond + kNanosPerSecond))) {
+        *time = LogTime();
+      }
+    }
+  }
+}
+
 // A host whose anchors agree with the consensus within this is "high" confidence.
 constexpr int64_t kTightResidualNs = 2 * kNanosPerSecond;
 
@@ -276,10 +305,11 @@ void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>&
     if (first_stall == kNoTime || enqueue < first_stall) first_stall = enqueue;
   }
   for (const auto& [host, indices] : since_boot) {
-    auto it = std::find_if(clock->hosts.begin(), clock->hosts.end(),
-                           [&](const HostClock& h) { return h.host == host; });
-    if (it == clock->hosts.end()) continue;
-    HostClock* target = &*it;
+    HostClock* target = nullptr;
+    for (HostClock& candidate : clock->hosts) {
+      if (candidate.host == host) target = &candidate;
+    }
+    if (target == nullptr) continue;
     // 1. The boot line.
     for (size_t i : indices) {
       const LogEvent& event = events[i];
@@ -338,6 +368,7 @@ void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>&
 JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   ResolveIdentities(logs);
   std::vector<LogEvent>& events = logs->events;
+  DropImplausible(events);
   JobClock clock;
 
   // The year for year-less dates: from the dated lines, else the dump time, else now.
@@ -349,7 +380,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   if (!dated.empty()) {
     reference = Median(dated);
     clock.year_source = "dated log lines";
-  } else if (hints.near_ns != kNoTime) {
+  } else if (hints.near_ns != kNoTime && Plausible(hints.near_ns)) {
     reference = hints.near_ns;
     clock.year_source = "dump or log file times";
   } else {

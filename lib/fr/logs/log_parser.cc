@@ -254,10 +254,13 @@ class FileParser {
   }
 
   void Finish() {
+    // The last line stays alive until the end: prefix_ points into it, and the table and
+    // tracebacks flushed below are emitted with it.
+    std::string last_line;
     if (!carry_.empty() || carry_long_) {
-      std::string line = std::move(carry_);
+      last_line = std::move(carry_);
       carry_.clear();
-      Line(line, carry_long_);
+      Line(last_line, carry_long_);
       carry_long_ = false;
     }
     FlushTable();
@@ -265,6 +268,7 @@ class FileParser {
       if (traceback.state == Traceback::kAfterException) EmitTraceback(traceback);
     }
     tracebacks_.clear();
+    prefix_ = LinePrefix();
     // Tracebacks and error tables are emitted when they end but dated by their first line.
     std::stable_sort(out_->events.begin() + static_cast<std::ptrdiff_t>(first_event_),
                      out_->events.end(),
