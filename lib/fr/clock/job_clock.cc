@@ -42,7 +42,7 @@ void DropImplausible(std::vector<LogEvent>& events) {
     if (event.ran_for_ms > kLongestPlausibleMs || event.ran_for_ms < -1) event.ran_for_ms = -1;
     if (event.timeout_ms > kLongestPlausibleMs || event.timeout_ms < -1) event.timeout_ms = -1;
     if (event.stated_ns != kNoTime && !Plausible(event.stated_ns)) event.stated_ns = kNoTime;
-    for (LogTime* time : {&event.raw_time, &event.nearby_time}) {
+    for (LogTime* time : {&event.raw_time, &event.nearby_time, &event.next_time}) {
       bool since_boot = time->kind == LogTime::Kind::kSinceBoot;
       bool dated = time->kind == LogTime::Kind::kUtc || time->kind == LogTime::Kind::kLocal;
       if ((since_boot && (time->ns < 0 || time->ns > kLongestPlausibleNs)) ||
@@ -256,8 +256,9 @@ bool IsCrash(LogEventKind kind) {
 // Tracebacks carry no time. A worker that crashed died right after printing one, and its
 // launcher reported the death with a date (torchrun polls its workers a few times a second), so
 // an untimed crash of a rank is put just before the earliest reported death of that rank; failing
-// that, at the time of the nearest earlier timed line of its file (a lower bound), corrected.
-void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t>& nearby) {
+// that, it lies between the nearest earlier and later timed lines of its file (its bounds).
+void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t>& nearby,
+                        const std::vector<int64_t>& next) {
   constexpr int64_t kLauncherPollNs = 300 * kNanosPerMs;
   std::map<int32_t, int64_t> death_of_rank;
   for (const LogEvent& event : events) {
@@ -272,9 +273,11 @@ void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t
     if (event.time_ns != kNoTime || !IsCrash(event.kind)) continue;
     if (auto it = death_of_rank.find(event.rank); it != death_of_rank.end()) {
       event.time_ns = it->second - kLauncherPollNs;
+      event.time_upper_ns = event.time_ns;  // as good as a time of its own
       event.time_inferred = true;
-    } else if (nearby[i] != kNoTime) {
+    } else if (nearby[i] != kNoTime || next[i] != kNoTime) {
       event.time_ns = nearby[i];
+      event.time_upper_ns = next[i];
       event.time_inferred = true;
     }
   }
@@ -576,12 +579,14 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     }
     if (local[i] != kNoTime) event.time_ns = clock.Correct(ClockOf(event), local[i]);
   }
-  std::vector<int64_t> nearby(events.size(), kNoTime);
+  std::vector<int64_t> nearby(events.size(), kNoTime), next(events.size(), kNoTime);
   for (size_t i = 0; i < events.size(); ++i) {
-    int64_t ns = reading(events[i].nearby_time);
-    if (ns != kNoTime) nearby[i] = clock.Correct(ClockOf(events[i]), ns);
+    int64_t before = reading(events[i].nearby_time);
+    if (before != kNoTime) nearby[i] = clock.Correct(ClockOf(events[i]), before);
+    int64_t after = reading(events[i].next_time);
+    if (after != kNoTime) next[i] = clock.Correct(ClockOf(events[i]), after);
   }
-  TimeUntimedCrashes(events, nearby);
+  TimeUntimedCrashes(events, nearby, next);
   return clock;
 }
 

@@ -82,10 +82,15 @@ struct LogEvent {
   // For a line without a time of its own: the time of the nearest earlier line of the file that
   // had one (a lower bound on when it was printed), else kind kNone.
   LogTime nearby_time;
+  // ... and of the nearest later line that had one (an upper bound), else kind kNone.
+  LogTime next_time;
   // Filled by the clock stage: the corrected UTC time, or kNoTime. `time_inferred` when the line
-  // had no time of its own and it was inferred (a traceback: from the worker's reported death).
+  // had no time of its own and it was inferred (a traceback: from the worker's reported death, or
+  // bounded by the timed lines around it: then `time_ns` is the lower bound and
+  // `time_upper_ns` the upper one, kNoTime when none).
   int64_t time_ns = kNoTime;
   bool time_inferred = false;
+  int64_t time_upper_ns = kNoTime;
   // The line as written (without a trailing newline), cut to at most 512 bytes.
   std::string text;
 

@@ -287,6 +287,9 @@ class FileParser {
     int64_t first_line = 0;
     LinePrefix prefix;  // of the first line; its views are not kept (see Start)
     std::string host;
+    // The last time printed before the traceback began: it is emitted only when it ends, maybe
+    // many interleaved lines later.
+    LogTime time_before;
     std::string exception_line;
     int blank_lines = 0;
   };
@@ -324,7 +327,11 @@ class FileParser {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() && tracebacks_.empty()) return;
     ParseLinePrefix(line, &prefix_);
-    if (prefix_.time.kind != LogTime::Kind::kNone) last_time_ = prefix_.time;
+    if (prefix_.time.kind != LogTime::Kind::kNone) {
+      last_time_ = prefix_.time;
+      for (size_t index : awaiting_next_time_) out_->events[index].next_time = prefix_.time;
+      awaiting_next_time_.clear();
+    }
     if (prefix_.format != kFormatText) ++format_lines_[prefix_.format];
     HandleLine(line);
   }
@@ -430,7 +437,10 @@ class FileParser {
     event->pid = prefix_.pid;
     event->cuda_dev = prefix_.cuda_dev;
     event->raw_time = prefix_.time;
-    if (event->raw_time.kind == LogTime::Kind::kNone) event->nearby_time = last_time_;
+    if (event->raw_time.kind == LogTime::Kind::kNone) {
+      event->nearby_time = last_time_;
+      if (event != &scratch_) awaiting_next_time_.push_back(out_->events.size() - 1);
+    }
     event->text = EventText(line);
     return event;
   }
@@ -977,6 +987,7 @@ class FileParser {
       Traceback& tb = it->second;
       tb = Traceback();
       tb.first_line = line_no_;
+      tb.time_before = last_time_;
       tb.prefix = prefix_;
       tb.prefix.body = {};
       tb.host = std::string(prefix_.host);
@@ -1044,6 +1055,7 @@ class FileParser {
     LogEvent* e = Emit(kind, tb.exception_line);
     prefix_ = saved;
     line_no_ = saved_line;
+    if (e->raw_time.kind == LogTime::Kind::kNone) e->nearby_time = tb.time_before;
     e->reason = std::string(type);
     if (kind == LogEventKind::kCudaOom) {
       size_t at = message.find("Tried to allocate ");
@@ -1062,8 +1074,10 @@ class FileParser {
   std::string carry_;
   bool carry_long_ = false;
   LinePrefix prefix_;
-  // The time of the last line that carried one: when an untimed line was printed, at the latest.
+  // The time of the last line that carried one: when an untimed line was printed, at the
+  // earliest; and the untimed events waiting for the next timed line, their latest.
   LogTime last_time_;
+  std::vector<size_t> awaiting_next_time_;
   LogEvent scratch_;
   int64_t format_lines_[kFormatCount] = {};
   absl::flat_hash_map<int64_t, Traceback> tracebacks_;

@@ -192,6 +192,19 @@ class Explainer {
     }
   }
 
+  // A time of its own, or inferred from an exactly dated report (a worker's death).
+  static bool Precise(const LogEvent& event) {
+    return event.time_ns != kNoTime &&
+           (!event.time_inferred || event.time_upper_ns == event.time_ns);
+  }
+  static int64_t Earliest(const LogEvent& event) {
+    return event.time_ns == kNoTime ? INT64_MIN : event.time_ns;
+  }
+  static int64_t Latest(const LogEvent& event) {
+    if (Precise(event)) return event.time_ns;
+    return event.time_upper_ns != kNoTime ? event.time_upper_ns : INT64_MAX;
+  }
+
   static bool Before(const LogEvent& a, const LogEvent& b) {
     if (a.time_ns == kNoTime) return false;
     if (b.time_ns == kNoTime) return true;
@@ -259,6 +272,27 @@ class Explainer {
                        if (a.event->time_ns != b.event->time_ns) return Before(*a.event, *b.event);
                        return KindPriority(a.kind) < KindPriority(b.kind);
                      });
+    // A line without a time of its own is only known to lie between the timed lines around it.
+    // Every fault that may have come first (its earliest time before every fault's latest) is a
+    // contender; a fault with a time of its own beats those known only by bounds, and among
+    // the bounded ones the lower layer (hardware, kernel) goes first.
+    int64_t first_possible_end = INT64_MAX;
+    for (const Candidate& candidate : candidates) {
+      first_possible_end = std::min(first_possible_end, Latest(*candidate.event));
+    }
+    auto contender = [&](const Candidate& c) { return Earliest(*c.event) <= first_possible_end; };
+    auto lead_it = std::find_if(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+      return contender(c) && Precise(*c.event);
+    });
+    if (lead_it == candidates.end()) {
+      for (auto it = candidates.begin(); it != candidates.end(); ++it) {
+        if (!contender(*it)) continue;
+        if (lead_it == candidates.end() || KindPriority(it->kind) < KindPriority(lead_it->kind)) {
+          lead_it = it;
+        }
+      }
+    }
+    std::rotate(candidates.begin(), lead_it, lead_it + 1);
     const Candidate& first = candidates.front();
     const LogEvent& lead = *first.event;
     cause->set_kind(std::string(first.kind));
@@ -428,14 +462,17 @@ class Explainer {
     int64_t highest = 0;
     for (const auto& [group, seq] : stalled_seq) highest = std::max(highest, seq);
     for (const LogEvent& event : logs_.events) {
-      if (event.kind == LogEventKind::kWorkTimeoutSeqs && event.rank >= 0 &&
-          event.last_enqueued_seq >= 0 && event.last_enqueued_seq < highest &&
-          !reached.contains(event.rank)) {
+      // The watchdog's status line, or the line of a rank dumping its flight recorder because
+      // another timed out, says how far the rank got.
+      bool says_progress =
+          event.kind == LogEventKind::kWorkTimeoutSeqs || event.kind == LogEventKind::kDumpSignal;
+      if (says_progress && event.rank >= 0 && event.last_enqueued_seq >= 0 &&
+          event.last_enqueued_seq < highest && !reached.contains(event.rank)) {
         laggards.insert(event.rank);
       }
     }
     for (int32_t rank : reached) laggards.erase(rank);
-    std::string how = "its watchdog names an earlier collective";
+    std::string how = "its watchdog or flight-recorder dump names an earlier collective";
     size_t silent_candidates = 0;
     if (laggards.empty()) {
       // Ranks the job has that printed something but no timeout: silent in the collective.
@@ -482,7 +519,8 @@ class Explainer {
     for (const LogEvent& event : logs_.events) {
       if (event.rank >= 0 && laggards.contains(event.rank) &&
           (event.kind == LogEventKind::kWatchdogTimeout ||
-           event.kind == LogEventKind::kWorkTimeoutSeqs)) {
+           event.kind == LogEventKind::kWorkTimeoutSeqs ||
+           (event.kind == LogEventKind::kDumpSignal && event.last_enqueued_seq >= 0))) {
         AddEvidence(cause, event);
       }
     }
