@@ -27,30 +27,30 @@ constexpr int64_t kOrderingDoubtNs = 2 * kNanosPerSecond;
 constexpr int kMaxEvidence = 12;
 
 // The root-cause kind a fault event stands for, or nullopt for cascade and identity lines.
-std::optional<std::string_view> FaultKind(const LogEvent& event) {
+std::optional<RootCauseKind> FaultKind(const LogEvent& event) {
   switch (event.kind) {
     case LogEventKind::kXid:
-      return "xid";
+      return RootCauseKind::kXid;
     case LogEventKind::kHostOom:
     case LogEventKind::kSlurmOomEvent:
-      return "host_oom";
+      return RootCauseKind::kHostOom;
     case LogEventKind::kCudaOom:
-      return "cuda_oom";
+      return RootCauseKind::kCudaOom;
     case LogEventKind::kCudaError:
-      return "cuda_error";
+      return RootCauseKind::kCudaError;
     case LogEventKind::kSegfault:
-      return "segfault";
+      return RootCauseKind::kSegfault;
     case LogEventKind::kPythonException:
-      return "python_exception";
+      return RootCauseKind::kPythonException;
     case LogEventKind::kTransportError:
-      return "transport_error";
+      return RootCauseKind::kTransportError;
     case LogEventKind::kHostKill:
-      return "host_kill";
+      return RootCauseKind::kHostKill;
     case LogEventKind::kWorkerFailed:
     case LogEventKind::kRootCauseTable:
       // A worker that died of SIGSEGV crashed; other deaths are the launcher's view of some
       // cause (OOM killer, abort after a timeout) that other lines name.
-      if (event.signal == 11) return "segfault";
+      if (event.signal == 11) return RootCauseKind::kSegfault;
       return std::nullopt;
     default:
       return std::nullopt;
@@ -97,10 +97,15 @@ bool IsCascade(LogEventKind kind) {
 
 // Hardware and kernel first: when clocks cannot order two faults, the lower layer is the likelier
 // cause of the other.
-int KindPriority(std::string_view kind) {
-  static constexpr std::string_view kOrder[] = {
-      "xid",      "host_oom", "host_kill",       "cuda_error",
-      "segfault", "cuda_oom", "transport_error", "python_exception"};
+int KindPriority(RootCauseKind kind) {
+  static constexpr RootCauseKind kOrder[] = {RootCauseKind::kXid,
+                                             RootCauseKind::kHostOom,
+                                             RootCauseKind::kHostKill,
+                                             RootCauseKind::kCudaError,
+                                             RootCauseKind::kSegfault,
+                                             RootCauseKind::kCudaOom,
+                                             RootCauseKind::kTransportError,
+                                             RootCauseKind::kPythonException};
   for (size_t i = 0; i < std::size(kOrder); ++i) {
     if (kOrder[i] == kind) return static_cast<int>(i);
   }
@@ -131,7 +136,8 @@ class Explainer {
     if (!FromFaults(cause) && !FromTimeouts(cause)) {
       bool any_anomaly = !victims_.empty();
       for (const LogEvent& event : logs_.events) any_anomaly |= IsCascade(event.kind);
-      cause->set_kind(any_anomaly ? "unknown" : "none");
+      cause->set_kind(std::string(
+          RootCauseKindName(any_anomaly ? RootCauseKind::kUnknown : RootCauseKind::kNone)));
       cause->set_confidence(any_anomaly ? "low" : "medium");
       cause->set_summary(
           any_anomaly ? fmt::format("The logs show the cascade ({} rank(s) timed out or aborted) "
@@ -140,6 +146,18 @@ class Explainer {
                       : "The logs show no failure.");
       AddCascadeEvidence(cause);
     }
+    // The lines in the order they happened, on the corrected clock (lines without any time
+    // last, in the order they were added).
+    std::vector<report::EvidenceLine> lines(cause->evidence().begin(), cause->evidence().end());
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const report::EvidenceLine& a, const report::EvidenceLine& b) {
+                       if (a.time().empty() || b.time().empty()) {
+                         return !a.time().empty() && b.time().empty();
+                       }
+                       return a.time() < b.time();
+                     });
+    cause->clear_evidence();
+    for (report::EvidenceLine& line : lines) *cause->add_evidence() = std::move(line);
     Join(cause);
   }
 
@@ -253,15 +271,16 @@ class Explainer {
   bool FromFaults(report::RootCause* cause) {
     struct Candidate {
       const LogEvent* event;
-      std::string_view kind;
+      RootCauseKind kind;
     };
     std::vector<Candidate> candidates;
     for (const LogEvent& event : logs_.events) {
-      std::optional<std::string_view> kind = FaultKind(event);
+      std::optional<RootCauseKind> kind = FaultKind(event);
       if (!kind) continue;
-      if (*kind == "python_exception" && IsCascadeException(event)) continue;
+      if (*kind == RootCauseKind::kPythonException && IsCascadeException(event)) continue;
       // Killed from outside after the job had already stalled: the stall came first.
-      if (*kind == "host_kill" && first_timeout_ != nullptr && Before(*first_timeout_, event)) {
+      if (*kind == RootCauseKind::kHostKill && first_timeout_ != nullptr &&
+          Before(*first_timeout_, event)) {
         continue;
       }
       candidates.push_back({&event, *kind});
@@ -295,7 +314,7 @@ class Explainer {
     std::rotate(candidates.begin(), lead_it, lead_it + 1);
     const Candidate& first = candidates.front();
     const LogEvent& lead = *first.event;
-    cause->set_kind(std::string(first.kind));
+    cause->set_kind(std::string(RootCauseKindName(first.kind)));
     SetTime(cause, lead.time_ns);
 
     std::set<int32_t> ranks;
@@ -307,7 +326,7 @@ class Explainer {
           candidate.kind == first.kind && (event.time_ns == kNoTime || lead.time_ns == kNoTime ||
                                            event.time_ns - lead.time_ns <= kSameFaultWindowNs);
       // An exception is one rank's: a second rank raising later is not the same event.
-      if (first.kind == "python_exception" && event.rank != lead.rank) same = false;
+      if (first.kind == RootCauseKind::kPythonException && event.rank != lead.rank) same = false;
       if (!same) continue;
       initiating.push_back(&event);
       if (event.rank >= 0) ranks.insert(event.rank);
@@ -315,7 +334,7 @@ class Explainer {
     }
     // A host OOM kill names a pid the launcher also reports as a worker killed by SIGKILL: that
     // worker is the rank, when the kernel line alone could not say.
-    if (first.kind == "host_oom" && ranks.empty()) {
+    if (first.kind == RootCauseKind::kHostOom && ranks.empty()) {
       for (const LogEvent& event : logs_.events) {
         if (event.kind == LogEventKind::kWorkerFailed && event.signal == 9 && event.rank >= 0 &&
             hosts.contains(event.host) &&
@@ -327,7 +346,7 @@ class Explainer {
         }
       }
     }
-    if (first.kind == "host_kill") ranks.clear();
+    if (first.kind == RootCauseKind::kHostKill) ranks.clear();
     for (int32_t rank : ranks) cause->add_ranks(rank);
     for (const std::string& host : hosts) cause->add_hosts(host);
     for (const LogEvent* event : initiating) AddEvidence(cause, *event);
@@ -353,7 +372,7 @@ class Explainer {
     std::string doubt;
     if (lead.time_ns == kNoTime) confidence = "low";
     if (HostClockConfidence(lead.host) == "low" && logs_.files.size() > 1) confidence = "medium";
-    if (ranks.empty() && first.kind != "host_kill") confidence = "medium";
+    if (ranks.empty() && first.kind != RootCauseKind::kHostKill) confidence = "medium";
     for (const Candidate& other : candidates) {
       const LogEvent& event = *other.event;
       if (event.host == lead.host || other.kind == first.kind) continue;
@@ -362,7 +381,7 @@ class Explainer {
         confidence = "medium";
         doubt = fmt::format(
             " A {} on {} came within {} ms; the clocks cannot order the two for certain.",
-            other.kind, event.host.empty() ? "an unknown host" : event.host,
+            RootCauseKindName(other.kind), event.host.empty() ? "an unknown host" : event.host,
             (event.time_ns - lead.time_ns) / 1'000'000);
       }
       break;
@@ -401,35 +420,35 @@ class Explainer {
     return who.empty() ? "A rank" : who;
   }
 
-  std::string FaultSentence(std::string_view kind, const LogEvent& lead,
+  std::string FaultSentence(RootCauseKind kind, const LogEvent& lead,
                             const std::set<int32_t>& ranks, const std::set<std::string>& hosts) {
     std::string who = Who(ranks, hosts);
     std::string when = ClockTime(lead.time_ns);
     std::string sentence;
-    if (kind == "xid") {
+    if (kind == RootCauseKind::kXid) {
       sentence = fmt::format("{}: the GPU driver reported Xid {}{} at {}{}.", who, lead.xid,
                              lead.bus_id.empty() ? "" : " on PCI " + lead.bus_id, when,
                              lead.reason.empty() ? "" : " (" + lead.reason + ")");
-    } else if (kind == "host_oom") {
+    } else if (kind == RootCauseKind::kHostOom) {
       sentence = fmt::format("{}: the kernel's OOM killer killed the process{} at {}.", who,
                              lead.pid >= 0 ? fmt::format(" (pid {})", lead.pid) : "", when);
-    } else if (kind == "cuda_oom") {
+    } else if (kind == RootCauseKind::kCudaOom) {
       sentence = fmt::format(
           "{} ran out of GPU memory{} at {}.", who,
           lead.bytes >= 0 ? fmt::format(" (tried to allocate {} bytes)", lead.bytes) : "", when);
-    } else if (kind == "host_kill") {
+    } else if (kind == RootCauseKind::kHostKill) {
       sentence =
           fmt::format("The job was killed from outside ({}){} at {}; no rank is to blame.",
                       lead.reason.empty() ? "cancelled" : lead.reason,
                       hosts.empty() ? "" : fmt::format(" on {}", fmt::join(hosts, ", ")), when);
-    } else if (kind == "transport_error") {
+    } else if (kind == RootCauseKind::kTransportError) {
       sentence = fmt::format("{} saw the job's first network/transport error at {}.", who, when);
-    } else if (kind == "python_exception") {
+    } else if (kind == RootCauseKind::kPythonException) {
       sentence = fmt::format("{} raised {} at {}.", who,
                              lead.reason.empty() ? "an exception" : lead.reason, when);
-    } else if (kind == "cuda_error") {
+    } else if (kind == RootCauseKind::kCudaError) {
       sentence = fmt::format("{} hit a CUDA error at {}.", who, when);
-    } else if (kind == "segfault") {
+    } else if (kind == RootCauseKind::kSegfault) {
       sentence = fmt::format("{} crashed with a segmentation fault at {}.", who, when);
     }
     if (!victims_.empty()) {
@@ -447,7 +466,7 @@ class Explainer {
       if (!inserted) it->second = std::max(it->second, event.seq);
     }
     if (stalled_seq.empty()) return false;
-    cause->set_kind("collective_timeout");
+    cause->set_kind(std::string(RootCauseKindName(RootCauseKind::kCollectiveTimeout)));
     // Ranks that never reached it: their watchdog names an earlier op of the group, or their
     // last enqueued work is earlier.
     std::set<int32_t> laggards;
@@ -557,7 +576,7 @@ class Explainer {
     std::vector<int32_t> dump_culprits(verdict->culprit_ranks().begin(),
                                        verdict->culprit_ranks().end());
     std::vector<int32_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
-    const std::string& kind = cause->kind();
+    RootCauseKind kind = ParseRootCauseKind(cause->kind()).value_or(RootCauseKind::kUnknown);
     std::vector<std::string> actions = KindActions(*cause);
     if (!have_dumps_) {
       verdict->clear_culprit_ranks();
@@ -565,14 +584,15 @@ class Explainer {
       verdict->clear_victim_ranks();
       for (int32_t rank : victims_) verdict->add_victim_ranks(rank);
       std::string failure_class = "insufficient_evidence";
-      if (kind == "none") {
+      if (kind == RootCauseKind::kNone) {
         failure_class = "none";
-      } else if (kind == "transport_error" && log_ranks.empty()) {
+      } else if (kind == RootCauseKind::kTransportError && log_ranks.empty()) {
         failure_class = "stuck_collective";
       } else if (!log_ranks.empty()) {
-        failure_class = kind == "transport_error" ? "stuck_collective" : "missing_participant";
+        failure_class =
+            kind == RootCauseKind::kTransportError ? "stuck_collective" : "missing_participant";
       }
-      if (kind == "host_kill") failure_class = "insufficient_evidence";
+      if (kind == RootCauseKind::kHostKill) failure_class = "insufficient_evidence";
       verdict->set_failure_class(failure_class);
       verdict->set_confidence(cause->confidence());
       verdict->set_summary(cause->summary());
@@ -582,7 +602,7 @@ class Explainer {
     }
     // With dumps: the flight recorder says who the others waited for; the logs say why.
     bool log_names_ranks = !log_ranks.empty();
-    if (kind == "collective_timeout" || kind == "unknown") {
+    if (kind == RootCauseKind::kCollectiveTimeout || kind == RootCauseKind::kUnknown) {
       if (!dump_culprits.empty()) {
         cause->clear_ranks();
         for (int32_t rank : dump_culprits) cause->add_ranks(rank);
@@ -593,7 +613,7 @@ class Explainer {
               Ranks(log_ranks), Ranks(dump_culprits)));
         }
       }
-    } else if (kind == "host_kill") {
+    } else if (kind == RootCauseKind::kHostKill) {
       cause->set_disagreement(
           dump_culprits.empty()
               ? ""
@@ -609,7 +629,7 @@ class Explainer {
         cause->set_disagreement(fmt::format(
             "The dumps blame rank(s) {} ({}); the logs' earliest fault is on rank(s) {} ({}). "
             "Check whether the fault on {} made {} stop.",
-            Ranks(dump_culprits), verdict->failure_class(), Ranks(log_ranks), kind,
+            Ranks(dump_culprits), verdict->failure_class(), Ranks(log_ranks), cause->kind(),
             Ranks(log_ranks), Ranks(dump_culprits)));
       }
     } else if (log_names_ranks && dump_culprits.empty() && verdict->failure_class() != "none") {
@@ -617,7 +637,7 @@ class Explainer {
       for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
     }
     std::string joined;
-    if (kind != "none" && kind != "unknown") {
+    if (kind != RootCauseKind::kNone && kind != RootCauseKind::kUnknown) {
       joined = fmt::format("Why, from the logs: {}", cause->summary());
       if (!cause->disagreement().empty()) joined += " " + cause->disagreement();
       verdict->set_summary(verdict->summary() + " " + joined);
@@ -629,62 +649,62 @@ class Explainer {
   }
 
   static std::vector<std::string> KindActions(const report::RootCause& cause) {
-    const std::string& kind = cause.kind();
+    RootCauseKind kind = ParseRootCauseKind(cause.kind()).value_or(RootCauseKind::kUnknown);
     std::string hosts = fmt::format("{}", fmt::join(cause.hosts(), ", "));
     if (hosts.empty()) hosts = "the culprit's host";
     auto detail = [&](const char* key) {
       auto it = cause.detail().find(key);
       return it == cause.detail().end() ? std::string() : it->second;
     };
-    if (kind == "xid") {
+    if (kind == RootCauseKind::kXid) {
       return {fmt::format("Drain {} and run `dcgmi diag -r 3` on it; Xid {} is a GPU/driver "
                           "fault, not a bug in the job.",
                           hosts, detail("xid")),
               "Restart from the last checkpoint without that node."};
     }
-    if (kind == "host_oom") {
+    if (kind == RootCauseKind::kHostOom) {
       return {
           fmt::format("Host memory ran out on {}: lower host-side memory (data loader "
                       "workers, pinned buffers, prefetch) or find the leak; check "
                       "`dmesg`/`journalctl -k` there for the OOM killer's table.",
                       hosts)};
     }
-    if (kind == "cuda_oom") {
+    if (kind == RootCauseKind::kCudaOom) {
       return {
           "Raise GPU memory headroom (smaller micro-batch, activation checkpointing, "
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) or find the rank-specific "
           "allocation: compare torch.cuda.memory_summary() across ranks."};
     }
-    if (kind == "host_kill") {
+    if (kind == RootCauseKind::kHostKill) {
       return {
           "Nothing in the job failed: it was killed from outside (scheduler time limit, "
           "preemption, cancel or node failure). Resume from the last checkpoint; raise the "
           "time limit or checkpoint more often."};
     }
-    if (kind == "transport_error") {
+    if (kind == RootCauseKind::kTransportError) {
       return {
           fmt::format("Check the network link of {} (`ibstat`, `ibdiagnet`, switch port "
                       "counters, NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=NET); exclude the "
                       "host if the link flaps.",
                       hosts)};
     }
-    if (kind == "python_exception") {
+    if (kind == RootCauseKind::kPythonException) {
       return {
           "Read the culprit's traceback (evidence): the exception stopped that rank, and "
           "every other rank then waited for it."};
     }
-    if (kind == "cuda_error") {
+    if (kind == RootCauseKind::kCudaError) {
       return {
           "Rerun the culprit's step with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer) to "
           "find the kernel; if it recurs on one GPU only, drain that node."};
     }
-    if (kind == "segfault") {
+    if (kind == RootCauseKind::kSegfault) {
       return {
           "Get the native stack: run with `PYTHONFAULTHANDLER=1`, enable core dumps "
           "(`ulimit -c unlimited`) and open the core with gdb; check extension builds "
           "against the torch version."};
     }
-    if (kind == "collective_timeout") {
+    if (kind == RootCauseKind::kCollectiveTimeout) {
       return {
           "Only timeouts are visible: read the culprit's stack in its flight-recorder dump "
           "or with py-spy dump on a live process to see where it stopped."};
@@ -738,6 +758,40 @@ void ExplainFromLogs(const LogSet& logs, const JobClock& clock, bool have_dumps,
   MakeValidUtf8(report->mutable_timeline());
   for (report::LogFileRead& file : *report->mutable_log_files()) MakeValidUtf8(&file);
   for (std::string& error : *report->mutable_log_errors()) error = ValidUtf8(error);
+}
+
+}  // namespace fr
+
+namespace fr {
+
+namespace {
+constexpr std::pair<RootCauseKind, std::string_view> kRootCauseKindNames[] = {
+    {RootCauseKind::kXid, "xid"},
+    {RootCauseKind::kHostOom, "host_oom"},
+    {RootCauseKind::kCudaOom, "cuda_oom"},
+    {RootCauseKind::kHostKill, "host_kill"},
+    {RootCauseKind::kTransportError, "transport_error"},
+    {RootCauseKind::kPythonException, "python_exception"},
+    {RootCauseKind::kCudaError, "cuda_error"},
+    {RootCauseKind::kSegfault, "segfault"},
+    {RootCauseKind::kCollectiveTimeout, "collective_timeout"},
+    {RootCauseKind::kNone, "none"},
+    {RootCauseKind::kUnknown, "unknown"},
+};
+}  // namespace
+
+std::string_view RootCauseKindName(RootCauseKind kind) {
+  for (const auto& [value, name] : kRootCauseKindNames) {
+    if (value == kind) return name;
+  }
+  return "unknown";
+}
+
+std::optional<RootCauseKind> ParseRootCauseKind(std::string_view name) {
+  for (const auto& [value, text] : kRootCauseKindNames) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
 }
 
 }  // namespace fr

@@ -16,11 +16,35 @@
 #ifndef FR_VERDICT_ROOT_CAUSE_H_
 #define FR_VERDICT_ROOT_CAUSE_H_
 
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
 #include "fr/clock/job_clock.h"
 #include "fr/logs/log_event.h"
 #include "fr/report.pb.h"
 
 namespace fr {
+
+// What started the failure, by the fix it needs. The report contract's strings are the names
+// (RootCauseKindName); the logic uses the enum.
+enum class RootCauseKind : uint8_t {
+  kXid,                // GPU / driver fault (NVRM Xid): drain the node
+  kHostOom,            // the kernel's OOM killer
+  kCudaOom,            // torch.OutOfMemoryError
+  kHostKill,           // killed from outside (time limit, preemption, cancel, node failure)
+  kTransportError,     // NCCL network / IB / socket error first seen on one rank or host
+  kPythonException,    // a traceback that stopped a rank
+  kCudaError,          // illegal memory access, device-side assert ...
+  kSegfault,           // a native crash
+  kCollectiveTimeout,  // only timeouts visible: the rank that never reached the collective
+  kNone,               // the logs show no failure
+  kUnknown,            // the cascade without its initiating event
+};
+
+// "xid", "host_oom", ... "unknown": the report contract's names.
+std::string_view RootCauseKindName(RootCauseKind kind);
+std::optional<RootCauseKind> ParseRootCauseKind(std::string_view name);
 
 // Fills report->verdict().root_cause(), report->timeline() and report->log_files(), and joins
 // the logs' answer with the verdict the dumps gave (`have_dumps`): with logs alone the verdict's
