@@ -191,6 +191,45 @@ TEST(JobClockTest, KernelSecondsSinceBootArePlacedBeforeTheStall) {
   EXPECT_EQ(clock.Find("node01")->confidence, "low");
 }
 
+TEST(JobClockTest, DumpTimesOfSharedCollectivesAnchorHostsTheLogsTieRanksTo) {
+  // Logs with no shared timed event: each host printed one untimed NCCL init per rank (which ties
+  // rank to host) and one timed line. The dumps recorded the same collectives on every rank, each
+  // on its host's clock.
+  const std::vector<std::pair<std::string, int64_t>> hosts = {
+      {"node00", 0}, {"node01", 37 * kSecond}, {"node02", -12 * kSecond}};
+  LogSet logs;
+  ClockHints hints;
+  int64_t noon = Utc(2026, 12, 1, 12, 0, 0);
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    logs.files.push_back({.path = hosts[h].first + ".log"});
+    for (int local = 0; local < 2; ++local) {
+      int rank = static_cast<int>(h) * 2 + local;
+      LogEvent init;
+      init.file = static_cast<int32_t>(h);
+      init.kind = LogEventKind::kNcclInit;
+      init.host = hosts[h].first;
+      init.comm_rank = rank;
+      init.nranks = 6;
+      logs.events.push_back(init);
+      for (int seq = 100; seq < 103; ++seq) {
+        hints.rank_anchors.push_back(
+            {.key = "flight recorder: all_reduce #" + std::to_string(seq) + " in group 0",
+             .rank = rank,
+             .ns = noon + seq * kSecond + rank * kMs + hosts[h].second});
+      }
+    }
+  }
+  JobClock clock = AlignClocks(&logs, hints);
+  const HostClock* reference = clock.Find("node00");
+  ASSERT_NE(reference, nullptr);
+  for (const auto& [host, offset] : hosts) {
+    const HostClock* estimate = clock.Find(host);
+    ASSERT_NE(estimate, nullptr) << host;
+    EXPECT_LE(std::llabs((estimate->offset_ns - reference->offset_ns) - offset), 20 * kMs) << host;
+    EXPECT_NE(estimate->method.find("flight recorder"), std::string::npos) << estimate->method;
+  }
+}
+
 TEST(JobClockTest, TimesAreFormattedAsRfc3339Utc) {
   EXPECT_EQ(FormatUtc(Utc(2026, 3, 14, 11, 21, 20) + 770 * kMs), "2026-03-14T11:21:20.770Z");
   EXPECT_EQ(FormatUtc(kNoTime), "");

@@ -434,6 +434,18 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     group.method = key;
     group.readings[ClockOf(event)].push_back(value);
   }
+  // The dumps' anchors, on the host the logs put each rank on.
+  std::map<int32_t, std::string> host_of_rank;
+  for (const LogEvent& event : events) {
+    if (event.rank >= 0 && !event.host.empty()) host_of_rank.emplace(event.rank, event.host);
+  }
+  for (const RankAnchor& anchor : hints.rank_anchors) {
+    auto it = host_of_rank.find(anchor.rank);
+    if (it == host_of_rank.end() || !Plausible(anchor.ns)) continue;
+    AnchorGroup& group = groups[anchor.key];
+    group.method = anchor.key;
+    group.readings[it->second].push_back(anchor.ns);
+  }
   std::vector<AnchorGroup*> shared;
   for (auto& [key, group] : groups) {
     for (auto& [host, values] : group.readings) group.by_host[host] = Median(values);

@@ -43,12 +43,23 @@ struct HostClock {
   int64_t boot_ns = kNoTime;
 };
 
+// A rank's own record of when it did something every member of a group did at nearly the same
+// moment (the flight recorder's time_created of one collective), read on its host's clock: the
+// dumps' anchors, used once the logs tie the rank to its host.
+struct RankAnchor {
+  std::string key;  // the shared event, e.g. "flight recorder: all_reduce #812 in group 3"
+  int32_t rank = -1;
+  int64_t ns = 0;  // on the rank's host's clock, ns since the epoch
+};
+
 struct ClockHints {
   // A time known to lie near the job's end (a dump time, the logs' modification times; ns since
   // the epoch), or kNoTime. Only used to give year-less dates their year.
   int64_t near_ns = kNoTime;
   // Used for the year when nothing else is dated (the analysis time by default).
   int64_t now_ns = kNoTime;
+  // Shared events the dumps recorded, per rank.
+  std::vector<RankAnchor> rank_anchors;
 };
 
 struct JobClock {

@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fmt/format.h"
 #include "fr/clock/job_clock.h"
 #include "fr/logs/log_parser.h"
+#include "fr/model/op_kind.h"
 #include "fr/verdict/analyze.h"
 #include "fr/verdict/root_cause.h"
 
@@ -32,6 +36,62 @@ bool Compressed(std::string_view head) {
 // as evidence, and read as a log it would count them twice on the next run.
 bool IsOwnReport(std::string_view head) {
   return head.starts_with("fr-analyze: ") || head.starts_with("root cause: ");
+}
+
+// The flight recorder's own times of the collectives most ranks recorded: each rank's
+// time_created of one collective is the same moment give or take the skew of its enqueue, read on
+// its host's clock. The most widely recorded collectives (latest first, so nearest the failure) are
+// enough; every rank contributes at most this many.
+constexpr size_t kDumpAnchorsPerRank = 8;
+
+std::vector<RankAnchor> DumpAnchors(const LoadedTrace& trace) {
+  struct Seen {
+    int64_t members = 0;
+    int64_t seq = 0;
+  };
+  std::map<std::string, Seen> seen;
+  auto key_of = [](const RankDump& dump, const Entry& entry) {
+    const ProcessGroup& group = dump.groups[entry.group];
+    return fmt::format("flight recorder: {} #{} in group {}", OpKindName(entry.op),
+                       entry.collective_seq_id, dump.strings.view(group.name));
+  };
+  for (const RankDump& dump : trace.ranks) {
+    for (const Entry& entry : dump.entries) {
+      if (entry.is_p2p || entry.collective_seq_id < 0 || entry.time_created_ns <= 0 ||
+          entry.group >= dump.groups.size()) {
+        continue;
+      }
+      Seen& s = seen[key_of(dump, entry)];
+      ++s.members;
+      s.seq = entry.collective_seq_id;
+    }
+  }
+  std::vector<std::pair<std::string, Seen>> ranked(seen.begin(), seen.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (a.second.members != b.second.members) return a.second.members > b.second.members;
+    return a.second.seq > b.second.seq;
+  });
+  if (ranked.size() > kDumpAnchorsPerRank) ranked.resize(kDumpAnchorsPerRank);
+  std::set<std::string> chosen;
+  for (const auto& [key, s] : ranked) {
+    if (s.members >= 2) chosen.insert(key);
+  }
+  std::vector<RankAnchor> anchors;
+  for (const RankDump& dump : trace.ranks) {
+    for (const Entry& entry : dump.entries) {
+      if (entry.is_p2p || entry.collective_seq_id < 0 || entry.time_created_ns <= 0 ||
+          entry.group >= dump.groups.size()) {
+        continue;
+      }
+      std::string key = key_of(dump, entry);
+      if (chosen.contains(key)) {
+        anchors.push_back({.key = std::move(key),
+                           .rank = static_cast<int32_t>(dump.rank),
+                           .ns = entry.time_created_ns});
+      }
+    }
+  }
+  return anchors;
 }
 
 }  // namespace
@@ -83,6 +143,7 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
       hints.near_ns = mtimes[mtimes.size() / 2];
     }
   }
+  hints.rank_anchors = DumpAnchors(trace);
   JobClock clock = AlignClocks(logs, hints);
   ExplainFromLogs(*logs, clock, /*have_dumps=*/!trace.ranks.empty(), &report);
   return report;
