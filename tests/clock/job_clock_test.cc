@@ -11,6 +11,14 @@
 namespace fr {
 namespace {
 
+// A log file known by its path only.
+LogFile NamedFile(std::string path) {
+  LogFile file;
+  file.path = std::move(path);
+  file.format = "test";
+  return file;
+}
+
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSecond = 1000 * kMs;
 
@@ -54,7 +62,7 @@ class SkewedJob {
     for (size_t i = 0; i < logs->files.size(); ++i) {
       if (logs->files[i].path == host + ".log") return static_cast<int32_t>(i);
     }
-    logs->files.push_back({.path = host + ".log", .format = "test"});
+    logs->files.push_back(NamedFile(host + ".log"));
     return static_cast<int32_t>(logs->files.size() - 1);
   }
 
@@ -99,7 +107,7 @@ TEST(JobClockTest, HostOffsetsAreRecoveredFromSharedTimeouts) {
 
 TEST(JobClockTest, YearlessDatesTakeTheYearNearestTheDatedLines) {
   LogSet logs;
-  logs.files.push_back({.path = "a.log"});
+  logs.files.push_back(NamedFile("a.log"));
   LogEvent dated;
   dated.file = 0;
   dated.kind = LogEventKind::kRendezvous;
@@ -118,8 +126,8 @@ TEST(JobClockTest, YearlessDatesTakeTheYearNearestTheDatedLines) {
 
 TEST(JobClockTest, XidNamingOnlyABusIdIsGivenTheRankOnThatGpu) {
   LogSet logs;
-  logs.files.push_back({.path = "node07/nccl.log"});
-  logs.files.push_back({.path = "node07/dmesg"});
+  logs.files.push_back(NamedFile("node07/nccl.log"));
+  logs.files.push_back(NamedFile("node07/dmesg"));
   for (int dev = 0; dev < 8; ++dev) {
     LogEvent init;
     init.file = 0;
@@ -201,7 +209,7 @@ TEST(JobClockTest, DumpTimesOfSharedCollectivesAnchorHostsTheLogsTieRanksTo) {
   ClockHints hints;
   int64_t noon = Utc(2026, 12, 1, 12, 0, 0);
   for (size_t h = 0; h < hosts.size(); ++h) {
-    logs.files.push_back({.path = hosts[h].first + ".log"});
+    logs.files.push_back(NamedFile(hosts[h].first + ".log"));
     for (int local = 0; local < 2; ++local) {
       int rank = static_cast<int>(h) * 2 + local;
       LogEvent init;

@@ -13,6 +13,14 @@
 namespace fr {
 namespace {
 
+// A log file known by its path only.
+LogFile NamedFile(std::string path) {
+  LogFile file;
+  file.path = std::move(path);
+  file.format = "test";
+  return file;
+}
+
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -31,7 +39,7 @@ class JobLogs {
  public:
   explicit JobLogs(std::vector<int64_t> offsets) : offsets_(std::move(offsets)) {
     for (size_t h = 0; h < offsets_.size(); ++h) {
-      logs_.files.push_back({.path = Host(static_cast<int>(h)) + "/job.log", .format = "test"});
+      logs_.files.push_back(NamedFile(Host(static_cast<int>(h)) + "/job.log"));
     }
   }
 
