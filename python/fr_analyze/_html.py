@@ -71,6 +71,45 @@ def _verdict(fields: dict) -> str:
     return "".join(lines)
 
 
+def _root_cause(fields: dict) -> str:
+    """From the logs: what happened, to whom, when, and the lines that say so (before the
+    dumps' verdict, as in the text report)."""
+    cause = fields["verdict"].get("root_cause")
+    if not cause:
+        return ""
+    ok = cause["kind"] == "none"
+    who = ""
+    if cause["ranks"]:
+        who = f" on rank(s) <span class='fr-culprit'>{escape(_ranks_text(cause['ranks']))}</span>"
+    if cause["hosts"]:
+        who += f" ({escape(', '.join(cause['hosts']))})"
+    when = f" at {escape(cause['time'])}" if cause["time"] else ""
+    lines = [f"<div class='fr-verdict{' fr-ok' if ok else ''}'>",
+             f"<b>root cause: {escape(cause['kind'])}</b>{who}{when} "
+             f"(confidence {escape(cause['confidence'])})",
+             f"<p>{escape(cause['summary'])}</p>"]
+    if cause.get("disagreement"):
+        lines.append(f"<p><b>note:</b> {escape(cause['disagreement'])}</p>")
+    if cause["evidence"]:
+        rows = [[escape(f"{e['file']}:{e['line']}"), escape(e["time"] or e["raw_time"]),
+                 escape(str(e["rank"]) if e["rank"] >= 0 else ""),
+                 f"<pre>{escape(e['text'])}</pre>"] for e in cause["evidence"]]
+        lines.append("<details open><summary>evidence</summary>"
+                     + _table(["where", "time (UTC)", "rank", "line"], rows) + "</details>")
+    lines.append("</div>")
+    return "".join(lines)
+
+
+def _clocks(fields: dict) -> str:
+    hosts = fields.get("timeline", {}).get("hosts", [])
+    if len(hosts) < 2:
+        return ""
+    rows = [[escape(h["host"] or "(unknown)"), f"{h['offset_ms']:+d} ms",
+             escape(h["confidence"]), escape(h["method"])] for h in hosts]
+    return (f"<details><summary>host clocks ({len(hosts)})</summary>"
+            + _table(["host", "offset", "confidence", "how"], rows) + "</details>")
+
+
 def _chains(fields: dict) -> str:
     chains = fields["verdict"]["chains"]
     if not chains:
@@ -137,8 +176,9 @@ def _inputs(fields: dict) -> str:
 
 def report_html(report: "Report") -> str:
     fields = report._fields
-    return ("<div class='fr-an'>" + _STYLE + _verdict(fields) + _chains(fields) + _groups(fields)
-            + _findings(fields) + _inputs(fields) + "</div>")
+    return ("<div class='fr-an'>" + _STYLE + _root_cause(fields) + _verdict(fields)
+            + _chains(fields) + _groups(fields) + _findings(fields) + _inputs(fields)
+            + _clocks(fields) + "</div>")
 
 
 def trace_html(trace: "Trace") -> str:

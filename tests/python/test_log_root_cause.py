@@ -209,3 +209,14 @@ def test_dumps_and_logs_that_disagree_say_so(cli, tmp_path):
     assert verdict["root_cause"]["ranks"] == [2]
     disagreement = verdict["root_cause"]["disagreement"]
     assert "5" in disagreement and "2" in disagreement
+
+
+def test_notebook_view_shows_the_root_cause_first(tmp_path):
+    import fr_analyze
+
+    expected = logsim.simulate(str(tmp_path / "job"), 16, "xid", "per_host", seed=6)
+    html = fr_analyze.analyze(str(tmp_path / "job"))._repr_html_()
+    assert html.index("root cause: xid") < html.index("fr-analyze: ")
+    culprit = expected["culprit_ranks"][0]
+    assert f"rank(s) <span class='fr-culprit'>{culprit}</span>" in html
+    assert "host clocks" in html
