@@ -220,3 +220,34 @@ def test_notebook_view_shows_the_root_cause_first(tmp_path):
     culprit = expected["culprit_ranks"][0]
     assert f"rank(s) <span class='fr-culprit'>{culprit}</span>" in html
     assert "host clocks" in html
+
+
+REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
+
+
+@pytest.mark.parametrize("fixture,kind", [
+    ("xid.log", "xid"),                      # NVRM: Xid ... 79
+    ("cuda_oom.log", "cuda_oom"),            # torch...OutOfMemoryError
+    ("kernel_oom.log", "host_oom"),          # Out of memory: Killed process
+    ("dmesg_t_oom.log", "host_oom"),
+    ("slurm_oom.log", "host_oom"),           # Detected 1 oom_kill event
+    ("nccl_ib_warn.log", "transport_error"), # NCCL WARN NET/IB ... status=12
+    ("nccl_socket_warn.log", "transport_error"),
+    ("watchdog_default_pg.log", "collective_timeout"),
+    ("watchdog_torch1.log", "collective_timeout"),
+    ("dump_signal.log", "unknown"),          # a victim asked to dump: the cause is elsewhere
+    ("torchrun_sigkill.log", "unknown"),     # a SIGKILL nobody logged
+    ("nccl_init.log", "none"),               # a healthy start
+])
+def test_real_log_lines_pasted(cli, fixture, kind):
+    """Lines printed by real jobs, from public issues (each fixture names its source)."""
+    with open(os.path.join(REAL, fixture), encoding="utf-8", errors="replace") as f:
+        report, status = run_cli(cli, "-", stdin=f.read())
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == kind, cause["summary"]
+    assert status == (0 if kind == "none" else 1)
+    if fixture == "torchrun_sigkill.log":
+        assert "SIGKILL" in cause["summary"]
+        from datetime import datetime, timedelta, timezone
+        tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%d")
+        assert cause["time"] < tomorrow, "a year-less line is never dated after today"

@@ -81,15 +81,23 @@ bool IsDated(const LogTime& time) {
   return time.kind == LogTime::Kind::kUtc || time.kind == LogTime::Kind::kLocal;
 }
 
-// A year-less date in the year that puts it nearest `reference`.
-int64_t NearestYear(const LogTime& time, int64_t reference) {
+// A year-less date in the year that puts it nearest `reference`, or, when the reference is the
+// job's end (a dump or file time, or now), in the latest year that puts it before the end: a log
+// line is never written after its file.
+int64_t NearestYear(const LogTime& time, int64_t reference, bool reference_is_end) {
+  constexpr int64_t kDayNs = int64_t{24} * 3600 * 1'000'000'000;
   int year = YearOf(reference);
-  int64_t best = CivilNs(year, time.month, time.day, time.ns);
-  for (int candidate : {year - 1, year + 1}) {
+  int64_t best = kNoTime;
+  for (int candidate : {year + 1, year, year - 1}) {
     int64_t ns = CivilNs(candidate, time.month, time.day, time.ns);
-    if (std::llabs(ns - reference) < std::llabs(best - reference)) best = ns;
+    if (reference_is_end) {
+      // A day's grace for time zones: the end is UTC, the line host-local.
+      if (ns <= reference + kDayNs) return ns;
+      continue;
+    }
+    if (best == kNoTime || std::llabs(ns - reference) < std::llabs(best - reference)) best = ns;
   }
-  return best;
+  return best != kNoTime ? best : CivilNs(year - 1, time.month, time.day, time.ns);
 }
 
 bool IsKernelFault(LogEventKind kind) {
@@ -380,7 +388,9 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     if (IsDated(event.raw_time)) dated.push_back(event.raw_time.ns);
   }
   int64_t reference;
+  bool reference_is_end = true;
   if (!dated.empty()) {
+    reference_is_end = false;
     reference = Median(dated);
     clock.year_source = "dated log lines";
   } else if (hints.near_ns != kNoTime && Plausible(hints.near_ns)) {
@@ -398,7 +408,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     if (IsDated(time)) return time.ns;
     if (time.kind == LogTime::Kind::kNoYear && time.month >= 1 && time.month <= 12 &&
         time.day >= 1 && time.day <= 31) {
-      return NearestYear(time, reference);
+      return NearestYear(time, reference, reference_is_end);
     }
     return kNoTime;
   };

@@ -89,6 +89,7 @@ bool IsCascade(LogEventKind kind) {
     case LogEventKind::kRemotePeerGone:
     case LogEventKind::kWorkerFailed:
     case LogEventKind::kRootCauseTable:
+    case LogEventKind::kDumpSignal:  // asked to dump because some rank timed out
       return true;
     default:
       return false;
@@ -144,6 +145,7 @@ class Explainer {
                                     "but no initiating event.",
                                     victims_.size())
                       : "The logs show no failure.");
+      if (any_anomaly) NameFirstDeath(cause);
       AddCascadeEvidence(cause);
     }
     // The lines in the order they happened, on the corrected clock (lines without any time
@@ -255,6 +257,35 @@ class Explainer {
     std::stable_sort(timeouts.begin(), timeouts.end(),
                      [](const LogEvent* a, const LogEvent* b) { return Before(*a, *b); });
     for (size_t i = 0; i < timeouts.size() && i < 2; ++i) AddEvidence(cause, *timeouts[i]);
+  }
+
+  // Without an initiating line, the first worker the launcher saw die is the lead to follow: a
+  // SIGKILL nobody logged is most often the kernel's OOM killer, whose lines are in the host's
+  // kernel log, not in the job's. It is named, not blamed: the launcher's first observed failure
+  // can be a victim.
+  void NameFirstDeath(report::RootCause* cause) {
+    const LogEvent* first = nullptr;
+    for (const LogEvent& event : logs_.events) {
+      bool death =
+          event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable;
+      if (death && (first == nullptr || Before(event, *first))) first = &event;
+    }
+    if (first == nullptr) return;
+    AddEvidence(cause, *first);
+    SetTime(cause, first->time_ns);
+    std::string who = first->rank >= 0 ? fmt::format("rank {}", first->rank) : "a worker";
+    if (!first->host.empty()) who += " on " + first->host;
+    std::string how = first->signal > 0 ? fmt::format("signal {}", first->signal)
+                                        : fmt::format("exit code {}", first->exit_code);
+    cause->set_summary(cause->summary() +
+                       fmt::format(" The first death the launcher reported: {} ({}).", who, how));
+    if (first->signal == 9) {
+      cause->set_summary(cause->summary() +
+                         " A SIGKILL nobody logged is most often the kernel's OOM killer: read "
+                         "that host's kernel log (dmesg, journalctl -k).");
+    }
+    if (!first->host.empty()) cause->add_hosts(first->host);
+    if (first->signal > 0) (*cause->mutable_detail())["signal"] = std::to_string(first->signal);
   }
 
   void SetTime(report::RootCause* cause, int64_t ns) {
