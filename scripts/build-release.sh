@@ -16,10 +16,13 @@ cmake --build build/pgo-train --target fr-analyze
 trainer=build/pgo-train/tools/fr-analyze
 
 # The training run: what users run most. Pickles of every shape the example writes (stacks, p2p,
-# a stuck rank), a JSON job, and a failure of each kind through the analysis. Exit status 1 is a
-# failure verdict, which these jobs are built to produce. Only a changed trainer trains again.
+# a stuck rank), a JSON job, a failure of each kind through the analysis, and a job's logs. Exit
+# status 1 is a failure verdict, which these jobs are built to produce. Only a trainer whose bytes
+# changed trains again (its checksum is kept with the profile; file times lie after a checkout or
+# a copy).
 retrained=0
-if [ ! -f "$profile/trained" ] || [ "$trainer" -nt "$profile/trained" ]; then
+trainer_sum=$(sha256sum "$trainer" | cut -d' ' -f1)
+if [ ! -f "$profile/trained" ] || [ "$(cat "$profile/trained")" != "$trainer_sum" ]; then
   rm -rf "$profile" "$jobs"
   "$trainer" example "$jobs/example" --world-size 64 --entries 2000 --stuck-rank 9 >/dev/null
   "$trainer" load "$jobs/example" --format json >/dev/null
@@ -33,8 +36,11 @@ if [ ! -f "$profile/trained" ] || [ "$trainer" -nt "$profile/trained" ]; then
   "$trainer" simulate "$jobs/p2p" --tp 2 --pp 2 --dp 2 --fault missing_recv --fault-group pp \
     >/dev/null
   "$trainer" analyze "$jobs/p2p" --format json >/dev/null || [ $? -eq 1 ]
+  /usr/bin/python3 tests/logsim/logsim.py --out "$jobs/logs" --ranks 64 --fault host_oom \
+    --nccl-info --bytes-target 20000000 >/dev/null
+  "$trainer" analyze "$jobs/logs" --format json >/dev/null || [ $? -eq 1 ]
   rm -rf "$jobs"
-  touch "$profile/trained"
+  echo "$trainer_sum" >"$profile/trained"
   retrained=1
 fi
 
