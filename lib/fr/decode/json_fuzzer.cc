@@ -65,28 +65,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckDocument(*doc);
   return 0;
 }
-
-#ifdef FR_FUZZ_REPLAY
-// json_fuzz_replay_test: runs every file of the seed corpus through the fuzz target under
-// GoogleTest, so the corpus keeps passing in ordinary (non-clang) builds.
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "gtest/gtest.h"
-
-TEST(JsonFuzzReplayTest, EverySeedRunsCleanly) {
-  size_t count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(FR_JSON_FUZZ_CORPUS_DIR)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream file(entry.path(), std::ios::binary);
-    std::stringstream contents;
-    contents << file.rdbuf();
-    std::string bytes = contents.str();
-    SCOPED_TRACE(entry.path().string());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    ++count;
-  }
-  EXPECT_GE(count, 10u);
-}
-#endif  // FR_FUZZ_REPLAY
