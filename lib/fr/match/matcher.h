@@ -135,6 +135,11 @@ struct MatchResult {
 };
 
 // Ages are judged against the index's dump times (BuildJobIndex's `dump_time_ns`).
+//
+// Lifetimes: the result holds values and indices only (ranks, seqs, `group` indexes
+// JobIndex::groups, GroupMatch i is JobIndex::groups[i]), never pointers into `trace` or `index`,
+// so it may outlive both. While matching, pointers to the index's CollectiveUnits and the
+// trace's entries are kept only for the duration of the call: both are read-only inputs here.
 MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index);
 
 }  // namespace fr

@@ -30,7 +30,11 @@ struct WaitHop {
 
 class WaitForGraph {
  public:
+  // Keeps a reference to `blocks` (BlocksOn and the hops' `block` index into it, and ChainFrom
+  // reads it): the vector must outlive the graph and must not change while the graph is used.
+  // In the analysis both live in the same scope (MatchResult::blocks, then the graph).
   explicit WaitForGraph(const std::vector<Block>& blocks);
+  WaitForGraph(std::vector<Block>&&) = delete;  // a temporary would dangle
 
   // Ranks in sink components that someone waits for, ascending.
   const std::vector<int64_t>& culprits() const { return culprits_; }
