@@ -15,17 +15,6 @@ namespace {
 
 constexpr int64_t kDefaultTimeoutMs = 600000;
 
-uint64_t Mix(uint64_t hash, uint64_t value) {
-  hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
-  return hash * 0xff51afd7ed558ccdULL;
-}
-
-uint64_t HashString(std::string_view text) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
-  return hash;
-}
-
 int64_t Numel(std::span<const int64_t> flat_shapes) {
   // flat: [n_shapes, rank_0, dims_0..., rank_1, dims_1...]; total elements over all tensors.
   if (flat_shapes.empty()) return 0;
@@ -39,21 +28,6 @@ int64_t Numel(std::span<const int64_t> flat_shapes) {
   }
   return total;
 }
-
-uint64_t HashShapes(std::span<const int64_t> flat_shapes) {
-  uint64_t hash = 0x51ed27;
-  for (int64_t v : flat_shapes) hash = Mix(hash, static_cast<uint64_t>(v));
-  return hash;
-}
-
-// What must agree across members for one collective, hashed per attribute so that the first
-// differing attribute names the failure class.
-struct Signature {
-  uint64_t op = 0;
-  uint64_t dtype = 0;
-  uint64_t size = 0;
-  bool operator==(const Signature&) const = default;
-};
 
 // Shapes that must be equal on every member, by op family: all_gather sends equal inputs,
 // reduce_scatter receives equal outputs, all_to_all may be uneven (only totals agree, checked
@@ -71,20 +45,75 @@ std::span<const int64_t> ComparableShapes(const RankDump& dump, const Entry& ent
   }
 }
 
-Signature Sign(const RankDump& dump, const CollectiveUnit& unit) {
-  Signature sig;
+// The entries of a unit that take part in its signature: those of the unit's own group (a
+// coalesced unit may carry entries of others).
+template <typename Visit>
+void ForEachSignedEntry(const RankDump& dump, const CollectiveUnit& unit, Visit visit) {
   for (uint32_t i = unit.first_entry; i < unit.first_entry + unit.entry_count; ++i) {
     const Entry& entry = dump.entries[i];
-    if (entry.group != dump.entries[unit.first_entry].group) continue;
-    sig.op = Mix(sig.op, static_cast<uint64_t>(entry.op));
+    if (entry.group == dump.entries[unit.first_entry].group) visit(entry);
+  }
+}
+
+bool SameDtypes(const RankDump& a, DtypeListId list_a, const RankDump& b, DtypeListId list_b) {
+  auto x = a.DtypeList(list_a);
+  auto y = b.DtypeList(list_b);
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (a.strings.view(x[i]) != b.strings.view(y[i])) return false;
+  }
+  return true;
+}
+
+// Whether two members issued exactly the same collective: the same ops, dtypes and comparable
+// shapes, entry by entry, compared value by value (no hashes, so no collision can hide a
+// mismatch). Allocation-free: it runs for every member of every collective.
+bool SameSignature(const RankDump& a, const CollectiveUnit& unit_a, const RankDump& b,
+                   const CollectiveUnit& unit_b) {
+  uint32_t i = unit_a.first_entry, j = unit_b.first_entry;
+  uint32_t end_a = unit_a.first_entry + unit_a.entry_count;
+  uint32_t end_b = unit_b.first_entry + unit_b.entry_count;
+  uint32_t group_a = a.entries[unit_a.first_entry].group;
+  uint32_t group_b = b.entries[unit_b.first_entry].group;
+  while (true) {
+    while (i < end_a && a.entries[i].group != group_a) ++i;
+    while (j < end_b && b.entries[j].group != group_b) ++j;
+    if (i == end_a || j == end_b) return i == end_a && j == end_b;
+    const Entry& x = a.entries[i++];
+    const Entry& y = b.entries[j++];
+    if (x.op != y.op || !SameDtypes(a, x.input_dtypes, b, y.input_dtypes) ||
+        !SameDtypes(a, x.output_dtypes, b, y.output_dtypes)) {
+      return false;
+    }
+    std::span<const int64_t> shapes_x = ComparableShapes(a, x);
+    std::span<const int64_t> shapes_y = ComparableShapes(b, y);
+    if (!std::equal(shapes_x.begin(), shapes_x.end(), shapes_y.begin(), shapes_y.end())) {
+      return false;
+    }
+  }
+}
+
+// What must agree across members for one collective, as exact keys per attribute, so that the
+// first differing attribute names the failure class and members can be grouped by value. Built
+// only when members disagree.
+struct Signature {
+  std::string op;
+  std::string dtype;
+  std::string size;
+};
+
+Signature Sign(const RankDump& dump, const CollectiveUnit& unit) {
+  Signature sig;
+  ForEachSignedEntry(dump, unit, [&](const Entry& entry) {
+    sig.op += fmt::format("{};", static_cast<int>(entry.op));
     for (StringId dtype : dump.DtypeList(entry.input_dtypes)) {
-      sig.dtype = Mix(sig.dtype, HashString(dump.strings.view(dtype)));
+      sig.dtype += fmt::format("in:{};", dump.strings.view(dtype));
     }
     for (StringId dtype : dump.DtypeList(entry.output_dtypes)) {
-      sig.dtype = Mix(sig.dtype, HashString(dump.strings.view(dtype)) ^ 0x5bd1e995);
+      sig.dtype += fmt::format("out:{};", dump.strings.view(dtype));
     }
-    sig.size = Mix(sig.size, HashShapes(ComparableShapes(dump, entry)));
-  }
+    sig.size += fmt::format("[{}];", fmt::join(ComparableShapes(dump, entry), ","));
+  });
   return sig;
 }
 
@@ -261,14 +290,17 @@ class GroupMatcher {
     if (issued.size() < 2) return agree;
     if (!CheckAllToAllTotals(seq, issued)) agree = false;
     // The common case: everyone agrees with the first member.
-    std::vector<Signature> signatures;
-    signatures.reserve(issued.size());
+    const RankDump& first_dump = *DumpOf(group_.members[issued.front().first]);
     bool all_equal = true;
     for (const auto& [m, unit] : issued) {
-      signatures.push_back(Sign(*DumpOf(group_.members[m]), *unit));
-      all_equal &= signatures.back() == signatures.front();
+      all_equal = all_equal && SameSignature(first_dump, *issued.front().second,
+                                             *DumpOf(group_.members[m]), *unit);
     }
     if (all_equal) return agree;
+    std::vector<Signature> signatures;
+    signatures.reserve(issued.size());
+    for (const auto& [m, unit] : issued)
+      signatures.push_back(Sign(*DumpOf(group_.members[m]), *unit));
     ReportMismatch(seq, issued, signatures);
     return false;
   }
@@ -316,12 +348,12 @@ class GroupMatcher {
         kind = MismatchKind::kDtype;
       }
     }
-    auto attribute = [kind](const Signature& s) {
+    auto attribute = [kind](const Signature& s) -> const std::string& {
       return kind == MismatchKind::kOp ? s.op : kind == MismatchKind::kDtype ? s.dtype : s.size;
     };
-    absl::flat_hash_map<uint64_t, int64_t> count;
+    absl::flat_hash_map<std::string, int64_t> count;
     for (const Signature& s : signatures) ++count[attribute(s)];
-    uint64_t majority_value = 0;
+    std::string majority_value;
     int64_t best = -1;
     bool tie = false;
     // Ties go to the class of the lowest-ranked member, so the choice is deterministic.
@@ -338,7 +370,7 @@ class GroupMatcher {
     if (tie) {
       // Two sides of equal size (a 2-rank TP pair): groups of the same kind run the same program,
       // so what their members issued at this seq says which side deviated.
-      uint64_t sibling_majority = 0;
+      std::string sibling_majority;
       if (SiblingMajority(seq, attribute, &sibling_majority) && count.contains(sibling_majority)) {
         majority_value = sibling_majority;
         tie = false;
@@ -350,7 +382,7 @@ class GroupMatcher {
     mismatch.kind = kind;
     mismatch.tie = tie;
     mismatch.completed = true;
-    absl::flat_hash_map<uint64_t, bool> described;
+    absl::flat_hash_map<std::string, bool> described;
     for (size_t i = 0; i < issued.size(); ++i) {
       const auto& [m, unit] = issued[i];
       int64_t rank = group_.members[m].rank;
@@ -373,9 +405,9 @@ class GroupMatcher {
   // The attribute value that the members of other groups with this group's desc issued most at
   // `seq`, when one value has a strict majority of them.
   template <typename Attribute>
-  bool SiblingMajority(int64_t seq, const Attribute& attribute, uint64_t* value) const {
+  bool SiblingMajority(int64_t seq, const Attribute& attribute, std::string* value) const {
     if (group_.desc.empty()) return false;
-    absl::flat_hash_map<uint64_t, int64_t> votes;
+    absl::flat_hash_map<std::string, int64_t> votes;
     int64_t total = 0;
     for (uint32_t g = 0; g < index_.groups.size(); ++g) {
       const JobGroup& sibling = index_.groups[g];
@@ -565,11 +597,11 @@ class GroupMatcher {
     std::vector<int64_t> mismatched;
     MismatchKind mismatch_kind = MismatchKind::kOp;
     if (issued.size() >= 2) {
-      std::vector<Signature> signatures;
+      const RankDump& first_dump = *DumpOf(group_.members[issued.front().first]);
       bool all_equal = true;
       for (const auto& [m, unit] : issued) {
-        signatures.push_back(Sign(*DumpOf(group_.members[m]), *unit));
-        all_equal &= signatures.back() == signatures.front();
+        all_equal = all_equal && SameSignature(first_dump, *issued.front().second,
+                                               *DumpOf(group_.members[m]), *unit);
       }
       if (!all_equal) {
         for (const Mismatch& mismatch : result_.mismatches) {
