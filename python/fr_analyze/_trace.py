@@ -202,6 +202,18 @@ class Trace:
                 f"no readable flight-recorder dump or log under {self.source}{reasons}")
         return report
 
+    def write_timeline(self, path: str, *, format: str = "perfetto") -> int:
+        """Writes the job's timeline: one track per rank under its host, a slice per recorded op
+        on the corrected clock, log events as instants, flows from each victim to the rank it
+        waits for. format: "perfetto" (Perfetto's protobuf trace, for ui.perfetto.dev) or
+        "chrome-json" (chrome://tracing). Returns the bytes written."""
+        if format not in ("perfetto", "chrome-json"):
+            raise ValueError(f"unknown timeline format {format!r} (perfetto, chrome-json)")
+        data = _core.timeline(self._loaded, self.source, format)
+        with open(path, "wb") as f:
+            f.write(data)
+        return len(data)
+
     def entries_df(self) -> "pandas.DataFrame":
         """One row per rank x entry; columns documented in fr_analyze._frames.entries_df."""
         from fr_analyze import _frames

@@ -20,6 +20,7 @@
 #include "fr/report/entries_table.h"
 #include "fr/report/load_summary.h"
 #include "fr/report/report_format.h"
+#include "fr/timeline/timeline.h"
 #include "fr/verdict/analyze.h"
 
 namespace py = pybind11;
@@ -196,6 +197,23 @@ std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
   columns["line"] = line;
   columns["text"] = text;
   return {std::move(report), std::move(columns)};
+}
+
+// The job's timeline (dumps, the logs beside them, the verdict's waits) as a Perfetto trace or
+// Chrome JSON.
+py::bytes WriteTimeline(const LoadedTrace& trace, const std::string& source,
+                        const std::string& format) {
+  std::string bytes;
+  {
+    py::gil_scoped_release release;
+    LogSet logs = ReadLogsBeside(trace);
+    AnalyzeOptions options;
+    options.source = source;
+    report::Report report = Analyze(trace, &logs, options);
+    fr::Timeline timeline = BuildTimeline(trace, logs, report);
+    bytes = format == "chrome-json" ? WriteChromeTraceJson(timeline) : WritePerfettoTrace(timeline);
+  }
+  return py::bytes(bytes);
 }
 
 // (groups as (name, desc, ranks), rows whose `group` indexes them).
@@ -432,6 +450,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("analyze_with_logs", &RunAnalyzeWithLogs, py::arg("trace"), py::arg("source") = "",
         py::arg("pg_filter") = std::vector<std::string>{}, py::arg("dump_time_ns") = kUnknown,
         py::arg("pasted") = std::nullopt);
+  m.def("timeline", &WriteTimeline, py::arg("trace"), py::arg("source") = "",
+        py::arg("format") = "perfetto");
   m.def("collective_table", &CollectiveTable, py::arg("trace"));
   m.def("entries_columns", &EntriesColumns, py::arg("trace"));
   m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",

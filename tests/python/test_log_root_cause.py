@@ -251,3 +251,24 @@ def test_real_log_lines_pasted(cli, fixture, kind):
         from datetime import datetime, timedelta, timezone
         tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%d")
         assert cause["time"] < tomorrow, "a year-less line is never dated after today"
+
+
+def test_timeline_files_from_python(cli, tmp_path):
+    """The timeline of dumps with logs beside them, in both formats: slices for the ops, the log
+    events as instants, the culprit's track named."""
+    import fr_analyze
+
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job / "dumps"), "--fault", "stuck_before_op",
+                    "--fault-rank", "5"], check=True, capture_output=True)
+    trace = fr_analyze.load(str(job))
+    chrome = tmp_path / "job.json"
+    assert trace.write_timeline(str(chrome), format="chrome-json") > 0
+    events = json.loads(chrome.read_text())["traceEvents"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "rank 5 (culprit)" in names
+    assert sum(e["ph"] == "X" for e in events) > 0
+    assert sum(e["ph"] == "s" for e in events) == len(trace.analyze().verdict.victim_ranks)
+    perfetto = tmp_path / "job.pftrace"
+    assert trace.write_timeline(str(perfetto)) > 0
+    assert perfetto.read_bytes()[:1] == b"\x0a", "a Trace message: field 1 (packet), bytes"
