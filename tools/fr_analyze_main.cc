@@ -1,29 +1,32 @@
-// fr-analyze: the command line.
+// fr-analyze: the command line. Each subcommand is a table of flags (tools/cli_flags.h) that both
+// parses its arguments and writes its help; `fr-analyze COMMAND --help` shows it.
 //
-//   fr-analyze DIR                      the verdict (= fr-analyze analyze DIR)
-//   fr-analyze analyze DIR [--format text|json|proto] [-o FILE] [-p PREFIX | --rank-pattern RE]
-//                          [--pg-filter NAME] [-j N] [--dump-time NS] [--follow-links]
-//   fr-analyze load DIR [--format text|json|proto]   what was loaded
-//   fr-analyze entries DIR [--ranks 0,5] [--pg-filter NAME]   ranks side by side by group and seq
-//   fr-analyze dump FILE [--format json]   one decoded dump, as Python's pickle.load sees it
-//   fr-analyze example DIR [--world-size N] [--entries N] [--stuck-rank R] [--dump-version V]
+//   fr-analyze DIR                       the verdict (= fr-analyze analyze DIR)
+//   fr-analyze analyze -                 one log pasted on standard input
+//   fr-analyze load DIR                  what was loaded
+//   fr-analyze entries DIR               ranks side by side by group and seq (= analyze -j DIR)
+//   fr-analyze dump FILE                 one decoded dump, as Python's pickle.load sees it
+//   fr-analyze example DIR               write a small simulated job's dumps
+//   fr-analyze simulate DIR              simulate a TP x PP x DP job with one fault
+//   fr-analyze --help | help [COMMAND] | --version | version
 //
 // Exit status: 0 no failure found, 1 a failure verdict, 2 usage errors, nothing readable or output
 // that could not be written. Output on stdout; errors on stderr.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli_flags.h"
 #include "fmt/format.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
@@ -40,122 +43,22 @@
 #include "fr/simulate/job_writer.h"
 #include "fr/verdict/analyze.h"
 #include "fr/write/dump_writer.h"
+#include "headline_color.h"
+
+#ifndef FR_ANALYZE_VERSION
+#error "tools/CMakeLists.txt defines FR_ANALYZE_VERSION from python/fr_analyze/__init__.py"
+#endif
 
 namespace fr {
 namespace {
 
+using cli::Command;
+using cli::ParseOutcome;
+using cli::ParseResult;
+
 constexpr int kExitOk = 0;
 constexpr int kExitFailureFound = 1;
 constexpr int kExitUsage = 2;
-
-constexpr std::string_view kUsage = R"(usage:
-  fr-analyze DIR                       which rank broke the job, and why: DIR (or a file) may
-                                       hold dumps and the job's logs (torchrun, Slurm, glog,
-                                       NCCL, kernel), recognized by content
-  fr-analyze analyze -                 one log pasted on standard input, alone
-  fr-analyze analyze DIR [options]     the same, with options:
-      --format text|json|proto         output format (default text)
-      -o, --output FILE                write the report to FILE instead of stdout
-      -p, --prefix PREFIX              dump files are named PREFIX<rank>
-      --rank-pattern REGEX             regex (RE2 syntax) with one group capturing the rank,
-                                       matched against the path relative to DIR
-      --pg-filter NAME[,NAME]          report only these process groups (name or desc)
-      --dump-time NS                   when the dumps were taken (ns since the epoch);
-                                       default: the files' modification times
-      --allow-incomplete-ranks         accepted for torchfrtrace compatibility (always on)
-      --timings                        print time per stage (read, decode, analysis) on stderr
-      -j, --jobs N                     threads for reading and decoding (default: all cores;
-                                       at most 1024)
-      --follow-links                   follow symlinks that lead out of DIR (default: skip them)
-  fr-analyze load DIR [--format text|json|proto]
-                                       what was loaded: ranks, versions, groups, bad files
-  fr-analyze entries DIR [--ranks R[,R]] [--pg-filter NAME] [--last N]
-                                       ranks side by side, aligned by group and seq
-  fr-analyze dump FILE [--format json] print one decoded dump as JSON (what pickle.load gives)
-  fr-analyze example DIR [options]     write the dumps of a small simulated job into DIR
-      --world-size N                   ranks (default 8; at most 16384)
-      --entries N                      ring-buffer entries per rank (default 64; at most 100000)
-      --stuck-rank R                   a rank that never reaches the last all_reduce (default 5;
-                                       -1 for a healthy job)
-      --dump-version V                 dump version to write (default 2.10)
-  fr-analyze simulate DIR [options]    simulate a TP x PP x DP job with one fault, write its dumps
-      --tp N --pp N --dp N             parallel sizes (default 2 2 2; at most 16384 ranks)
-      --steps N                        training steps (default 16; at most 10000)
-      --fault KIND                     none, stuck_before_op, crashed_rank, op_mismatch,
-                                       size_mismatch, dtype_mismatch, missing_send, missing_recv,
-                                       gpu_stall, transport_stall, straggler (default
-                                       stuck_before_op)
-      --fault-rank R --fault-step S    where the fault strikes (default 5, 12)
-      --fault-group world|tp|pp|dp     the group of the faulty op (default dp)
-      --no-timing                      as without TORCH_NCCL_ENABLE_TIMING
-      --buffer N                       ring-buffer entries (default 2000; at most 1000000)
-      --json                           write the JSON variant instead of pickles
-)";
-
-int UsageError(std::string_view message) {
-  std::fprintf(stderr, "fr-analyze: %.*s\n\n%.*s", static_cast<int>(message.size()), message.data(),
-               static_cast<int>(kUsage.size()), kUsage.data());
-  return kExitUsage;
-}
-
-// Flags of the form "--name value" or "--name=value".
-class Args {
- public:
-  Args(int argc, char** argv) : args_(argv + 1, argv + argc) {}
-
-  bool empty() const { return at_ >= args_.size(); }
-  std::string_view Peek() const { return args_[at_]; }
-  std::string Next() { return args_[at_++]; }
-
-  // If the next argument is one of `names`, consumes it and its value.
-  std::optional<std::string> Flag(std::initializer_list<std::string_view> names, bool* missing) {
-    std::string_view arg = Peek();
-    for (std::string_view name : names) {
-      if (arg == name) {
-        if (at_ + 1 == args_.size()) {
-          *missing = true;  // left as the next argument, so that the error can name it
-          return std::nullopt;
-        }
-        ++at_;
-        return Next();
-      }
-      if (arg.size() > name.size() + 1 && arg.substr(0, name.size()) == name &&
-          arg[name.size()] == '=') {
-        ++at_;
-        return std::string(arg.substr(name.size() + 1));
-      }
-    }
-    return std::nullopt;
-  }
-
-  // The end of every subcommand's flag loop, when no flag of its own matched the next argument:
-  // a flag whose value is `missing`, an unknown option, or the one positional argument, taken into
-  // `positional` while it is still empty. Returns what is wrong, or "" once the argument is taken.
-  std::string TakePositional(bool missing, std::string* positional) {
-    if (missing) return fmt::format("{} needs a value", Peek());
-    if (Peek().starts_with("-") && Peek() != "-") return fmt::format("unknown option {}", Peek());
-    if (!positional->empty()) return fmt::format("unexpected argument {}", Peek());
-    *positional = Next();
-    return "";
-  }
-
- private:
-  std::vector<std::string> args_;
-  size_t at_ = 0;
-};
-
-// Parses the whole of `text` as a decimal integer in [min, max]. Out-of-range numbers fail
-// rather than saturate: "-j 99999999999999999999" is a mistake, not a request for the maximum.
-bool ParseInt(const std::string& text, int64_t* value,
-              int64_t min = std::numeric_limits<int64_t>::min(),
-              int64_t max = std::numeric_limits<int64_t>::max()) {
-  int64_t parsed = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return false;
-  if (parsed < min || parsed > max) return false;
-  *value = parsed;
-  return true;
-}
 
 // Bounds on what the command line accepts, so that a typo cannot ask for unbounded threads or
 // memory.
@@ -228,88 +131,273 @@ int WriteOutput(const std::string& text, const std::string& output,
   return kExitOk;
 }
 
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > start) items.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return items;
+// The overview: `fr-analyze --help`, and what a usage error outside any command shows.
+std::string Overview(std::span<const Command* const> all) {
+  return fmt::format(
+      "usage: fr-analyze [COMMAND] DIR [options]\n"
+      "\n"
+      "Which rank broke a PyTorch job, and why, from its flight-recorder dumps and logs.\n"
+      "With no COMMAND, DIR is analysed: fr-analyze DIR = fr-analyze analyze DIR.\n"
+      "\n"
+      "commands:\n"
+      "{}{}{}"
+      "\n"
+      "`fr-analyze COMMAND --help` lists a command's options.\n"
+      "Exit status: 0 no failure found, 1 a failure verdict, 2 usage errors, nothing readable\n"
+      "or output that could not be written. Output on stdout; errors on stderr.\n",
+      cli::FormatCommandList(all),
+      cli::FormatHelpRow("help [COMMAND]", "this overview, or a command's options"),
+      cli::FormatHelpRow("version", "the version (also --version)"));
+}
+
+// Says what is wrong, then the usage of `command` (the overview when null), on stderr.
+int UsageError(const Command* command, std::string_view message,
+               std::span<const Command* const> all = {}) {
+  std::string usage = command != nullptr ? cli::FormatCommandHelp(*command) : Overview(all);
+  std::fprintf(stderr, "fr-analyze: %.*s\n\n%s", static_cast<int>(message.size()), message.data(),
+               usage.c_str());
+  return kExitUsage;
 }
 
 enum class Mode { kAnalyze, kLoad, kEntries };
 
-
-int RunAnalyze(Args& args, Mode mode) {
-  std::string path;
+// What `analyze`, `load` and `entries` are told; each command fills its own copy, through the
+// flags its table has.
+struct TraceArgs {
   std::string format = "text";
   std::string output;
-  LoadOptions options;
-  AnalyzeOptions analyze;
-  EntriesViewOptions entries;
-  bool timings = false;
+  std::string prefix;
+  std::string rank_pattern;
+  int64_t jobs = 0;
   bool follow_links = false;
-  while (!args.empty()) {
-    bool missing = false;
-    int64_t number = 0;
-    if (args.Peek() == "--allow-incomplete-ranks") {
-      args.Next();  // incomplete jobs are always analysed; missing ranks become evidence
-    } else if (auto v = args.Flag({"--format"}, &missing)) {
-      format = *v;
-    } else if (auto v = args.Flag({"--pg-filter", "--pg-filters"}, &missing)) {
-      for (const std::string& name : SplitList(*v)) {
-        analyze.pg_filter.push_back(name);
-        entries.pg_filter.push_back(name);
-      }
-    } else if (auto v = args.Flag({"--ranks", "--selected-ranks"}, &missing)) {
-      for (const std::string& item : SplitList(*v)) {
-        if (!ParseInt(item, &number, 0, std::numeric_limits<int32_t>::max())) {
-          return UsageError("--ranks needs rank numbers");
-        }
-        entries.ranks.push_back(number);
-      }
-    } else if (auto v = args.Flag({"--last"}, &missing)) {
-      if (!ParseInt(*v, &number, 1, std::numeric_limits<int32_t>::max())) {
-        return UsageError("--last needs a number from 1");
-      }
-      entries.last_seqs = static_cast<int>(number);
-    } else if (args.Peek() == "--timings") {
-      args.Next();
-      timings = true;
-    } else if (args.Peek() == "--follow-links") {
-      args.Next();
-      follow_links = true;
-    } else if (auto v = args.Flag({"--dump-time"}, &missing)) {
-      if (!ParseInt(*v, &number, 0)) {
-        return UsageError(fmt::format("--dump-time needs nanoseconds since the epoch, 0 to {}",
-                                      std::numeric_limits<int64_t>::max()));
-      }
-      analyze.dump_time_ns = number;
-    } else if (auto v = args.Flag({"-o", "--output"}, &missing)) {
-      output = *v;
-    } else if (auto v = args.Flag({"-p", "--prefix"}, &missing)) {
-      options.discover.prefix = *v;
-    } else if (auto v = args.Flag({"--rank-pattern"}, &missing)) {
-      options.discover.rank_pattern = *v;
-    } else if (auto v = args.Flag({"-j", "--jobs"}, &missing)) {
-      int64_t jobs;
-      if (!ParseInt(*v, &jobs, 0, kMaxJobs)) {
-        return UsageError(fmt::format("--jobs needs a number from 0 (all cores) to {}", kMaxJobs));
-      }
-      options.jobs = static_cast<int>(jobs);
-    } else if (std::string error = args.TakePositional(missing, &path); !error.empty()) {
-      return UsageError(error);
-    }
+  std::vector<std::string> pg_filter;
+  // analyze
+  int64_t dump_time_ns = kUnknown;
+  bool timings = false;
+  std::string color = "auto";
+  // entries
+  std::vector<int64_t> ranks;
+  int64_t last_seqs = EntriesViewOptions().last_seqs;
+  // Accepted for torchfrtrace's sake; they change nothing (see their help).
+  bool allow_incomplete_ranks = false;
+  bool print_stack_trace = false;
+  bool just_print_entries = false;
+};
+
+// The flags analyze, load and entries share, in the order help lists them.
+cli::Flag FormatFlag(std::vector<std::string_view> formats, TraceArgs* args) {
+  return cli::Choice({"--format"}, "format", std::move(formats), "output format (default text)",
+                     &args->format);
+}
+cli::Flag OutputFlag(std::string* output) {
+  return cli::String({"-o", "--output"}, "FILE", "write to FILE instead of stdout", output);
+}
+std::vector<cli::Flag> DiscoveryFlags(TraceArgs* args) {
+  return {
+      cli::String({"-p", "--prefix"}, "PREFIX", "dump files are named PREFIX<rank>", &args->prefix),
+      cli::String({"--rank-pattern"}, "REGEX",
+                  "regex (RE2 syntax) with one group capturing the rank,\n"
+                  "matched against the path relative to DIR",
+                  &args->rank_pattern),
+      cli::Int({"-j", "--jobs"}, "N", 0, kMaxJobs,
+               "threads for reading and decoding (default 0: all cores);\n"
+               "-j takes a number only: -j alone is --just_print_entries",
+               &args->jobs),
+      cli::Switch({"--follow-links"}, "follow symlinks that lead out of DIR (default: skip them)",
+                  &args->follow_links),
+  };
+}
+cli::Flag PgFilterFlag(TraceArgs* args, std::string_view help) {
+  return cli::StringList({"--pg-filter", "--pg-filters"}, "NAME[,NAME]", help, &args->pg_filter);
+}
+cli::Flag AllowIncompleteFlag(TraceArgs* args) {
+  return cli::Switch({"--allow-incomplete-ranks"},
+                     "accepted for torchfrtrace compatibility: missing ranks are\n"
+                     "always analysed, as evidence",
+                     &args->allow_incomplete_ranks);
+}
+
+Command AnalyzeCommand(TraceArgs* args) {
+  Command command{
+      .name = "analyze",
+      .positional = "DIR",
+      .summary = "which rank broke the job, and why (the default command)",
+      .details =
+          "DIR (or one file) may hold flight-recorder dumps and the job's logs (torchrun, Slurm,\n"
+          "glog, NCCL, kernel), recognized by content. DIR \"-\" reads one log pasted on standard\n"
+          "input, alone. The text report's headline is coloured on a terminal (see --color).",
+      .other_usages = {"fr-analyze DIR [options]", "fr-analyze analyze - < job.log"},
+  };
+  command.flags = {FormatFlag({"text", "json", "proto"}, args), OutputFlag(&args->output)};
+  for (cli::Flag& flag : DiscoveryFlags(args)) command.flags.push_back(std::move(flag));
+  command.flags.push_back(PgFilterFlag(args,
+                                       "report only these process groups (name or desc);\n"
+                                       "matching still uses every group"));
+  command.flags.push_back(cli::Int({"--dump-time"}, "NS", 0, std::numeric_limits<int64_t>::max(),
+                                   "when the dumps were taken (ns since the epoch);\n"
+                                   "default: the files' modification times",
+                                   &args->dump_time_ns));
+  command.flags.push_back(cli::Switch(
+      {"--timings"}, "print time per stage (read, decode, analysis) on stderr", &args->timings));
+  command.flags.push_back(cli::Choice({"--color"}, "colour choice", {"auto", "always", "never"},
+                                      "colour the text report's headline: auto (default) on a\n"
+                                      "terminal unless NO_COLOR is set or -o is given; always\n"
+                                      "(even with NO_COLOR or -o); never",
+                                      &args->color));
+  command.flags.push_back(AllowIncompleteFlag(args));
+  command.flags.push_back(cli::Switch({"--print_stack_trace"},
+                                      "accepted for torchfrtrace compatibility: the report always\n"
+                                      "shows the culprit's stack (and the majority's)",
+                                      &args->print_stack_trace));
+  command.flags.push_back(cli::Switch({"-j", "--just_print_entries"},
+                                      "torchfrtrace's -j: print the ranks' entries side by side\n"
+                                      "instead of a verdict; the same as `fr-analyze entries`,\n"
+                                      "whose options then apply",
+                                      &args->just_print_entries));
+  return command;
+}
+
+Command LoadCommand(TraceArgs* args) {
+  Command command{
+      .name = "load",
+      .positional = "DIR",
+      .summary = "what was loaded: ranks, versions, groups, bad files",
+  };
+  command.flags = {FormatFlag({"text", "json", "proto"}, args), OutputFlag(&args->output)};
+  for (cli::Flag& flag : DiscoveryFlags(args)) command.flags.push_back(std::move(flag));
+  return command;
+}
+
+Command EntriesCommand(TraceArgs* args) {
+  Command command{
+      .name = "entries",
+      .positional = "DIR",
+      .summary = "ranks side by side, aligned by group and seq (= analyze -j)",
+      .details = "What torchfrtrace -j (--just_print_entries) shows, one table per process group.",
+      .other_usages = {"fr-analyze DIR -j [options]"},
+  };
+  command.flags = {FormatFlag({"text"}, args), OutputFlag(&args->output)};
+  for (cli::Flag& flag : DiscoveryFlags(args)) command.flags.push_back(std::move(flag));
+  command.flags.push_back(cli::IntList({"--ranks", "--selected-ranks"}, "R[,R]", 0,
+                                       std::numeric_limits<int32_t>::max(),
+                                       "columns: these ranks (default: a group's first 8);\n"
+                                       "also as torchfrtrace writes it: --selected-ranks 3 17",
+                                       &args->ranks));
+  command.flags.push_back(PgFilterFlag(args, "show only these process groups (name or desc)"));
+  command.flags.push_back(cli::Int({"--last"}, "N", 1, std::numeric_limits<int32_t>::max(),
+                                   "rows per group: the newest N seqs (default 20)",
+                                   &args->last_seqs));
+  command.flags.push_back(AllowIncompleteFlag(args));
+  command.flags.push_back(cli::Switch({"--print_stack_trace"},
+                                      "accepted for torchfrtrace compatibility; entries shows no\n"
+                                      "stacks (`fr-analyze dump FILE` has every entry's frames)",
+                                      &args->print_stack_trace));
+  command.flags.push_back(cli::Switch({"-j", "--just_print_entries"},
+                                      "accepted: entries is what it asks for",
+                                      &args->just_print_entries));
+  return command;
+}
+
+struct DumpArgs {
+  std::string format = "json";
+  std::string output;
+};
+
+Command DumpCommand(DumpArgs* args) {
+  return Command{
+      .name = "dump",
+      .positional = "FILE",
+      .summary = "print one decoded dump as JSON (what pickle.load gives)",
+      .flags = {cli::Choice({"--format"}, "format", {"json"}, "output format (only json)",
+                            &args->format),
+                OutputFlag(&args->output)},
+  };
+}
+
+Command ExampleCommand(ExampleJobOptions* options) {
+  return Command{
+      .name = "example",
+      .positional = "DIR",
+      .summary = "write the dumps of a small simulated job into DIR",
+      .flags =
+          {
+              cli::Int({"--world-size"}, "N", 1, kMaxSimulatedRanks, "ranks (default 8)",
+                       &options->world_size),
+              cli::Int({"--entries"}, "N", 1, kMaxExampleEntries,
+                       "ring-buffer entries per rank (default 64)", &options->entries_per_rank),
+              cli::Int({"--stuck-rank"}, "R", -1, kMaxSimulatedRanks,
+                       "a rank that never reaches the last all_reduce (default 5;\n"
+                       "-1 for a healthy job)",
+                       &options->stuck_rank),
+              cli::String({"--dump-version"}, "V", "dump version to write (default 2.10)",
+                          &options->version),
+          },
+  };
+}
+
+struct SimulateArgs {
+  JobSimulatorOptions options;
+  std::string fault;
+  std::string fault_group = "dp";
+  bool no_timing = false;
+  bool json = false;
+  std::vector<std::string_view> fault_names;
+  std::string fault_help;
+};
+
+Command SimulateCommand(SimulateArgs* args) {
+  JobSimulatorOptions& options = args->options;
+  options.steps = 16;
+  options.fault.kind = FaultKind::kStuckBeforeOp;
+  options.fault.rank = 5;
+  options.fault.step = 12;
+  for (int k = 0; k <= static_cast<int>(FaultKind::kStraggler); ++k) {
+    args->fault_names.push_back(FaultKindName(static_cast<FaultKind>(k)));
   }
-  if (path.empty()) return UsageError("a directory of dumps is needed");
-  bool proto_ok = mode == Mode::kAnalyze || mode == Mode::kLoad;
-  if (format != "text" && format != "json" && !(proto_ok && format == "proto")) {
-    return UsageError(fmt::format("unknown format {}", format));
-  }
-  options.discover.follow_links_out_of_root = follow_links;
+  args->fault = FaultKindName(options.fault.kind);
+  args->fault_help =
+      fmt::format("the fault (default {}): {}", args->fault, fmt::join(args->fault_names, ", "));
+  cli::Flag fault =
+      cli::Choice({"--fault"}, "fault", args->fault_names, args->fault_help, &args->fault);
+  fault.value_name = "KIND";
+  return Command{
+      .name = "simulate",
+      .positional = "DIR",
+      .summary = "simulate a TP x PP x DP job with one fault, write its dumps",
+      .details = "Prints the fault injected and the verdict expected; at most 16384 ranks.",
+      .flags =
+          {
+              cli::Int({"--tp"}, "N", 1, kMaxSimulatedRanks, "tensor-parallel size (default 2)",
+                       &options.tensor_parallel),
+              cli::Int({"--pp"}, "N", 1, kMaxSimulatedRanks, "pipeline-parallel size (default 2)",
+                       &options.pipeline_parallel),
+              cli::Int({"--dp"}, "N", 1, kMaxSimulatedRanks, "data-parallel size (default 2)",
+                       &options.data_parallel),
+              cli::Int({"--steps"}, "N", 1, kMaxSimulatedSteps, "training steps (default 16)",
+                       &options.steps),
+              std::move(fault),
+              cli::Int({"--fault-rank"}, "R", 0, kMaxSimulatedRanks - 1,
+                       "the rank the fault strikes (default 5)", &options.fault.rank),
+              cli::Int({"--fault-step"}, "S", 0, kMaxSimulatedSteps - 1,
+                       "the step it strikes at (default 12)", &options.fault.step),
+              cli::Choice({"--fault-group"}, "group kind", {"world", "tp", "pp", "dp"},
+                          "the group of the faulty op (default dp)", &args->fault_group),
+              cli::Switch({"--no-timing"}, "as without TORCH_NCCL_ENABLE_TIMING", &args->no_timing),
+              cli::Int({"--buffer"}, "N", 1, kMaxRingBuffer, "ring-buffer entries (default 2000)",
+                       &options.buffer_size),
+              cli::Switch({"--json"}, "write the JSON variant instead of pickles", &args->json),
+          },
+  };
+}
+
+int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
+  LoadOptions options;
+  options.discover.prefix = args.prefix;
+  options.discover.rank_pattern = args.rank_pattern;
+  options.discover.follow_links_out_of_root = args.follow_links;
+  options.jobs = static_cast<int>(args.jobs);
+  const std::string& output = args.output;
+  const std::string& format = args.format;
   // "-": one log pasted on standard input, and nothing else.
   bool from_stdin = path == "-" && mode == Mode::kAnalyze;
   absl::StatusOr<LoadedTrace> trace =
@@ -352,12 +440,19 @@ int RunAnalyze(Args& args, Mode mode) {
     return WriteOutput(*json, output, inputs);
   }
   if (mode == Mode::kEntries) {
+    EntriesViewOptions entries;
+    entries.ranks = args.ranks;
+    entries.pg_filter = args.pg_filter;
+    entries.last_seqs = static_cast<int>(args.last_seqs);
     return WriteOutput(FormatEntriesView(*trace, BuildJobIndex(*trace), entries), output, inputs);
   }
+  AnalyzeOptions analyze;
   analyze.source = path;
+  analyze.dump_time_ns = args.dump_time_ns;
+  analyze.pg_filter = args.pg_filter;
   auto analysis_started = std::chrono::steady_clock::now();
   report::Report report = Analyze(*trace, &logs, analyze);
-  if (timings) {
+  if (args.timings) {
     // On stderr, so that the report stays byte-for-byte deterministic.
     double analysis_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - analysis_started)
@@ -381,28 +476,16 @@ int RunAnalyze(Args& args, Mode mode) {
     text = FormatReportProto(report);
   } else {
     text = FormatReportText(report);
+    if (cli::ShouldColor(args.color, output.empty() && ::isatty(STDOUT_FILENO) == 1)) {
+      text = cli::ColorHeadline(text, IsFailure(report));
+    }
   }
   int status = WriteOutput(text, output, inputs);
   if (status != kExitOk) return status;
   return IsFailure(report) ? kExitFailureFound : kExitOk;
 }
 
-int RunDump(Args& args) {
-  std::string path;
-  std::string format = "json";
-  std::string output;
-  while (!args.empty()) {
-    bool missing = false;
-    if (auto v = args.Flag({"--format"}, &missing)) {
-      format = *v;
-    } else if (auto v = args.Flag({"-o", "--output"}, &missing)) {
-      output = *v;
-    } else if (std::string error = args.TakePositional(missing, &path); !error.empty()) {
-      return UsageError(error);
-    }
-  }
-  if (path.empty()) return UsageError("dump needs a file");
-  if (format != "json") return UsageError(fmt::format("unknown format {} (json)", format));
+int RunDump(const DumpArgs& args, const std::string& path) {
   absl::StatusOr<InputFile> input = ReadInputFile(path);
   absl::StatusOr<Document> document = absl::UnknownError("");
   if (input.ok()) {
@@ -416,44 +499,16 @@ int RunDump(Args& args) {
   }
   std::string text = WriteLogicalJson(*document);
   text += '\n';
-  return WriteOutput(text, output, {path});
+  return WriteOutput(text, args.output, {path});
 }
 
-int RunExample(Args& args) {
-  std::string directory;
-  ExampleJobOptions options;
-  options.stuck_rank = 5;
-  while (!args.empty()) {
-    bool missing = false;
-    int64_t number = 0;
-    if (auto v = args.Flag({"--world-size"}, &missing)) {
-      if (!ParseInt(*v, &number, 1, kMaxSimulatedRanks)) {
-        return UsageError(
-            fmt::format("--world-size needs a number from 1 to {}", kMaxSimulatedRanks));
-      }
-      options.world_size = number;
-    } else if (auto v = args.Flag({"--entries"}, &missing)) {
-      if (!ParseInt(*v, &number, 1, kMaxExampleEntries)) {
-        return UsageError(fmt::format("--entries needs a number from 1 to {}", kMaxExampleEntries));
-      }
-      options.entries_per_rank = number;
-    } else if (auto v = args.Flag({"--stuck-rank"}, &missing)) {
-      if (!ParseInt(*v, &number, -1, kMaxSimulatedRanks)) {
-        return UsageError("--stuck-rank needs a rank, or -1 for none");
-      }
-      options.stuck_rank = number;
-    } else if (auto v = args.Flag({"--dump-version"}, &missing)) {
-      options.version = *v;
-    } else if (std::string error = args.TakePositional(missing, &directory); !error.empty()) {
-      return UsageError(error);
-    }
-  }
-  if (directory.empty()) return UsageError("example needs an output directory");
+int RunExample(const Command& command, ExampleJobOptions options, const std::string& directory) {
+  if (directory.empty()) return UsageError(&command, "example needs an output directory");
   if (options.world_size * options.entries_per_rank > kMaxSimulatedRecords) {
-    return UsageError(
-        fmt::format("--world-size times --entries is at most {} (entries held in "
-                    "memory at once)",
-                    kMaxSimulatedRecords));
+    return UsageError(&command,
+                      fmt::format("--world-size times --entries is at most {} (entries held in "
+                                  "memory at once)",
+                                  kMaxSimulatedRecords));
   }
   if (options.world_size % options.tensor_parallel != 0) options.tensor_parallel = 1;
   absl::StatusOr<uint64_t> written = WriteExampleJob(options, directory);
@@ -467,91 +522,39 @@ int RunExample(Args& args) {
   return kExitOk;
 }
 
-int RunSimulate(Args& args) {
-  std::string directory;
-  JobSimulatorOptions options;
-  options.steps = 16;
-  options.fault.kind = FaultKind::kStuckBeforeOp;
-  options.fault.rank = 5;
-  options.fault.step = 12;
-  JobWriteOptions write;
-  while (!args.empty()) {
-    bool missing = false;
-    int64_t number = 0;
-    struct NumberFlag {
-      std::string_view name;
-      int64_t* target;
-      int64_t min;
-      int64_t max;
-    };
-    const NumberFlag number_flags[] = {
-        {"--tp", &options.tensor_parallel, 1, kMaxSimulatedRanks},
-        {"--pp", &options.pipeline_parallel, 1, kMaxSimulatedRanks},
-        {"--dp", &options.data_parallel, 1, kMaxSimulatedRanks},
-        {"--steps", &options.steps, 1, kMaxSimulatedSteps},
-        {"--fault-rank", &options.fault.rank, 0, kMaxSimulatedRanks - 1},
-        {"--fault-step", &options.fault.step, 0, kMaxSimulatedSteps - 1},
-        {"--buffer", &options.buffer_size, 1, kMaxRingBuffer}};
-    const NumberFlag* matched = nullptr;
-    std::optional<std::string> value;
-    for (const NumberFlag& flag : number_flags) {
-      if ((value = args.Flag({flag.name}, &missing))) {
-        matched = &flag;
-        break;
-      }
-    }
-    if (matched != nullptr) {
-      if (!ParseInt(*value, &number, matched->min, matched->max)) {
-        return UsageError(fmt::format("{} needs a number from {} to {}", matched->name,
-                                      matched->min, matched->max));
-      }
-      *matched->target = number;
-      continue;
-    }
-    if (args.Peek() == "--no-timing") {
-      args.Next();
-      options.timing = false;
-    } else if (args.Peek() == "--json") {
-      args.Next();
-      write.encoding = DumpEncoding::kJson;
-    } else if (auto v = args.Flag({"--fault"}, &missing)) {
-      bool known = false;
-      for (int k = 0; k <= static_cast<int>(FaultKind::kStraggler); ++k) {
-        if (FaultKindName(static_cast<FaultKind>(k)) == *v) {
-          options.fault.kind = static_cast<FaultKind>(k);
-          known = true;
-        }
-      }
-      if (!known) return UsageError(fmt::format("unknown fault {}", *v));
-    } else if (auto v = args.Flag({"--fault-group"}, &missing)) {
-      if (*v == "world") {
-        options.fault.group = GroupKind::kWorld;
-      } else if (*v == "tp") {
-        options.fault.group = GroupKind::kTensor;
-      } else if (*v == "pp") {
-        options.fault.group = GroupKind::kPipeline;
-      } else if (*v == "dp") {
-        options.fault.group = GroupKind::kData;
-      } else {
-        return UsageError(fmt::format("unknown group kind {}", *v));
-      }
-    } else if (std::string error = args.TakePositional(missing, &directory); !error.empty()) {
-      return UsageError(error);
+int RunSimulate(const Command& command, SimulateArgs& args, const std::string& directory) {
+  if (directory.empty()) return UsageError(&command, "simulate needs an output directory");
+  JobSimulatorOptions& options = args.options;
+  for (int k = 0; k <= static_cast<int>(FaultKind::kStraggler); ++k) {
+    if (FaultKindName(static_cast<FaultKind>(k)) == args.fault) {
+      options.fault.kind = static_cast<FaultKind>(k);
     }
   }
-  if (directory.empty()) return UsageError("simulate needs an output directory");
+  if (args.fault_group == "world") {
+    options.fault.group = GroupKind::kWorld;
+  } else if (args.fault_group == "tp") {
+    options.fault.group = GroupKind::kTensor;
+  } else if (args.fault_group == "pp") {
+    options.fault.group = GroupKind::kPipeline;
+  } else {
+    options.fault.group = GroupKind::kData;
+  }
+  if (args.no_timing) options.timing = false;
+  JobWriteOptions write;
+  if (args.json) write.encoding = DumpEncoding::kJson;
   // Each factor is at most kMaxSimulatedRanks, so the products cannot overflow.
   int64_t world = options.tensor_parallel * options.pipeline_parallel * options.data_parallel;
   if (world > kMaxSimulatedRanks) {
-    return UsageError(
-        fmt::format("--tp x --pp x --dp is {} ranks; at most {}", world, kMaxSimulatedRanks));
+    return UsageError(&command, fmt::format("--tp x --pp x --dp is {} ranks; at most {}", world,
+                                            kMaxSimulatedRanks));
   }
   if (world * options.buffer_size > kMaxSimulatedRecords ||
       world * options.steps > kMaxSimulatedRecords) {
-    return UsageError(fmt::format(
-        "ranks times --buffer and ranks times --steps are at most {} (records held in memory at "
-        "once)",
-        kMaxSimulatedRecords));
+    return UsageError(
+        &command,
+        fmt::format("ranks times --buffer and ranks times --steps are at most {} (records held "
+                    "in memory at once)",
+                    kMaxSimulatedRecords));
   }
   absl::StatusOr<SimulatedJob> job = SimulateJob(options);
   if (!job.ok()) {
@@ -574,35 +577,79 @@ int RunSimulate(Args& args) {
 }
 
 int Main(int argc, char** argv) {
-  Args args(argc, argv);
-  if (args.empty()) return UsageError("no directory given");
-  std::string_view first = args.Peek();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Every command's table is built up front, each over its own arguments, so that an error can
+  // say which command a stray flag belongs to and the overview can list them all.
+  TraceArgs analyze_args, load_args, entries_args;
+  DumpArgs dump_args;
+  ExampleJobOptions example_options;
+  example_options.stuck_rank = 5;
+  SimulateArgs simulate_args;
+  const Command analyze = AnalyzeCommand(&analyze_args);
+  const Command load = LoadCommand(&load_args);
+  const Command entries = EntriesCommand(&entries_args);
+  const Command dump = DumpCommand(&dump_args);
+  const Command example = ExampleCommand(&example_options);
+  const Command simulate = SimulateCommand(&simulate_args);
+  const Command* const all[] = {&analyze, &load, &entries, &dump, &example, &simulate};
+  auto find = [&all](std::string_view name) -> const Command* {
+    for (const Command* command : all) {
+      if (command->name == name) return command;
+    }
+    return nullptr;
+  };
+
+  if (args.empty()) return UsageError(nullptr, "no directory given", all);
+  const std::string& first = args.front();
   if (first == "-h" || first == "--help" || first == "help") {
-    std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
+    if (first == "help" && args.size() > 1) {
+      const Command* command = find(args[1]);
+      if (command == nullptr || args.size() > 2) {
+        return UsageError(nullptr, fmt::format("no command {}", args[1]), all);
+      }
+      std::string help = cli::FormatCommandHelp(*command);
+      std::fwrite(help.data(), 1, help.size(), stdout);
+      return kExitOk;
+    }
+    std::string overview = Overview(all);
+    std::fwrite(overview.data(), 1, overview.size(), stdout);
     return kExitOk;
   }
-  if (first == "dump") {
-    args.Next();
-    return RunDump(args);
+  if (first == "--version" || first == "version") {
+    std::printf("fr-analyze %s\n", FR_ANALYZE_VERSION);
+    return kExitOk;
   }
-  if (first == "example") {
-    args.Next();
-    return RunExample(args);
+  // Without a command word, the words are analyze's: `fr-analyze DIR [options]`.
+  const Command* command = find(first);
+  std::span<const std::string> rest(args);
+  if (command != nullptr) {
+    rest = rest.subspan(1);
+  } else {
+    command = &analyze;
   }
-  if (first == "simulate") {
-    args.Next();
-    return RunSimulate(args);
+  // torchfrtrace's -j (--just_print_entries) turns the analysis into the entries view; its words
+  // are then entries', so that --selected-ranks and --last mean what they mean there.
+  if (command == &analyze && cli::HasSwitch(analyze, "--just_print_entries", rest)) {
+    command = &entries;
   }
-  if (first == "load") {
-    args.Next();
-    return RunAnalyze(args, Mode::kLoad);
+  ParseResult parsed = cli::ParseFlags(*command, all, rest);
+  if (parsed.outcome == ParseOutcome::kHelp) {
+    std::string help = cli::FormatCommandHelp(*command);
+    std::fwrite(help.data(), 1, help.size(), stdout);
+    return kExitOk;
   }
-  if (first == "entries") {
-    args.Next();
-    return RunAnalyze(args, Mode::kEntries);
+  if (parsed.outcome == ParseOutcome::kError) return UsageError(command, parsed.error);
+  const std::string& positional = parsed.positional;
+  if (command == &dump) {
+    if (positional.empty()) return UsageError(command, "dump needs a file");
+    return RunDump(dump_args, positional);
   }
-  if (first == "analyze") args.Next();
-  return RunAnalyze(args, Mode::kAnalyze);
+  if (command == &example) return RunExample(*command, example_options, positional);
+  if (command == &simulate) return RunSimulate(*command, simulate_args, positional);
+  if (positional.empty()) return UsageError(command, "a directory of dumps is needed");
+  if (command == &load) return RunTrace(Mode::kLoad, load_args, positional);
+  if (command == &entries) return RunTrace(Mode::kEntries, entries_args, positional);
+  return RunTrace(Mode::kAnalyze, analyze_args, positional);
 }
 
 }  // namespace
