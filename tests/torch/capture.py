@@ -3,7 +3,8 @@
 injects one fault, and lets every rank write its dump through PyTorch's own API.
 
     py=$(bash scripts/torch-venv.sh)
-    "$py" tests/torch/capture.py OUT --scenario stuck_before_op [--world 8] [--json] [--no-stacks]
+    "$py" tests/torch/capture.py OUT --scenario stuck_before_op [--json] [--no-stacks]
+        [--late-rank R [--late-s S]]
 
 OUT gets:
   dumps/nccl_trace_rank_<r>   one file per rank that lived to dump, named as PyTorch names them
@@ -30,6 +31,11 @@ Scenarios and what they inject:
   size_mismatch     the fault rank all_reduces a longer tensor than its TP peers (Gloo aborts
                     the peer: the capture fails, see docs/real-pytorch.md)
   dtype_mismatch    the fault rank all_reduces float64 where its TP peers use float32
+
+--late-rank R adds a rank that is slow but healthy at the fault step (it sleeps --late-s before
+its first op of that step): the order in which ranks begin waiting is then fixed rather than left
+to the scheduler, and an analyzer that orders ranks by when their ops were enqueued, rather than
+by how far each got, is caught blaming innocent ranks.
 """
 
 import argparse
@@ -135,6 +141,11 @@ def worker(args):
     threading.Thread(target=dump_at_deadline, args=(deadline,), daemon=True).start()
 
     def data_loading(step):
+        if rank == args.late_rank and step == args.fault_step:
+            # Late, not stuck: a slow host (page cache, a logging call) holds this rank back at
+            # the fault step, so whatever it waits for next, it begins waiting late.
+            print(f"rank {rank}: late by {args.late_s} s at step {step}", flush=True)
+            time.sleep(args.late_s)
         if faulty and step == args.fault_step and args.scenario == "stuck_before_op":
             print(f"rank {rank}: stuck in data loading at step {step}", flush=True)
             time.sleep(3600)
@@ -246,7 +257,8 @@ def launch(args):
                "--scenario", args.scenario, "--tp", str(args.tp), "--pp", str(args.pp),
                "--dp", str(args.dp), "--steps", str(args.steps), "--fault-rank",
                str(args.fault_rank), "--fault-step", str(args.fault_step), "--timeout",
-               str(args.timeout), "--settle", str(args.settle), "--buffer", str(args.buffer)]
+               str(args.timeout), "--settle", str(args.settle), "--buffer", str(args.buffer),
+               "--late-rank", str(args.late_rank), "--late-s", str(args.late_s)]
         cmd += ["--json"] if args.json else []
         cmd += [] if args.stacks else ["--no-stacks"]
         cmd += ["--only-active"] if args.only_active else []
@@ -275,6 +287,8 @@ def launch(args):
         "stacks": args.stacks and not args.json,
         "only_active": args.only_active,
         "timeout_s": args.timeout,
+        "late_rank": None if args.late_rank < 0 else args.late_rank,
+        "late_s": None if args.late_rank < 0 else args.late_s,
         "backend": "gloo",
         "torch_version": torch.__version__,
         "ranks_dumped": dumped,
@@ -310,6 +324,10 @@ def main():
     parser.add_argument("--settle", type=float, default=6.0,
                         help="seconds after the last victim's timeout before survivors dump")
     parser.add_argument("--buffer", type=int, default=2000, help="TORCH_FR_BUFFER_SIZE")
+    parser.add_argument("--late-rank", type=int, default=-1,
+                        help="a rank that is slow (not stuck) at the fault step; none by default")
+    parser.add_argument("--late-s", type=float, default=0.5,
+                        help="how long --late-rank sleeps before its first op of that step")
     parser.add_argument("--json", action="store_true", help="dump with _dump_fr_trace_json")
     parser.add_argument("--no-stacks", dest="stacks", action="store_false")
     parser.add_argument("--only-active", action="store_true")

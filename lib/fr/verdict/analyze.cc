@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -177,14 +178,23 @@ class Analyzer {
     return gloo;
   }
 
-  // Where send/recv go unrecorded, a sink that kept recording ops after others had begun to wait
-  // for the first sink is not an independent culprit: it went on working while the job was
-  // already hanging, then stopped in an op the recorder does not see. It is linked to the sink
-  // that the job waited for first, by a block whose reason says that the link is inferred.
+  // Where send/recv go unrecorded, a sink that went on recording ops after another sink stopped
+  // is not an independent culprit: it kept working while the job was already hanging, then
+  // stopped in an op the recorder does not see. It is linked to the sink that stopped first, by a
+  // block whose reason says that the link is inferred.
+  //
+  // "Stopped first" is judged by program progress where the sinks' dumps allow: the ranks run one
+  // program, so the sink that recorded fewest ops after the newest collective all of them
+  // finished together is the one the others ran past. That order is causal (a rank's ops after a
+  // shared collective all follow its completion everywhere), where comparing enqueue times of
+  // different ranks' last ops is a race that a loaded machine decides either way. Without a
+  // shared collective, or when a sink left no dump, the times decide: the last recorded op of a
+  // sink with a dump, the first wait on a sink without one.
   void LinkSinksWaitingInUnrecordedOps() {
     if (!PointToPointUnrecorded()) return;
     WaitForGraph first(matched_.blocks);
-    if (first.culprits().size() < 2) return;
+    const std::vector<int64_t>& sinks = first.culprits();
+    if (sinks.size() < 2) return;
     auto first_wait_on = [&](int64_t rank) {
       int64_t earliest = kUnknown;
       for (uint32_t b : first.BlocksOn(rank)) {
@@ -193,23 +203,42 @@ class Analyzer {
       }
       return earliest;
     };
-    int64_t origin = kUnknown, origin_time = kUnknown;
-    for (int64_t sink : first.culprits()) {
-      int64_t t = first_wait_on(sink);
-      if (t != kUnknown && (origin_time == kUnknown || t < origin_time)) {
-        origin = sink;
-        origin_time = t;
-      }
+    auto last_activity = [&](int64_t rank) {
+      const RankDump* dump = DumpOf(rank);
+      int64_t last = kUnknown;
+      if (dump == nullptr) return last;
+      for (const Entry& entry : dump->entries) last = std::max(last, entry.time_created_ns);
+      return last;
+    };
+    bool all_dumped = std::all_of(sinks.begin(), sinks.end(), [&](int64_t rank) {
+      const RankDump* dump = DumpOf(rank);
+      return dump != nullptr && !dump->entries.empty();
+    });
+    // Each sink's position: (ops recorded since the shared collective, or 0 when unknown; the time
+    // it stopped). The origin is the least advanced; a sink strictly beyond it is linked.
+    std::map<int64_t, std::pair<int64_t, int64_t>> position;
+    std::map<int64_t, int64_t> progress;
+    if (all_dumped) progress = ProgressSinceLastSharedCollective(sinks);
+    for (int64_t sink : sinks) {
+      // Without every dump, every sink is placed by the first wait on it, as the dumpless ones
+      // must be: the two kinds of time are not comparable.
+      int64_t stopped = all_dumped ? last_activity(sink) : first_wait_on(sink);
+      position[sink] = {progress.empty() ? 0 : progress.at(sink), stopped};
+    }
+    int64_t origin = kUnknown;
+    for (int64_t sink : sinks) {
+      if (position[sink].second == kUnknown) continue;
+      if (origin == kUnknown || position[sink] < position[origin]) origin = sink;
     }
     if (origin == kUnknown) return;
-    for (int64_t sink : first.culprits()) {
-      const RankDump* dump = DumpOf(sink);
-      if (sink == origin || dump == nullptr) continue;
-      int64_t last_activity = kUnknown;
-      for (const Entry& entry : dump->entries) {
-        last_activity = std::max(last_activity, entry.time_created_ns);
-      }
-      if (last_activity == kUnknown || last_activity <= origin_time) continue;
+    const auto& [origin_progress, origin_stopped] = position[origin];
+    for (int64_t sink : sinks) {
+      if (sink == origin) continue;
+      int64_t sink_last = last_activity(sink);
+      if (sink_last == kUnknown) continue;
+      bool beyond =
+          progress.empty() ? sink_last > origin_stopped : progress.at(sink) > origin_progress;
+      if (!beyond) continue;
       Block link;
       link.group = kNoGroupIndex;
       link.is_p2p = true;
@@ -217,9 +246,113 @@ class Analyzer {
       link.waiters = {sink};
       link.blockers = {origin};
       link.reason = BlockReason::kUnrecordedP2p;
-      link.time_created_ns = last_activity;
+      link.time_created_ns = sink_last;
       matched_.blocks.push_back(std::move(link));
     }
+  }
+
+  // For ranks that all have dumps: the newest collective that all of them finished in one group
+  // they share (of such groups, the one whose collective was created last), as each rank's index
+  // of its last entry of it. Ranks run one program, so entries after it are comparable progress.
+  // Empty when they finished none together.
+  std::map<int64_t, size_t> LastSharedCollective(const std::vector<int64_t>& ranks) const {
+    std::map<uint32_t, size_t> members_in;  // the groups every rank is in, from its own dump
+    for (int64_t rank : ranks) {
+      auto dump = dump_of_rank_.find(rank);
+      if (dump == dump_of_rank_.end()) return {};
+      const std::vector<uint32_t>& groups = index_.group_of_local[dump->second];
+      for (uint32_t g : std::set<uint32_t>(groups.begin(), groups.end())) ++members_in[g];
+    }
+    std::set<int64_t> wanted(ranks.begin(), ranks.end());
+    std::map<int64_t, size_t> best;
+    int64_t best_time = kUnknown;
+    for (const auto& [g, count] : members_in) {
+      if (count != wanted.size()) continue;
+      std::vector<const GroupMember*> members;
+      for (const GroupMember& member : index_.groups[g].members) {
+        if (member.dump >= 0 && wanted.contains(member.rank)) members.push_back(&member);
+      }
+      if (members.size() != wanted.size()) continue;
+      // The newest seq that every one of them finished.
+      int64_t shared = std::numeric_limits<int64_t>::max();
+      for (const GroupMember* member : members) {
+        auto finished = std::find_if(
+            member->units.rbegin(), member->units.rend(),
+            [](const CollectiveUnit& unit) { return unit.state == EntryState::kCompleted; });
+        if (finished == member->units.rend()) {
+          shared = kUnknown;
+          break;
+        }
+        shared = std::min(shared, finished->seq);
+      }
+      if (shared == kUnknown) continue;
+      std::map<int64_t, size_t> last_entry;
+      int64_t created = kUnknown;
+      for (const GroupMember* member : members) {
+        auto unit =
+            std::lower_bound(member->units.begin(), member->units.end(), shared,
+                             [](const CollectiveUnit& u, int64_t seq) { return u.seq < seq; });
+        if (unit == member->units.end() || unit->seq != shared) break;
+        const RankDump& dump = trace_.ranks[member->dump];
+        last_entry[member->rank] = unit->first_entry + std::max<size_t>(unit->entry_count, 1) - 1;
+        created = std::max(created, dump.entries[unit->first_entry].time_created_ns);
+      }
+      if (last_entry.size() != wanted.size()) continue;
+      if (best_time == kUnknown || created > best_time) {
+        best = std::move(last_entry);
+        best_time = created;
+      }
+    }
+    return best;
+  }
+
+  // How many entries each of `ranks` recorded after LastSharedCollective; empty when unknown.
+  std::map<int64_t, int64_t> ProgressSinceLastSharedCollective(
+      const std::vector<int64_t>& ranks) const {
+    std::map<int64_t, int64_t> progress;
+    for (const auto& [rank, last] : LastSharedCollective(ranks)) {
+      progress[rank] = static_cast<int64_t>(DumpOf(rank)->entries.size() - 1 - last);
+    }
+    return progress;
+  }
+
+  // Where each collective block stands in the program the ranks share: how many entries its
+  // first waiter recorded between the collective it last finished together with `culprit` and
+  // every block's other waiters, and the block's own entry. Ops the culprit never issued come in
+  // its program in the order of these positions. p2p blocks get none (they are ordered after
+  // collectives anyway). Empty unless every collective block has a waiter whose dump has it and
+  // such a shared collective exists.
+  std::map<uint32_t, int64_t> ProgramPositions(int64_t culprit,
+                                               const std::vector<uint32_t>& blocks) const {
+    std::vector<int64_t> ranks = {culprit};
+    std::map<uint32_t, std::pair<int64_t, size_t>> entry_of;  // block -> (waiter, entry index)
+    for (uint32_t b : blocks) {
+      const Block& block = matched_.blocks[b];
+      // p2p waits are ordered apart (after every collective), so they need no position.
+      if (block.is_p2p || block.group == kNoGroupIndex) continue;
+      if (block.waiters.empty()) return {};
+      int64_t waiter = block.waiters.front();
+      const GroupMember* member = nullptr;
+      for (const GroupMember& m : index_.groups[block.group].members) {
+        if (m.rank == waiter && m.dump >= 0) member = &m;
+      }
+      if (member == nullptr) return {};
+      auto unit =
+          std::lower_bound(member->units.begin(), member->units.end(), block.seq,
+                           [](const CollectiveUnit& u, int64_t seq) { return u.seq < seq; });
+      if (unit == member->units.end() || unit->seq != block.seq) return {};
+      entry_of[b] = {waiter, unit->first_entry};
+      ranks.push_back(waiter);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    std::map<int64_t, size_t> anchor = LastSharedCollective(ranks);
+    if (anchor.empty()) return {};
+    std::map<uint32_t, int64_t> positions;
+    for (const auto& [b, at] : entry_of) {
+      positions[b] = static_cast<int64_t>(at.second) - static_cast<int64_t>(anchor.at(at.first));
+    }
+    return positions;
   }
 
   // The culprit's last entry anywhere: what it was doing when everything stopped.
@@ -303,6 +436,11 @@ class Analyzer {
     for (int64_t culprit : graph.culprits()) {
       std::vector<uint32_t> blocks = graph.BlocksOn(culprit);
       if (blocks.empty()) continue;
+      std::map<uint32_t, int64_t> positions = ProgramPositions(culprit, blocks);
+      auto position = [&](uint32_t b) {
+        auto it = positions.find(b);
+        return it == positions.end() ? 0 : it->second;
+      };
       uint32_t best = *std::min_element(blocks.begin(), blocks.end(), [&](uint32_t a, uint32_t b) {
         const Block& x = matched_.blocks[a];
         const Block& y = matched_.blocks[b];
@@ -314,8 +452,17 @@ class Analyzer {
         // Collectives align by seq across ranks; p2p waits only say "not yet", and a peer posts
         // its recv long before the culprit would have reached the send. So a collective the
         // culprit failed to join names the root better than a p2p op it failed to match.
-        return std::make_tuple(x_relay, x.is_p2p, x.time_created_ns, ReasonPriority(x.reason), a) <
-               std::make_tuple(y_relay, y.is_p2p, y.time_created_ns, ReasonPriority(y.reason), b);
+        // Before any of that, the op the culprit itself sits in (its oldest unfinished op, a
+        // desync it issued) is where it stopped: every op it never issued comes after it in its
+        // own program, whatever the clocks of the ranks that wait there say. Among ops it never
+        // issued, their place in the program (ProgramPositions) orders them where it is known;
+        // enqueue times of different ranks are a race that a loaded host decides either way.
+        bool x_elsewhere = !SitsIn(culprit, x);
+        bool y_elsewhere = !SitsIn(culprit, y);
+        return std::make_tuple(x_relay, x_elsewhere, x.is_p2p, position(a), x.time_created_ns,
+                               ReasonPriority(x.reason),
+                               a) < std::make_tuple(y_relay, y_elsewhere, y.is_p2p, position(b),
+                                                    y.time_created_ns, ReasonPriority(y.reason), b);
       });
       // A rank that others wait for only because it is itself stuck in an earlier op that
       // blames no one (a stalled transport, an op still in flight) is not a culprit. If it is in
@@ -469,6 +616,20 @@ class Analyzer {
       }
       finding_time_[report->findings_size() - 1] = block.time_created_ns;
     }
+  }
+
+  // True when `block` is the collective that `rank`'s oldest unfinished op belongs to: the rank
+  // issued it and is still in it.
+  bool SitsIn(int64_t rank, const Block& block) const {
+    if (block.is_p2p || block.group == kNoGroupIndex) return false;
+    auto it = dump_of_rank_.find(rank);
+    if (it == dump_of_rank_.end()) return false;
+    int64_t first = index_.first_unfinished_entry[it->second];
+    if (first < 0) return false;
+    const Entry& entry = trace_.ranks[it->second].entries[first];
+    if (IsPointToPoint(entry.op) || entry.is_p2p) return false;
+    return index_.group_of_local[it->second][entry.group] == block.group &&
+           entry.collective_seq_id == block.seq;
   }
 
   bool InStuckOp(int64_t rank) const {
