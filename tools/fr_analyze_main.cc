@@ -6,6 +6,8 @@
 //   fr-analyze load DIR                  what was loaded
 //   fr-analyze entries DIR               ranks side by side by group and seq (= analyze -j DIR)
 //   fr-analyze dump FILE                 one decoded dump, as Python's pickle.load sees it
+//   fr-analyze timeline DIR -o F         a Perfetto trace of every rank's ops and log events
+//   fr-analyze report DIR -o F.html      the self-contained HTML report
 //   fr-analyze example DIR               write a small simulated job's dumps
 //   fr-analyze simulate DIR              simulate a TP x PP x DP job with one fault
 //   fr-analyze --help | help [COMMAND] | --version | version
@@ -30,6 +32,7 @@
 #include "fmt/format.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
+#include "fr/html/html_report.h"
 #include "fr/index/job_index.h"
 #include "fr/load/load.h"
 #include "fr/logs/log_parser.h"
@@ -41,6 +44,7 @@
 #include "fr/simulate/example_job.h"
 #include "fr/simulate/job_simulator.h"
 #include "fr/simulate/job_writer.h"
+#include "fr/timeline/timeline.h"
 #include "fr/verdict/analyze.h"
 #include "fr/write/dump_writer.h"
 #include "headline_color.h"
@@ -159,7 +163,7 @@ int UsageError(const Command* command, std::string_view message,
   return kExitUsage;
 }
 
-enum class Mode { kAnalyze, kLoad, kEntries };
+enum class Mode { kAnalyze, kLoad, kEntries, kTimeline, kHtml };
 
 // What `analyze`, `load` and `entries` are told; each command fills its own copy, through the
 // flags its table has.
@@ -298,6 +302,50 @@ Command EntriesCommand(TraceArgs* args) {
   return command;
 }
 
+// The flags `timeline` and `report` share: they analyse as `analyze` does (dumps and the logs
+// beside them), then draw.
+void AddPictureFlags(TraceArgs* args, Command* command) {
+  command->flags.push_back(OutputFlag(&args->output));
+  for (cli::Flag& flag : DiscoveryFlags(args)) command->flags.push_back(std::move(flag));
+  command->flags.push_back(cli::Int({"--dump-time"}, "NS", 0, std::numeric_limits<int64_t>::max(),
+                                    "when the dumps were taken (ns since the epoch);\n"
+                                    "default: the files' modification times",
+                                    &args->dump_time_ns));
+}
+
+Command TimelineCommand(TraceArgs* args) {
+  Command command{
+      .name = "timeline",
+      .positional = "DIR",
+      .summary = "a Perfetto trace: every rank's ops and log events on one clock",
+      .details =
+          "One process track per host, one thread track per rank, a slice per recorded op, an\n"
+          "instant per log event, flows from each victim to the rank it waits for. Opens in\n"
+          "ui.perfetto.dev; --format chrome-json writes Chrome's trace-event JSON instead.",
+      .other_usages = {"fr-analyze timeline DIR -o job.perfetto-trace"},
+  };
+  args->format = "perfetto";
+  command.flags = {FormatFlag({"perfetto", "chrome-json"}, args)};
+  command.flags.front().help = "perfetto (default: the protobuf trace) or chrome-json";
+  AddPictureFlags(args, &command);
+  return command;
+}
+
+Command HtmlReportCommand(TraceArgs* args) {
+  Command command{
+      .name = "report",
+      .positional = "DIR",
+      .summary = "the self-contained HTML report (verdict, wait graph, timeline, stacks)",
+      .details =
+          "One file that opens offline: no network, no scripts. The verdict and root cause first,\n"
+          "the wait-for graph, a timeline of the window around the failure, the process groups\n"
+          "with problems, the findings with their stacks on click.",
+      .other_usages = {"fr-analyze report DIR -o report.html"},
+  };
+  AddPictureFlags(args, &command);
+  return command;
+}
+
 struct DumpArgs {
   std::string format = "json";
   std::string output;
@@ -414,7 +462,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
                    std::string(parsed.message()).c_str());
       return kExitUsage;
     }
-  } else if (mode == Mode::kAnalyze) {
+  } else if (mode == Mode::kAnalyze || mode == Mode::kTimeline || mode == Mode::kHtml) {
     logs = ReadLogsBeside(*trace);
   }
   std::vector<std::string> inputs = FilesRead(*trace);
@@ -438,6 +486,24 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
       return kExitUsage;
     }
     return WriteOutput(*json, output, inputs);
+  }
+  if (mode == Mode::kTimeline || mode == Mode::kHtml) {
+    if (output.empty() && mode == Mode::kTimeline && args.format == "perfetto" &&
+        ::isatty(STDOUT_FILENO) == 1) {
+      std::fprintf(stderr, "fr-analyze: a Perfetto trace is binary: give -o FILE\n");
+      return kExitUsage;
+    }
+    AnalyzeOptions analyze;
+    analyze.source = path;
+    analyze.dump_time_ns = args.dump_time_ns;
+    report::Report report = Analyze(*trace, &logs, analyze);
+    Timeline timeline = BuildTimeline(*trace, logs, report);
+    std::string bytes = mode == Mode::kHtml            ? WriteHtmlReport(report, timeline)
+                        : args.format == "chrome-json" ? WriteChromeTraceJson(timeline)
+                                                       : WritePerfettoTrace(timeline);
+    int status = WriteOutput(bytes, output, inputs);
+    if (status != kExitOk) return status;
+    return IsFailure(report) ? kExitFailureFound : kExitOk;
   }
   if (mode == Mode::kEntries) {
     EntriesViewOptions entries;
@@ -580,7 +646,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // Every command's table is built up front, each over its own arguments, so that an error can
   // say which command a stray flag belongs to and the overview can list them all.
-  TraceArgs analyze_args, load_args, entries_args;
+  TraceArgs analyze_args, load_args, entries_args, timeline_args, html_args;
   DumpArgs dump_args;
   ExampleJobOptions example_options;
   example_options.stuck_rank = 5;
@@ -591,7 +657,10 @@ int Main(int argc, char** argv) {
   const Command dump = DumpCommand(&dump_args);
   const Command example = ExampleCommand(&example_options);
   const Command simulate = SimulateCommand(&simulate_args);
-  const Command* const all[] = {&analyze, &load, &entries, &dump, &example, &simulate};
+  const Command timeline = TimelineCommand(&timeline_args);
+  const Command html = HtmlReportCommand(&html_args);
+  const Command* const all[] = {&analyze, &load, &entries, &timeline,
+                                &html,    &dump, &example, &simulate};
   auto find = [&all](std::string_view name) -> const Command* {
     for (const Command* command : all) {
       if (command->name == name) return command;
@@ -649,6 +718,8 @@ int Main(int argc, char** argv) {
   if (positional.empty()) return UsageError(command, "a directory of dumps is needed");
   if (command == &load) return RunTrace(Mode::kLoad, load_args, positional);
   if (command == &entries) return RunTrace(Mode::kEntries, entries_args, positional);
+  if (command == &timeline) return RunTrace(Mode::kTimeline, timeline_args, positional);
+  if (command == &html) return RunTrace(Mode::kHtml, html_args, positional);
   return RunTrace(Mode::kAnalyze, analyze_args, positional);
 }
 

@@ -77,7 +77,11 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
   // Slices, one track per rank with a dump.
   int64_t dump_time = report.inputs().dump_time_ns();
   std::map<int32_t, uint32_t> track_of_rank;
-  std::map<std::tuple<uint32_t, std::string, int64_t>, uint32_t> slice_at;  // (track, group, seq)
+  // Per track, its slices [first, end) in `timeline.slices`, and per slice its group's name
+  // (interned): the flows below look up a waiter's op by (group, seq) among its own slices only.
+  // Both are linear in the slices; a map keyed by strings cost more than the dumps at 4096 ranks.
+  std::vector<std::pair<uint32_t, uint32_t>> slices_of_track;
+  std::vector<uint32_t> slice_group_name;
   for (const RankDump& dump : trace.ranks) {
     int32_t rank = static_cast<int32_t>(dump.rank);
     std::string host = host_name(rank);
@@ -93,6 +97,7 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       return dump.entries[a].time_created_ns < dump.entries[b].time_created_ns;
     });
+    uint32_t first_slice = static_cast<uint32_t>(timeline.slices.size());
     for (size_t k = 0; k < order.size(); ++k) {
       const Entry& entry = dump.entries[order[k]];
       int64_t begin = entry.time_created_ns;
@@ -130,24 +135,29 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
       slice.sizes = timeline.Intern(fmt::format("in {} out {}", dump.Shapes(entry.input_sizes),
                                                 dump.Shapes(entry.output_sizes)));
       slice.seq = seq;
-      slice_at[{track, group_name, seq}] = static_cast<uint32_t>(timeline.slices.size());
+      slice_group_name.push_back(timeline.Intern(group_name));
       timeline.slices.push_back(slice);
     }
+    slices_of_track.push_back({first_slice, static_cast<uint32_t>(timeline.slices.size())});
   }
 
-  // The last slice of a track: where its rank stopped.
+  // The last slice of a track (they are in begin order): where its rank stopped; -1 when none.
   auto last_slice = [&](uint32_t track) -> int64_t {
-    int64_t best = -1;
-    for (size_t i = 0; i < timeline.slices.size(); ++i) {
-      const Timeline::Slice& s = timeline.slices[i];
-      if (s.track == track && (best < 0 || s.begin_ns >= timeline.slices[best].begin_ns)) {
-        best = static_cast<int64_t>(i);
-      }
-    }
-    return best;
+    const auto& [first, end] = slices_of_track[track];
+    return first == end ? -1 : static_cast<int64_t>(end) - 1;
   };
   std::map<uint32_t, int64_t> last_of_track;
   for (const auto& [rank, track] : track_of_rank) last_of_track[track] = last_slice(track);
+  // The slice of `track` for collective `seq` of the group named `group`; -1 when none.
+  auto slice_at = [&](uint32_t track, const std::string& group, int64_t seq) -> int64_t {
+    const auto& [first, end] = slices_of_track[track];
+    for (uint32_t i = end; i > first; --i) {
+      if (timeline.slices[i - 1].seq == seq && timeline.String(slice_group_name[i - 1]) == group) {
+        return i - 1;
+      }
+    }
+    return -1;
+  };
 
   // Flows: the verdict's wait chains, then every other victim to the first culprit with a dump.
   std::set<int32_t> linked;
@@ -157,9 +167,8 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
       auto from_track = track_of_rank.find(edge.waiter());
       auto to_track = track_of_rank.find(edge.waits_for());
       if (from_track == track_of_rank.end() || to_track == track_of_rank.end()) continue;
-      auto from = slice_at.find({from_track->second, edge.process_group().name(), edge.seq_id()});
-      int64_t from_slice =
-          from != slice_at.end() ? from->second : last_of_track[from_track->second];
+      int64_t from_slice = slice_at(from_track->second, edge.process_group().name(), edge.seq_id());
+      if (from_slice < 0) from_slice = last_of_track[from_track->second];
       int64_t to_slice = last_of_track[to_track->second];
       if (from_slice < 0 || to_slice < 0 || linked.contains(edge.waiter())) continue;
       timeline.flows.push_back({.id = next_flow++,

@@ -1,0 +1,145 @@
+"""The HTML report (`fr-analyze report DIR -o report.html`) rendered by a real browser: Debian's
+headless Chromium loads each page offline (every host name resolves to nothing), with its console
+logged, then prints the DOM it built and takes a screenshot. A page passes when the browser saw no
+console message and the parts a reader looks for are in the DOM it parsed. Screenshots are kept
+under build/test-artifacts/html/ (or $FR_TEST_ARTIFACTS) to look at.
+
+The jobs are a simulated hang, a real PyTorch capture and dumps with the job's logs beside them;
+expected culprits come from what each job was set up with.
+"""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
+import logsim  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TORCH_DATA = ROOT / "tests" / "data" / "torch"
+ARTIFACTS = pathlib.Path(os.environ.get("FR_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts"))
+
+
+@pytest.fixture(scope="session")
+def browser():
+    for name in ("chromium-headless-shell", "chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("no headless Chromium: scripts/install-deps.sh installs chromium-headless-shell")
+
+
+def render(browser, page, screenshot=None, tmp_path=None):
+    """Loads `page` in Chromium offline; returns (the DOM it built, its console messages)."""
+    base = [browser, "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0"]
+    if tmp_path is not None:
+        base.append(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    proc = subprocess.run(base + ["--dump-dom", page.as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    if screenshot is not None:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        shot = subprocess.run(base + ["--window-size=1280,2000", f"--screenshot={screenshot}",
+                                      page.as_uri()], capture_output=True, text=True, timeout=120)
+        assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
+        assert screenshot.stat().st_size > 20000, "a blank screenshot is a few KB"
+    return proc.stdout, console
+
+
+def write_report(cli, directory, out):
+    proc = subprocess.run([cli, "report", str(directory), "-o", str(out)], capture_output=True,
+                          text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    return out.read_text()
+
+
+def text_of(dom, element_id):
+    """The text inside the element with this id, tags removed."""
+    match = re.search(r'id="%s"[^>]*>(.*?)</' % re.escape(element_id), dom, re.S)
+    assert match, f"no element #{element_id} in the page"
+    return re.sub(r"<[^>]+>", "", match.group(1)).strip()
+
+
+def test_the_console_check_catches_a_broken_page(browser, tmp_path):
+    """The check below can fail: a page with a script error is caught."""
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><title>x</title><script>console.error('boom');</script>")
+    _, console = render(browser, page, tmp_path=tmp_path)
+    assert any("boom" in line for line in console)
+
+
+def test_simulated_hang_renders_with_the_culprit_first(cli, browser, tmp_path):
+    dumps = tmp_path / "dumps"
+    subprocess.run([cli, "simulate", str(dumps), "--tp", "2", "--pp", "2", "--dp", "4",
+                    "--fault", "stuck_before_op", "--fault-rank", "11"], check=True,
+                   capture_output=True)
+    page = tmp_path / "report.html"
+    write_report(cli, dumps, page)
+    dom, console = render(browser, page, ARTIFACTS / "html" / "simulated_hang.png", tmp_path)
+    assert console == []
+    assert text_of(dom, "failure-class") == "missing_participant"
+    assert text_of(dom, "culprits") == "11"
+    for part in ("wait-graph-svg", "timeline-svg", "process-groups", "findings", "inputs"):
+        assert f'id="{part}"' in dom, part
+    # The culprit is the graph's sink and has its own outlined row in the timeline.
+    assert 'class="node culprit-node"><title>rank 11\n' in dom
+    assert 'class="row culprit-row"><title>rank 11:' in dom
+    # The stacks are there, folded.
+    assert "<details class=\"stack\"><summary>Stack of rank 11" in dom
+
+
+def test_real_pytorch_capture_renders(cli, browser, tmp_path):
+    case = TORCH_DATA / "2.13.0" / "stuck_before_op"
+    expected = json.loads((case / "expected.json").read_text())
+    dumps = tmp_path / "dumps"
+    shutil.copytree(case / "dumps", dumps)
+    for name, ns in json.loads((case / "file_times.json").read_text()).items():
+        os.utime(dumps / name, ns=(ns, ns))
+    page = tmp_path / "report.html"
+    write_report(cli, dumps, page)
+    dom, console = render(browser, page, ARTIFACTS / "html" / "torch_stuck_before_op.png",
+                          tmp_path)
+    assert console == []
+    assert text_of(dom, "culprits") == ",".join(map(str, expected["culprit_ranks"]))
+    assert text_of(dom, "failure-class") == expected["failure_class"]
+
+
+def test_dumps_with_logs_mark_the_initiating_event(cli, browser, tmp_path):
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job / "dumps"), "--fault", "crashed_rank",
+                    "--fault-rank", "5"], check=True, capture_output=True)
+    logsim.simulate(str(job / "logs"), 8, "xid", "torchrun_logdir", seed=4, culprit_rank=5,
+                    gpus_per_host=4)
+    page = tmp_path / "report.html"
+    write_report(cli, job, page)
+    dom, console = render(browser, page, ARTIFACTS / "html" / "dumps_and_logs_xid.png", tmp_path)
+    assert console == []
+    assert 'id="root-cause"' in dom
+    assert "Root cause from the logs:" in dom and ">xid<" in dom
+    # The evidence lines of the root cause are listed, each with its file and line.
+    evidence = re.search(r'<table id="evidence">(.*?)</table>', dom, re.S)
+    assert evidence and evidence.group(1).count("<tr>") >= 2
+
+
+def test_report_of_many_ranks_stays_small(cli, browser, tmp_path):
+    """512 ranks (TP 8 x PP 4 x DP 16): rows and boxes are aggregated, not drawn per rank."""
+    dumps = tmp_path / "dumps"
+    subprocess.run([cli, "simulate", str(dumps), "--tp", "8", "--pp", "4", "--dp", "16",
+                    "--steps", "6", "--buffer", "200", "--fault", "stuck_before_op",
+                    "--fault-rank", "77", "--fault-step", "4"], check=True, capture_output=True)
+    page = tmp_path / "report.html"
+    html = write_report(cli, dumps, page)
+    assert len(html.encode()) < 1_000_000
+    dom, console = render(browser, page, ARTIFACTS / "html" / "simulated_512_ranks.png", tmp_path)
+    assert console == []
+    assert text_of(dom, "culprits") == "77"
+    timeline = re.search(r'<svg id="timeline-svg".*?</svg>', dom, re.S).group(0)
+    assert timeline.count('<g class="row') <= 40
