@@ -176,7 +176,26 @@ class Report:
 
         return _frames.collectives_df(self)
 
+    def to_html(self, *, fragment: bool = False) -> str:
+        """The self-contained HTML report, what `fr-analyze report DIR -o report.html` writes:
+        verdict and root cause first, the wait-for graph, a timeline of the window around the
+        failure, the groups with problems, the findings with their stacks on click. No scripts,
+        nothing fetched. fragment=True gives one <div> to embed (what a notebook shows).
+        Needs the trace the report was made from (a report of a pasted log has none)."""
+        return _core.html_report(self.trace._loaded, self._core, fragment)
+
+    def write_html(self, path: str) -> int:
+        """Writes to_html() to `path`; returns the bytes written."""
+        data = self.to_html().encode()
+        with open(path, "wb") as f:
+            f.write(data)
+        return len(data)
+
     def _repr_html_(self) -> str:
+        # The same view as the HTML report where the dumps are at hand; a report of a pasted
+        # log alone has no timeline or graph to draw, and gets the text-only view.
+        if self._trace is not None:
+            return self.to_html(fragment=True)
         from fr_analyze import _html
 
         return _html.report_html(self)

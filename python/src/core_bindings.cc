@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "fr/clock/job_clock.h"
+#include "fr/html/html_report.h"
 #include "fr/index/job_index.h"
 #include "fr/load/load.h"
 #include "fr/logs/log_parser.h"
@@ -214,6 +215,17 @@ py::bytes WriteTimeline(const LoadedTrace& trace, const std::string& source,
     bytes = format == "chrome-json" ? WriteChromeTraceJson(timeline) : WritePerfettoTrace(timeline);
   }
   return py::bytes(bytes);
+}
+
+// The HTML report of `report` (made from `trace`): a whole page, or a fragment for a notebook.
+// The logs beside the dumps are read again for the timeline's events.
+std::string HtmlReport(const LoadedTrace& trace, const report::Report& report, bool fragment) {
+  py::gil_scoped_release release;
+  LogSet logs = ReadLogsBeside(trace);
+  fr::Timeline timeline = BuildTimeline(trace, logs, report);
+  HtmlReportOptions options;
+  options.fragment = fragment;
+  return WriteHtmlReport(report, timeline, options);
 }
 
 // (groups as (name, desc, ranks), rows whose `group` indexes them).
@@ -452,6 +464,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("pasted") = std::nullopt);
   m.def("timeline", &WriteTimeline, py::arg("trace"), py::arg("source") = "",
         py::arg("format") = "perfetto");
+  m.def("html_report", &HtmlReport, py::arg("trace"), py::arg("report"),
+        py::arg("fragment") = false);
   m.def("collective_table", &CollectiveTable, py::arg("trace"));
   m.def("entries_columns", &EntriesColumns, py::arg("trace"));
   m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",

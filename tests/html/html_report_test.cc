@@ -105,12 +105,9 @@ TEST(HtmlReportTest, SelfContainedWithNothingToFetch) {
   EXPECT_EQ(Count(html, "@import"), 0);
   EXPECT_EQ(Count(html, " src="), 0);
   EXPECT_EQ(Count(html, " href="), 0);
-  // The only URLs are the SVG namespace (a name, never fetched) and in-page references.
-  std::regex url(R"(https?://[^"' )<]+)");
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), url); it != std::sregex_iterator();
-       ++it) {
-    EXPECT_EQ(it->str(), "http://www.w3.org/2000/svg");
-  }
+  // No URL at all (inline SVG needs no namespace in HTML), so nothing can be fetched.
+  EXPECT_EQ(Count(html, "http://"), 0);
+  EXPECT_EQ(Count(html, "https://"), 0);
   std::regex css_url(R"(url\(([^)]*)\))");
   for (auto it = std::sregex_iterator(html.begin(), html.end(), css_url);
        it != std::sregex_iterator(); ++it) {

@@ -143,3 +143,65 @@ def test_report_of_many_ranks_stays_small(cli, browser, tmp_path):
     assert text_of(dom, "culprits") == "77"
     timeline = re.search(r'<svg id="timeline-svg".*?</svg>', dom, re.S).group(0)
     assert timeline.count('<g class="row') <= 40
+
+
+def test_python_report_is_the_cli_report_and_the_notebook_shows_it(cli, browser, tmp_path):
+    """report.to_html() is byte for byte what `fr-analyze report` writes for the same directory;
+    a notebook shows the same sections as a fragment, which renders cleanly inside a page."""
+    import fr_analyze
+
+    dumps = tmp_path / "dumps"
+    subprocess.run([cli, "simulate", str(dumps), "--fault", "stuck_before_op", "--fault-rank",
+                    "3"], check=True, capture_output=True)
+    page = tmp_path / "report.html"
+    cli_html = write_report(cli, dumps, page)
+    report = fr_analyze.analyze(str(dumps))
+    assert report.to_html() == cli_html
+    assert report.write_html(str(tmp_path / "py.html")) == len(cli_html.encode())
+    fragment = report._repr_html_()
+    assert fragment.startswith('<div class="fr-report">') and "<html" not in fragment
+    assert '<dd id="culprits" class="culprit">3</dd>' in fragment
+    # Its style is scoped: no rule can restyle the notebook around it.
+    style = re.search(r"<style>(.*?)</style>", fragment, re.S).group(1)
+    rules = [r.strip() for r in re.findall(r"([^{}]+)\{", style)]
+    assert rules and all(all(part.strip().startswith(".fr-report") for part in r.split(","))
+                         for r in rules), rules
+    host = tmp_path / "notebook.html"
+    host.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'><title>cell</title></head>"
+                    "<body><h1>A notebook</h1>" + fragment + "</body></html>")
+    dom, console = render(browser, host, ARTIFACTS / "html" / "notebook_fragment.png", tmp_path)
+    assert console == []
+    assert text_of(dom, "culprits") == "3"
+
+
+def test_a_pasted_log_has_a_text_only_notebook_view(cli):
+    import fr_analyze
+
+    report = fr_analyze.analyze_log(
+        "[rank3]:[E1201 12:03:04.123456 1234 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=25, OpType=ALLREDUCE, NumelIn=8, "
+        "NumelOut=8, Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n")
+    html = report._repr_html_()
+    assert "fr-an" in html and "collective_timeout" in html
+
+
+def test_timeline_command_writes_both_formats(cli, tmp_path):
+    dumps = tmp_path / "dumps"
+    subprocess.run([cli, "simulate", str(dumps), "--fault", "stuck_before_op", "--fault-rank",
+                    "5"], check=True, capture_output=True)
+    chrome = tmp_path / "job.json"
+    proc = subprocess.run([cli, "timeline", str(dumps), "--format", "chrome-json", "-o",
+                           str(chrome)], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr  # a failure verdict, as `analyze` says
+    events = json.loads(chrome.read_text())["traceEvents"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "rank 5 (culprit)" in names and len(names) == 8
+    perfetto = tmp_path / "job.perfetto-trace"
+    proc = subprocess.run([cli, "timeline", str(dumps), "-o", str(perfetto)], capture_output=True)
+    assert proc.returncode == 1 and perfetto.read_bytes()[:1] == b"\x0a"
+    # The Perfetto trace is binary: without -o it goes to a pipe, never a terminal's screen.
+    piped = subprocess.run([cli, "timeline", str(dumps)], capture_output=True)
+    assert piped.stdout == perfetto.read_bytes()
+    unknown = subprocess.run([cli, "timeline", str(dumps), "--format", "svg"], capture_output=True,
+                             text=True)
+    assert unknown.returncode == 2 and "svg" in unknown.stderr

@@ -216,10 +216,12 @@ def test_notebook_view_shows_the_root_cause_first(tmp_path):
 
     expected = logsim.simulate(str(tmp_path / "job"), 16, "xid", "per_host", seed=6)
     html = fr_analyze.analyze(str(tmp_path / "job"))._repr_html_()
-    assert html.index("root cause: xid") < html.index("fr-analyze: ")
+    # Logs alone: no dump says anything, so the logs' root cause leads.
+    assert html.index('id="root-cause"') < html.index('id="verdict"')
+    assert "Root cause from the logs: <span class=\"kind\">xid</span>" in html
     culprit = expected["culprit_ranks"][0]
-    assert f"rank(s) <span class='fr-culprit'>{culprit}</span>" in html
-    assert "host clocks" in html
+    assert f'<dt>ranks</dt><dd class="culprit">{culprit}</dd>' in html
+    assert "Host clocks" in html
 
 
 REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")

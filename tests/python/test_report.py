@@ -116,8 +116,8 @@ def test_entries_df_has_one_row_per_rank_and_entry(simulated_job):
 def test_html_puts_the_verdict_first_with_collapsible_stacks(simulated_job):
     trace = fr_analyze.load(simulated_job)
     html = trace.analyze()._repr_html_()
-    assert html.index("missing_participant") < html.index("process groups")
-    assert "<details" in html and "stack (innermost first)" in html
+    assert html.index('id="failure-class">missing_participant<') < html.index('id="process-groups"')
+    assert '<details class="stack"><summary>Stack of rank 5' in html
     assert "<script" not in html and "http" not in html
     assert "ranks loaded" in trace._repr_html_()
 

@@ -24,31 +24,41 @@ constexpr std::string_view kPendingColor = "#e8590c";
 constexpr std::string_view kFinishedColor = "#4263eb";
 constexpr std::string_view kEventColor = "#2b8a3e";
 
+// Every rule is scoped to the report's root element, so that the same markup can sit inside a
+// notebook page without restyling it; the page's own body rule is added only for a whole page.
+constexpr std::string_view kPageStyle = "body{margin:0;background:#f8f9fa}";
 constexpr std::string_view kStyle = R"css(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0;
-  color:#212529;background:#f8f9fa}
-main{max-width:1240px;margin:0 auto;padding:16px 24px 48px}
-section{background:#fff;border:1px solid #dee2e6;border-radius:6px;padding:12px 18px;margin:14px 0}
-h1{font-size:22px;margin:4px 0 8px}h2{font-size:17px;margin:4px 0 10px}
-.verdict.fail{border-left:6px solid #c92a2a}.verdict.ok{border-left:6px solid #2f9e44}
-.class{font-family:ui-monospace,"DejaVu Sans Mono",monospace}
-.confidence{font-size:14px;font-weight:normal;color:#495057;margin-left:8px}
-.summary{font-size:16px;margin:6px 0 10px}
-dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:0}
-dl.facts dt{color:#495057}dl.facts dd{margin:0;font-family:ui-monospace,"DejaVu Sans Mono",monospace}
-.culprit{color:#c92a2a;font-weight:600}
-table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #e9ecef;vertical-align:top}
-th{background:#f1f3f5}td.mono,pre{font-family:ui-monospace,"DejaVu Sans Mono",monospace}
-pre{white-space:pre-wrap;word-break:break-all;background:#f8f9fa;padding:6px 8px;margin:4px 0;
-  font-size:12px}
-details>summary{cursor:pointer;color:#1c7ed6}
-.note{color:#868e96;font-size:13px}
-.legend span{display:inline-block;margin-right:14px}
-.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}
-svg{max-width:100%;height:auto}svg text{font:12px "DejaVu Sans",sans-serif}svg .small{font-size:11px}
-.finding{border-top:1px solid #e9ecef;padding:8px 0}.finding:first-of-type{border-top:0}
-.kind{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-weight:600}
+.fr-report{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+  color:#212529;max-width:1240px;margin:0 auto;padding:16px 24px 48px}
+.fr-report section{background:#fff;border:1px solid #dee2e6;border-radius:6px;padding:12px 18px;
+  margin:14px 0}
+.fr-report h1{font-size:22px;margin:4px 0 8px}.fr-report h2{font-size:17px;margin:4px 0 10px}
+.fr-report .verdict.fail{border-left:6px solid #c92a2a}
+.fr-report .verdict.ok{border-left:6px solid #2f9e44}
+.fr-report .class{font-family:ui-monospace,"DejaVu Sans Mono",monospace}
+.fr-report .confidence{font-size:14px;font-weight:normal;color:#495057;margin-left:8px}
+.fr-report .summary{font-size:16px;margin:6px 0 10px}
+.fr-report dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:0}
+.fr-report dl.facts dt{color:#495057}
+.fr-report dl.facts dd{margin:0;font-family:ui-monospace,"DejaVu Sans Mono",monospace}
+.fr-report .culprit{color:#c92a2a;font-weight:600}
+.fr-report table{border-collapse:collapse;width:100%;font-size:13px}
+.fr-report th,.fr-report td{text-align:left;padding:3px 8px;border-bottom:1px solid #e9ecef;
+  vertical-align:top}
+.fr-report th{background:#f1f3f5}
+.fr-report td.mono,.fr-report .mono,.fr-report pre{font-family:ui-monospace,"DejaVu Sans Mono",monospace}
+.fr-report pre{white-space:pre-wrap;word-break:break-all;background:#f8f9fa;padding:6px 8px;
+  margin:4px 0;font-size:12px}
+.fr-report details>summary{cursor:pointer;color:#1c7ed6}
+.fr-report .note{color:#868e96;font-size:13px}
+.fr-report .legend span{display:inline-block;margin-right:14px}
+.fr-report .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;
+  vertical-align:-2px}
+.fr-report svg{max-width:100%;height:auto}
+.fr-report svg text{font:12px "DejaVu Sans",sans-serif}.fr-report svg .small{font-size:11px}
+.fr-report .finding{border-top:1px solid #e9ecef;padding:8px 0}
+.fr-report .finding:first-of-type{border-top:0}
+.fr-report .kind{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-weight:600}
 )css";
 
 // Text for HTML: valid UTF-8, control characters dropped (a hostile dump must not be able to
@@ -167,19 +177,29 @@ class HtmlWriter {
                             ? fmt::format("fr-analyze: {}",
                                           v.failure_class().empty() ? "report" : v.failure_class())
                             : options_.title;
-    out_ += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-    out_ += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-    out_ += fmt::format("<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
-                        Esc(title), kStyle);
+    if (options_.fragment) {
+      out_ += fmt::format("<div class=\"fr-report\">\n<style>{}</style>\n", kStyle);
+    } else {
+      out_ += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+      out_ += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+      out_ += fmt::format(
+          "<title>{}</title>\n<style>{}{}</style>\n</head>\n<body>\n<main class=\"fr-report\">\n",
+          Esc(title), kPageStyle, kStyle);
+    }
+    // The verdict first, its root cause after it; with no dump read, the logs' root cause is
+    // the whole answer and leads.
+    bool logs_only =
+        report_.inputs().ranks_loaded().empty() && !report_.verdict().root_cause().kind().empty();
+    if (logs_only) RootCause();
     Verdict();
-    RootCause();
+    if (!logs_only) RootCause();
     NextActions();
     WaitGraph();
     TimelinePicture();
     ProcessGroups();
     Findings();
     Inputs();
-    out_ += "</main>\n</body>\n</html>\n";
+    out_ += options_.fragment ? "</div>\n" : "</main>\n</body>\n</html>\n";
     return std::move(out_);
   }
 
@@ -374,7 +394,7 @@ class HtmlWriter {
       return kMargin + offset + row[n] * kRowH;
     };
     out_ += fmt::format(
-        "<svg id=\"wait-graph-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+        "<svg id=\"wait-graph-svg\" width=\"{}\" "
         "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"wait-for graph\">\n"
         "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
         "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
@@ -679,13 +699,14 @@ class HtmlWriter {
     int height = kTop + static_cast<int>(rows.size()) * kRowH + kAxisH;
     out_ +=
         "<p class=\"legend\">"
-        "<span><i style=\"background:#e8590c\"></i>waiting: its last op still pending at the dump</span>"
+        "<span><i style=\"background:#e8590c\"></i>waiting: its last op still pending at the "
+        "dump</span>"
         "<span><i style=\"background:#4263eb\"></i>working: issuing ops that ended</span>"
         "<span><i style=\"background:#2b8a3e\"></i>a log event</span>"
         "<span><i style=\"background:#c92a2a\"></i>culprit; the initiating event</span>"
         "</p>\n";
     out_ += fmt::format(
-        "<svg id=\"timeline-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+        "<svg id=\"timeline-svg\" width=\"{}\" height=\"{}\" "
         "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"timeline\">\n",
         width, height, width, height);
     for (size_t r = 0; r < rows.size(); ++r) {

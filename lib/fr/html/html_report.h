@@ -40,6 +40,9 @@ struct HtmlReportOptions {
   size_t max_table_rows = 60;
   // The page's title; empty: "fr-analyze: <failure class>".
   std::string title;
+  // A fragment to embed (a notebook cell's output): one <div class="fr-report"> with its scoped
+  // <style>, no <html>, <head> or <body>. The page and the fragment show the same sections.
+  bool fragment = false;
 };
 
 // The report as one HTML document (UTF-8). Never fails: missing parts are left out with a line
