@@ -107,6 +107,12 @@ def analyse_simulated_job(cli, workdir, ranks, smoke):
     report = json.loads(out)
     verdict = report["verdict"]
     timings = err.decode(errors="replace").strip().splitlines()[-1]
+    # The HTML report of the same job, in the same run: the same analysis plus the timeline model
+    # and the page; its cost is measured against the JSON report's.
+    html_path = os.path.join(workdir, f"report{ranks}.html")
+    html_wall, html_rss, _ = run([cli, "report", job, "-o", html_path, "--jobs", "2"])
+    html_bytes = os.path.getsize(html_path)
+    os.remove(html_path)
     shutil.rmtree(job, ignore_errors=True)
     return {
         "ranks": ranks,
@@ -118,6 +124,10 @@ def analyse_simulated_job(cli, workdir, ranks, smoke):
         "peak_rss_bytes": rss,
         "peak_rss_over_input": rss / total,
         "stage_timings": timings,
+        "html_report_wall_s": html_wall,
+        "html_report_over_json": html_wall / min(wall, wall2),
+        "html_report_bytes": html_bytes,
+        "html_report_peak_rss_bytes": html_rss,
         "verdict": verdict["failure_class"],
         "culprits": verdict["culprit_ranks"],
         "expected_culprit": stuck,
@@ -250,6 +260,9 @@ def main():
               f"{a['peak_rss_bytes'] / 1e6:.0f} MB = {a['peak_rss_over_input']:.2f} of the input;"
               f" verdict {a['verdict']} {a['culprits']} (injected: rank {a['expected_culprit']})")
         print(f"  {a['stage_timings']}")
+        print(f"  HTML report: {a['html_report_wall_s']:.2f} s = {a['html_report_over_json']:.2f}x"
+              f" the JSON report's time; {a['html_report_bytes'] / 1e3:.0f} KB; peak RSS "
+              f"{a['html_report_peak_rss_bytes'] / 1e6:.0f} MB")
     if figures.get("fr_trace"):
         fr_trace_compare.print_table(figures["fr_trace"])
     if args.out:
@@ -269,6 +282,11 @@ def main():
                 missed.append(f"analysis of {a['ranks']} ranks only {a['ratio']:.1f}x CPython")
             if a["peak_rss_over_input"] >= 1:
                 missed.append(f"analysis of {a['ranks']} ranks: peak RSS not below the input")
+            if a["html_report_over_json"] > 1.5:
+                missed.append(f"HTML report of {a['ranks']} ranks took "
+                              f"{a['html_report_over_json']:.2f}x the JSON report")
+            if a["html_report_bytes"] > 1_500_000:
+                missed.append(f"HTML report of {a['ranks']} ranks is {a['html_report_bytes']} bytes")
             if a["culprits"] != [a["expected_culprit"]]:
                 missed.append(f"analysis of {a['ranks']} ranks blamed {a['culprits']}")
         if figures.get("fr_trace"):
