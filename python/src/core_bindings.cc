@@ -11,18 +11,7 @@
 #include <optional>
 #include <thread>
 
-#include "fr/clock/job_clock.h"
-#include "fr/html/html_report.h"
-#include "fr/index/job_index.h"
-#include "fr/load/load.h"
-#include "fr/logs/log_parser.h"
-#include "fr/model/rank_dump.h"
-#include "fr/report/collective_table.h"
-#include "fr/report/entries_table.h"
-#include "fr/report/load_summary.h"
-#include "fr/report/report_format.h"
-#include "fr/timeline/timeline.h"
-#include "fr/verdict/analyze.h"
+#include "fr/fr_analyze.h"
 
 namespace py = pybind11;
 

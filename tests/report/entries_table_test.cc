@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "fr/load/load.h"
 #include "fr/simulate/job_simulator.h"
 #include "fr/simulate/job_writer.h"
 #include "gtest/gtest.h"

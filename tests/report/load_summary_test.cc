@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "fr/load/load.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
 #include "gmock/gmock.h"

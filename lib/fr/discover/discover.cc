@@ -455,6 +455,37 @@ absl::StatusOr<std::unique_ptr<RE2>> CompileRankPattern(const std::string& text)
 
 }  // namespace
 
+std::string HostOfDumpPath(std::string_view path, std::string_view root) {
+  std::string_view relative = path;
+  if (!root.empty() && relative.starts_with(root)) {
+    relative.remove_prefix(root.size());
+    while (!relative.empty() && relative.front() == '/') relative.remove_prefix(1);
+  }
+  // A per-host folder: the folder the file sits in.
+  if (size_t slash = relative.rfind('/'); slash != std::string_view::npos) {
+    std::string_view folder = relative.substr(0, slash);
+    if (size_t parent = folder.rfind('/'); parent != std::string_view::npos) {
+      folder.remove_prefix(parent + 1);
+    }
+    return std::string(folder);
+  }
+  // A host inside the name: what lies between a known dump prefix and the rank, with the same
+  // extension rules that found the rank ("nccl_trace_rank_node02_0.zstd" is host node02).
+  bool stripped = false;
+  std::string_view stem = StripDumpExtensions(relative, &stripped);
+  while (!stem.empty() && IsDigit(stem.back())) stem.remove_suffix(1);
+  while (!stem.empty() && (stem.back() == '_' || stem.back() == '-')) stem.remove_suffix(1);
+  for (std::string_view prefix : kDumpPrefixes) {
+    prefix.remove_suffix(1);  // the separator: "rank" alone is a name without host
+    if (StartsWith(stem, prefix)) {
+      std::string_view host = stem.substr(prefix.size());
+      while (!host.empty() && (host.front() == '_' || host.front() == '-')) host.remove_prefix(1);
+      return std::string(host);
+    }
+  }
+  return "";
+}
+
 absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverOptions& options) {
   absl::StatusOr<std::unique_ptr<RE2>> pattern = CompileRankPattern(options.rank_pattern);
   if (!pattern.ok()) return pattern.status();

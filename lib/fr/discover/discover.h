@@ -39,9 +39,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fr/model/loaded_trace.h"
 
 namespace fr {
 
@@ -83,28 +85,16 @@ struct DiscoveredFile {
   std::string open_path;
 };
 
-struct SkippedFile {
-  std::string path;
-  std::string reason;  // "trigger pipe", "log file", "no rank in the name", ...
-  // For a dump that was read and set aside (another file of its rank was preferred, or its rank
-  // is not one of the job's): the rank its name claims. -1 for files that are not dumps.
-  int64_t rank = -1;
-};
-
-// Two or more distinct files claim the same rank. Discovery returns every one of them in `files`
-// and lists the rank here; the loader decides by content which one is the rank's dump. Paths
-// that are the same file (a symlink or hard link to it) are not a conflict: the first path in
-// byte order is used, the others are skipped as "same file as P".
-struct RankConflict {
-  int64_t rank = -1;
-  std::vector<std::string> paths;  // sorted
-};
-
 struct Discovery {
   std::vector<DiscoveredFile> files;    // ascending (rank, path); a conflict's files are all here
   std::vector<SkippedFile> skipped;     // ascending path
   std::vector<RankConflict> conflicts;  // ascending rank
 };
+
+// The host a dump's path names, or "": a per-host folder ("node03/nccl_trace_rank_5") or a host
+// inside the file name ("nccl_trace_rank_container-node02_5.zst" is container-node02), with
+// the extension and rank rules discovery uses. `root` (the directory searched) is not part of it.
+std::string HostOfDumpPath(std::string_view path, std::string_view root);
 
 // Walks `root` recursively (a single file is accepted too and judged by the same rules; its
 // relative path is its name). The result does not depend on directory order. Errors: NotFound

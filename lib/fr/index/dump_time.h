@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "fr/load/load.h"
+#include "fr/model/loaded_trace.h"
 
 namespace fr {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "fr/index/dump_time.h"
-#include "fr/load/load.h"
+#include "fr/model/loaded_trace.h"
 #include "fr/model/rank_dump.h"
 
 namespace fr {

@@ -529,6 +529,7 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
     while (end < count && files[end].rank == files[begin].rank) ++end;
     if (std::optional<size_t> kept = SettleRank(results, files, begin, end, &trace)) {
       trace.ranks.push_back(**std::move(results[*kept].dump));
+      trace.ranks.back().host = HostOfDumpPath(trace.ranks.back().path, root);
     }
   }
   SettleWorld(/*check_own_rank=*/true, &trace);

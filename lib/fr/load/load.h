@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "fr/base/buffer.h"
 #include "fr/discover/discover.h"
+#include "fr/model/loaded_trace.h"
 #include "fr/model/rank_dump.h"
 #include "fr/read/input_file.h"
 
@@ -39,49 +40,6 @@ struct LoadOptions {
   std::function<void(size_t, size_t)> progress;
   // Set to true from any thread to stop early; LoadTrace then returns Cancelled.
   const std::atomic<bool>* cancel = nullptr;
-};
-
-struct RejectedFile {
-  std::string path;
-  int64_t rank = kUnknown;
-  std::string error;  // names the file, the byte offset or key, and what was expected
-};
-
-// Time spent per stage, summed over worker threads.
-struct LoadTimings {
-  int64_t discover_ns = 0;
-  int64_t read_ns = 0;  // mapping and decompression
-  int64_t decode_ns = 0;
-  int64_t normalize_ns = 0;
-  int64_t wall_ns = 0;
-};
-
-struct LoadedTrace {
-  LoadedTrace() = default;
-  LoadedTrace(LoadedTrace&&) = default;
-  LoadedTrace& operator=(LoadedTrace&&) = default;
-  // RankDumps are move-only; say so here so that generic code (pybind11) sees it too.
-  LoadedTrace(const LoadedTrace&) = delete;
-  LoadedTrace& operator=(const LoadedTrace&) = delete;
-
-  std::vector<RankDump> ranks;         // ascending rank
-  std::vector<RejectedFile> rejected;  // damaged dumps of the job's ranks, ascending rank
-  // Files not used, ascending path: files that are not dumps (rank -1), and dumps set aside with
-  // the rank their name claims and why: a copy or an older dump of a rank read from another file,
-  // a dump whose own process groups do not list its rank, a rank far beyond all others.
-  std::vector<SkippedFile> skipped;
-  // Ranks with several files of which none could be used. LoadTrace settles every such conflict
-  // by content (what it set aside is in `skipped`), so it leaves this empty; it stays for callers
-  // that build a LoadedTrace themselves.
-  std::vector<RankConflict> conflicts;
-  // Ranks the readable dumps say the job has (members of the groups their pg_config lists, and
-  // every rank up to the highest loaded one) that have no usable file. Rejected ranks are not
-  // included. A name alone never adds ranks here: see SettleWorld in load.cc.
-  std::vector<int64_t> missing_ranks;
-  std::vector<std::string> versions;  // distinct dump versions, ascending
-  uint64_t bytes_on_disk = 0;
-  uint64_t bytes_decoded = 0;  // after decompression
-  LoadTimings timings;
 };
 
 // Reads, decodes and normalizes one file. Errors name the path.

@@ -110,6 +110,8 @@ struct ProcessGroup {
 struct RankDump {
   int64_t rank = kUnknown;  // global rank, from discovery
   std::string path;         // where it was read from
+  // The host its path names (discovery's HostOfDumpPath), "" when it names none.
+  std::string host;
   // When the file was last written (ns since the epoch), the best evidence of when the dump was
   // taken; kUnknown for in-memory dumps.
   int64_t file_mtime_ns = kUnknown;

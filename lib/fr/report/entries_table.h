@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fr/load/load.h"
+#include "fr/model/loaded_trace.h"
 
 namespace fr {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fr/index/job_index.h"
-#include "fr/load/load.h"
+#include "fr/model/loaded_trace.h"
 
 namespace fr {
 

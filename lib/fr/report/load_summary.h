@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "fr/base/rank_set.h"
-#include "fr/load/load.h"
+#include "fr/model/loaded_trace.h"
 #include "fr/report.pb.h"
 
 namespace fr {

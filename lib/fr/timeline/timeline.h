@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "fr/load/load.h"
+#include "fr/model/loaded_trace.h"
 #include "fr/logs/log_event.h"
 #include "fr/report.pb.h"
 

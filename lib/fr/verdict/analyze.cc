@@ -17,6 +17,7 @@
 #include "fr/model/counters.h"
 #include "fr/verdict/failure_class.h"
 #include "fr/verdict/next_actions.h"
+#include "fr/verdict/stragglers.h"
 #include "fr/waitfor/wait_for_graph.h"
 
 namespace fr {
@@ -61,37 +62,6 @@ int ReasonPriority(BlockReason reason) {
   return 4;  // dump missing
 }
 
-// The host a dump came from, when its path says: a per-host subfolder ("node03/nccl_trace_rank_5")
-// or a host inside the file name ("nccl_trace_rank_container-node02_5"). Empty otherwise.
-std::string HostFromPath(const std::string& path, const std::string& source) {
-  std::string relative = path;
-  if (!source.empty() && relative.starts_with(source)) {
-    relative = relative.substr(source.size());
-    while (!relative.empty() && relative.front() == '/') relative.erase(0, 1);
-  }
-  if (size_t slash = relative.rfind('/'); slash != std::string::npos) {
-    std::string folder = relative.substr(0, slash);
-    if (size_t parent = folder.rfind('/'); parent != std::string::npos) {
-      folder = folder.substr(parent + 1);
-    }
-    return folder;
-  }
-  std::string name = relative;
-  for (const char* extension : {".zst", ".gz", ".json", ".pkl", ".pickle"}) {
-    if (name.ends_with(extension)) name.resize(name.size() - std::strlen(extension));
-  }
-  while (!name.empty() && std::isdigit(static_cast<unsigned char>(name.back()))) name.pop_back();
-  while (!name.empty() && (name.back() == '_' || name.back() == '-')) name.pop_back();
-  for (const char* prefix : {"nccl_trace_rank", "comm_lib_trace_rank", "rank"}) {
-    if (name.starts_with(prefix)) {
-      std::string host = name.substr(std::strlen(prefix));
-      while (!host.empty() && (host.front() == '_' || host.front() == '-')) host.erase(0, 1);
-      return host;
-    }
-  }
-  return "";
-}
-
 class Analyzer {
  public:
   Analyzer(const LoadedTrace& trace, const AnalyzeOptions& options)
@@ -111,7 +81,7 @@ class Analyzer {
     AddCulpritFindings(graph, &report);
     AddStuckFindings(&report);
     AddSilentMismatchFindings(&report);
-    FindStragglers(&report);
+    AddStragglerFindings(&report);
     SortFindings(&report);
     AddDataLossFindings(&report);
     FillVerdict(graph, &report);
@@ -763,109 +733,27 @@ class Analyzer {
     }
   }
 
-  // A rank consistently last to enqueue, by a margin well above clock noise, in a healthy job.
-  void FindStragglers(Report* report) {
-    struct Lateness {
-      std::vector<double> late_ms;
-      int last = 0;
-      int compared = 0;
-      uint32_t group = 0;
-    };
-    std::map<int64_t, Lateness> per_rank;
-    std::vector<std::pair<double, int64_t>> times;
-    for (uint32_t g = 0; g < index_.groups.size(); ++g) {
-      const JobGroup& group = index_.groups[g];
-      if (group.members.size() < 2) continue;
-      std::vector<size_t> cursor(group.members.size(), 0);
-      // Walk the seqs every member completed, aligned by seq.
-      int64_t lo = kUnknown;
-      for (const GroupMember& member : group.members) {
-        if (member.dump < 0 || member.units.empty()) {
-          lo = kUnknown;
-          break;
-        }
-        lo = std::max(lo, member.units.front().seq);
-      }
-      if (lo == kUnknown) continue;
-      for (size_t m = 0; m < group.members.size(); ++m) {
-        const auto& units = group.members[m].units;
-        while (cursor[m] < units.size() && units[cursor[m]].seq < lo) ++cursor[m];
-      }
-      while (true) {
-        times.clear();
-        int64_t seq = kUnknown;
-        bool complete = true;
-        for (size_t m = 0; m < group.members.size() && complete; ++m) {
-          const auto& units = group.members[m].units;
-          if (cursor[m] >= units.size()) {
-            complete = false;
-            break;
-          }
-          const CollectiveUnit& unit = units[cursor[m]];
-          if (seq == kUnknown) seq = unit.seq;
-          int64_t created =
-              trace_.ranks[group.members[m].dump].entries[unit.first_entry].time_created_ns;
-          if (unit.seq != seq || unit.state != EntryState::kCompleted || created == kUnknown) {
-            complete = false;
-          }
-          times.emplace_back(static_cast<double>(created), group.members[m].rank);
-        }
-        if (times.size() != group.members.size()) break;
-        for (size_t m = 0; m < group.members.size(); ++m) ++cursor[m];
-        if (!complete) continue;
-        std::vector<double> sorted;
-        for (const auto& [t, r] : times) sorted.push_back(t);
-        // The true median (mean of the middle two for an even count): in a group of two the
-        // late member must come out late, not equal to the median.
-        std::sort(sorted.begin(), sorted.end());
-        size_t half = sorted.size() / 2;
-        double median =
-            sorted.size() % 2 == 1 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
-        auto latest = std::max_element(times.begin(), times.end());
-        for (const auto& [t, r] : times) {
-          Lateness& lateness = per_rank[r];
-          lateness.late_ms.push_back((t - median) / 1e6);
-          ++lateness.compared;
-          if (r == latest->second) {
-            ++lateness.last;
-            lateness.group = g;
-          }
-        }
-      }
-    }
-    if (per_rank.empty()) return;
-    std::vector<double> all_medians;
-    std::map<int64_t, double> median_of;
-    for (auto& [rank, lateness] : per_rank) {
-      auto& v = lateness.late_ms;
-      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-      median_of[rank] = v[v.size() / 2];
-      all_medians.push_back(std::abs(v[v.size() / 2]));
-    }
-    std::nth_element(all_medians.begin(), all_medians.begin() + all_medians.size() / 2,
-                     all_medians.end());
-    double typical = all_medians[all_medians.size() / 2];
-    // Clock skew between hosts is microseconds to a millisecond; a straggler is far beyond both.
-    double threshold = std::max(5.0, 10 * typical);
-    for (auto& [rank, lateness] : per_rank) {
-      double fraction_last = static_cast<double>(lateness.last) / lateness.compared;
-      if (median_of[rank] < threshold || fraction_last < 0.5 || lateness.compared < 5) continue;
+  // Ranks consistently last to enqueue (stragglers.h), as findings with their evidence.
+  void AddStragglerFindings(Report* report) {
+    for (const Straggler& found : FindStragglers(trace_, index_)) {
+      const JobGroup& group = index_.groups[found.group];
       auto* straggler = report->add_stragglers();
-      straggler->set_rank(static_cast<int32_t>(rank));
-      FillGroupRef(index_.groups[lateness.group], straggler->mutable_process_group());
-      straggler->set_median_lateness_ms(median_of[rank]);
-      straggler->set_fraction_last(fraction_last);
-      straggler->set_collectives_compared(lateness.compared);
+      straggler->set_rank(static_cast<int32_t>(found.rank));
+      FillGroupRef(group, straggler->mutable_process_group());
+      straggler->set_median_lateness_ms(found.median_lateness_ms);
+      straggler->set_fraction_last(found.fraction_last);
+      straggler->set_collectives_compared(found.collectives_compared);
       Finding* finding = report->add_findings();
       finding->set_kind("straggler");
-      finding->add_ranks(static_cast<int32_t>(rank));
-      FillGroupRef(index_.groups[lateness.group], finding->mutable_process_group());
+      finding->add_ranks(static_cast<int32_t>(found.rank));
+      FillGroupRef(group, finding->mutable_process_group());
       finding->set_collective_seq_id(-1);
-      finding->set_confidence(fraction_last > 0.9 ? "high" : "medium");
+      finding->set_confidence(found.fraction_last > 0.9 ? "high" : "medium");
       finding->set_summary(fmt::format(
           "Rank {} enqueued its collectives {:.1f} ms after the median member (last in {:.0f}% "
           "of {} collectives): it slows every group it is in.",
-          rank, median_of[rank], 100 * fraction_last, lateness.compared));
+          found.rank, found.median_lateness_ms, 100 * found.fraction_last,
+          found.collectives_compared));
       finding_time_[report->findings_size() - 1] = std::numeric_limits<int64_t>::max() - 1;
     }
   }
@@ -1218,7 +1106,7 @@ class Analyzer {
                          : dump == nullptr        ? "missing"
                                                   : "healthy";
       out->set_role(role);
-      if (dump != nullptr) out->set_host(ValidUtf8(HostFromPath(dump->path, options_.source)));
+      if (dump != nullptr) out->set_host(ValidUtf8(dump->host));
       if (dump != nullptr) {
         // The oldest op that did not complete, else the newest op.
         const Entry* shown = nullptr;

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "fr/load/load.h"
+#include "fr/model/loaded_trace.h"
 #include "fr/logs/log_event.h"
 #include "fr/report.pb.h"
 

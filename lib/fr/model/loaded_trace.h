@@ -1,0 +1,82 @@
+// What the analysis reads: the dumps of one job as loaded (lib/fr/load builds it from files or
+// bytes; tests and other callers may build one themselves), with every file that could not be
+// used and why. The analysis stages (index, match, waitfor, verdict, report, timeline, html)
+// take this type and nothing from the loader, so they neither read files nor depend on how the
+// dumps were found.
+//
+//   FR_ASSIGN_OR_RETURN(LoadedTrace trace, LoadTrace("/checkpoints/job42/fr"));  // load.h
+//   JobIndex index = BuildJobIndex(trace);                                      // index stage
+#ifndef FR_MODEL_LOADED_TRACE_H_
+#define FR_MODEL_LOADED_TRACE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fr/model/rank_dump.h"
+
+namespace fr {
+
+struct SkippedFile {
+  std::string path;
+  std::string reason;  // "trigger pipe", "log file", "no rank in the name", ...
+  // For a dump that was read and set aside (another file of its rank was preferred, or its rank
+  // is not one of the job's): the rank its name claims. -1 for files that are not dumps.
+  int64_t rank = -1;
+};
+
+// Two or more distinct files claim the same rank. Discovery returns every one of them in `files`
+// and lists the rank here; the loader decides by content which one is the rank's dump. Paths
+// that are the same file (a symlink or hard link to it) are not a conflict: the first path in
+// byte order is used, the others are skipped as "same file as P".
+struct RankConflict {
+  int64_t rank = -1;
+  std::vector<std::string> paths;  // sorted
+};
+
+struct RejectedFile {
+  std::string path;
+  int64_t rank = kUnknown;
+  std::string error;  // names the file, the byte offset or key, and what was expected
+};
+
+// Time spent per stage, summed over worker threads.
+struct LoadTimings {
+  int64_t discover_ns = 0;
+  int64_t read_ns = 0;  // mapping and decompression
+  int64_t decode_ns = 0;
+  int64_t normalize_ns = 0;
+  int64_t wall_ns = 0;
+};
+
+struct LoadedTrace {
+  LoadedTrace() = default;
+  LoadedTrace(LoadedTrace&&) = default;
+  LoadedTrace& operator=(LoadedTrace&&) = default;
+  // RankDumps are move-only; say so here so that generic code (pybind11) sees it too.
+  LoadedTrace(const LoadedTrace&) = delete;
+  LoadedTrace& operator=(const LoadedTrace&) = delete;
+
+  std::vector<RankDump> ranks;         // ascending rank
+  std::vector<RejectedFile> rejected;  // damaged dumps of the job's ranks, ascending rank
+  // Files not used, ascending path: files that are not dumps (rank -1), and dumps set aside with
+  // the rank their name claims and why: a copy or an older dump of a rank read from another file,
+  // a dump whose own process groups do not list its rank, a rank far beyond all others.
+  std::vector<SkippedFile> skipped;
+  // Ranks with several files of which none could be used. LoadTrace settles every such conflict
+  // by content (what it set aside is in `skipped`), so it leaves this empty; it stays for callers
+  // that build a LoadedTrace themselves.
+  std::vector<RankConflict> conflicts;
+  // Ranks the readable dumps say the job has (members of the groups their pg_config lists, and
+  // every rank up to the highest loaded one) that have no usable file. Rejected ranks are not
+  // included. A name alone never adds ranks here: see SettleWorld in load.cc.
+  std::vector<int64_t> missing_ranks;
+  std::vector<std::string> versions;  // distinct dump versions, ascending
+  uint64_t bytes_on_disk = 0;
+  uint64_t bytes_decoded = 0;  // after decompression
+  LoadTimings timings;
+};
+
+}  // namespace fr
+
+#endif  // FR_MODEL_LOADED_TRACE_H_
