@@ -605,5 +605,18 @@ TEST_F(DiscoverTest, DiscoversFiveThousandFiles) {
   EXPECT_THAT(found.conflicts, IsEmpty());
 }
 
+// The host a report shows for a dump comes from its path with discovery's own name rules: the
+// rank digits and every dump extension are not part of it.
+TEST(HostOfDumpPathTest, HostsFromFoldersAndNamesWithoutRankOrExtensions) {
+  EXPECT_EQ(HostOfDumpPath("/jobs/42/nccl_trace_rank_node02_0.zstd", "/jobs/42"), "node02");
+  EXPECT_EQ(HostOfDumpPath("/jobs/42/nccl_trace_rank_container-node02_5.json.gz", "/jobs/42"),
+            "container-node02");
+  EXPECT_EQ(HostOfDumpPath("/jobs/42/node03/nccl_trace_rank_5", "/jobs/42"), "node03");
+  EXPECT_EQ(HostOfDumpPath("/jobs/42/a/node04/rank_7.json", "/jobs/42"), "node04");
+  EXPECT_EQ(HostOfDumpPath("/jobs/42/nccl_trace_rank_5", "/jobs/42"), "");
+  EXPECT_EQ(HostOfDumpPath("/jobs/42/comm_lib_trace_rank_12.zst", "/jobs/42/"), "");
+  EXPECT_EQ(HostOfDumpPath("rank_3", ""), "");
+}
+
 }  // namespace
 }  // namespace fr
