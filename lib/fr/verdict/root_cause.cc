@@ -342,6 +342,9 @@ class Explainer {
         }
       }
     }
+    // Bounds that cross (a line placed after a later one by its neighbours) can leave no
+    // contender at all: the earliest by time then leads.
+    if (lead_it == candidates.end()) lead_it = candidates.begin();
     std::rotate(candidates.begin(), lead_it, lead_it + 1);
     const Candidate& first = candidates.front();
     const LogEvent& lead = *first.event;
