@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +31,7 @@
 
 #include "cli_flags.h"
 #include "fmt/format.h"
+#include "fr/base/utf8.h"
 #include "fr/fr_analyze.h"
 // Test tooling, for `fr-analyze simulate` and `example` only.
 #include "fr/simulate/example_job.h"
@@ -460,7 +462,8 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
     if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
     std::fprintf(stderr, "fr-analyze: no readable flight-recorder dump under %s\n", path.c_str());
     for (const RejectedFile& file : trace->rejected) {
-      std::fprintf(stderr, "  %s\n", file.error.c_str());
+      // Errors may quote a key from the file: never raw escapes on a terminal.
+      std::fprintf(stderr, "  %s\n", TerminalSafe(file.error).c_str());
     }
     return kExitUsage;
   }
@@ -716,7 +719,16 @@ int Main(int argc, char** argv) {
 }  // namespace fr
 
 int main(int argc, char** argv) {
-  int status = fr::Main(argc, argv);
+  int status = 2;
+  try {
+    status = fr::Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // Every file's load catches its own allocation failures (that file is rejected); this is
+    // the rest of the run (the analysis of what was loaded) with no memory left.
+    std::fprintf(stderr,
+                 "fr-analyze: out of memory (the dumps loaded, the analysis did not fit)\n");
+    return 2;
+  }
   // Whatever a subcommand printed must have reached stdout (`fr-analyze example DIR > /dev/full`).
   // Status 2 has already said what went wrong.
   if (status != 2 && (std::fflush(stdout) != 0 || std::ferror(stdout))) {

@@ -195,3 +195,103 @@ def test_out_of_range_numbers_are_usage_errors(cli, hung_job, tmp_path, args):
     assert result.returncode == 2
     assert "needs" in result.stderr or "at most" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+# --- Regression tests named after what a user saw (issue 10, items 9, 10, 12, 13) ---------------
+
+@pytest.fixture
+def hung_json_job(cli, tmp_path):
+    """TP2 x PP2 x DP2 as JSON dumps (simulated); rank 5 never reaches a DP collective."""
+    directory = tmp_path / "hung_json"
+    subprocess.run([cli, "simulate", str(directory), "--fault", "stuck_before_op", "--fault-rank",
+                    "5", "--json"], check=True, capture_output=True)
+    return directory
+
+
+def rewrite_json_dump(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
+
+
+def test_a_damaged_victim_dump_is_unreadable_not_a_crashed_culprit(cli, hung_job):
+    before = verdict(cli, hung_job)["verdict"]
+    victim = hung_job / "nccl_trace_rank_2"
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    report = verdict(cli, hung_job)
+    assert report["verdict"]["failure_class"] == before["failure_class"] == "missing_participant"
+    assert report["verdict"]["culprit_ranks"] == [5]
+    assert [f["rank"] for f in report["inputs"]["files_rejected"]] == [2]
+    assert "rank 2 left no dump" not in report["verdict"]["summary"].lower()
+
+
+def test_a_damaged_victim_dump_leaves_a_json_op_mismatch_alone(cli, tmp_path):
+    directory = tmp_path / "mismatch"
+    subprocess.run([cli, "simulate", str(directory), "--fault", "op_mismatch", "--fault-rank", "5",
+                    "--fault-group", "tp", "--json"], check=True, capture_output=True)
+    before = verdict(cli, directory)["verdict"]
+    assert before["failure_class"] == "op_mismatch" and before["culprit_ranks"] == [5]
+    victim = directory / "nccl_trace_rank_1"
+    victim.write_bytes(b"{" + victim.read_bytes()[1:200])
+    after = verdict(cli, directory)["verdict"]
+    assert after["failure_class"] == "op_mismatch" and after["culprit_ranks"] == [5]
+
+
+def test_file_times_of_zero_keep_a_hung_job_hung(cli, hung_job):
+    for name in os.listdir(hung_job):
+        os.utime(hung_job / name, ns=(0, 0))
+    result = run(cli, hung_job, "--format", "json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["verdict"]["failure_class"] == "missing_participant"
+    assert report["verdict"]["culprit_ranks"] == [5]
+    assert report["inputs"]["dump_time_source"].startswith("unknown")
+
+
+def test_a_victim_entry_without_profiling_name_keeps_the_hang_verdict(cli, hung_json_job):
+    before = verdict(cli, hung_json_job)["verdict"]
+
+    def drop_a_name(data):
+        # An older, completed entry of a victim: it must not become a "mismatch" of its own.
+        del data["entries"][len(data["entries"]) // 2]["profiling_name"]
+
+    rewrite_json_dump(hung_json_job / "nccl_trace_rank_1", drop_a_name)
+    after = verdict(cli, hung_json_job)["verdict"]
+    assert after["failure_class"] == before["failure_class"] == "missing_participant"
+    assert after["culprit_ranks"] == before["culprit_ranks"] == [5]
+    assert after["confidence"] == before["confidence"]
+
+
+def test_sequence_numbers_past_32_bits_are_reported_whole(cli, hung_json_job):
+    before = verdict(cli, hung_json_job)["verdict"]
+    shift = 2**32
+
+    def shift_seqs(data):
+        for entry in data.get("entries", []):
+            entry["collective_seq_id"] += shift
+        for status in data.get("pg_status", {}).values():
+            for key, value in status.items():
+                if int(value) >= 0 and "collective" in key:
+                    status[key] = str(int(value) + shift)
+
+    for path in sorted(hung_json_job.iterdir()):
+        rewrite_json_dump(path, shift_seqs)
+    after = verdict(cli, hung_json_job)["verdict"]
+    assert after["culprit_ranks"] == [5]
+    assert after["collective_seq_id"] == before["collective_seq_id"] + shift
+    assert f"#{before['collective_seq_id'] + shift}" in after["summary"]
+
+
+def test_a_rank_past_32_bits_is_invalid_input_not_a_small_rank(cli, hung_json_job):
+    def forge_rank(data):
+        group = next(iter(data["pg_config"].values()))
+        group["ranks"] = "[0, 4294967299]"
+
+    rewrite_json_dump(hung_json_job / "nccl_trace_rank_0", forge_rank)
+    report = verdict(cli, hung_json_job)
+    rejected = report["inputs"]["files_rejected"]
+    assert [f["rank"] for f in rejected] == [0]
+    assert "rank 4294967299 is outside the range of ranks" in rejected[0]["error"]
+    assert "pg_config" in rejected[0]["error"]
+    assert 3 not in report["verdict"]["culprit_ranks"]
+    assert 4294967299 not in report["inputs"]["ranks_missing"]

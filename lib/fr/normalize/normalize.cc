@@ -642,6 +642,15 @@ class Normalizer {
         parsed.ok = true;
       }
     }
+    // Ranks are 32-bit in PyTorch (and in the report's contract): a larger one is not a rank
+    // that could be shown cut to 32 bits, it is a damaged or forged file.
+    for (int64_t rank : parsed.ranks) {
+      if (rank < 0 || rank > std::numeric_limits<int32_t>::max()) {
+        return Error(value, where,
+                     fmt::format("rank {} is outside the range of ranks (0 to {})", rank,
+                                 std::numeric_limits<int32_t>::max()));
+      }
+    }
     if (!budget_.Keep(parsed.ranks.size() * sizeof(int64_t))) return BudgetError(value, where);
     return &parsed;
   }
