@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "fr/model/loaded_trace.h"
 #include "fr/logs/log_event.h"
+#include "fr/model/loaded_trace.h"
 #include "fr/report.pb.h"
 
 namespace fr {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "fr/model/loaded_trace.h"
 #include "fr/logs/log_event.h"
+#include "fr/model/loaded_trace.h"
 #include "fr/report.pb.h"
 
 namespace fr {
