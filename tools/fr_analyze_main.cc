@@ -187,7 +187,8 @@ cli::Flag FormatFlag(std::vector<std::string_view> formats, TraceArgs* args) {
 cli::Flag OutputFlag(std::string* output) {
   return cli::String({"-o", "--output"}, "FILE", "write to FILE instead of stdout", output);
 }
-std::vector<cli::Flag> DiscoveryFlags(TraceArgs* args) {
+// `just_print_entries`: the command also has torchfrtrace's -j switch, which help then explains.
+std::vector<cli::Flag> DiscoveryFlags(TraceArgs* args, bool just_print_entries = false) {
   return {
       cli::String({"-p", "--prefix"}, "PREFIX", "dump files are named PREFIX<rank>", &args->prefix),
       cli::String({"--rank-pattern"}, "REGEX",
@@ -195,8 +196,9 @@ std::vector<cli::Flag> DiscoveryFlags(TraceArgs* args) {
                   "matched against the path relative to DIR",
                   &args->rank_pattern),
       cli::Int({"-j", "--jobs"}, "N", 0, kMaxJobs,
-               "threads for reading and decoding (default 0: all cores);\n"
-               "-j takes a number only: -j alone is --just_print_entries",
+               just_print_entries ? "threads for reading and decoding (default 0: all cores);\n"
+                                    "-j takes a number only: -j alone is --just_print_entries"
+                                  : "threads for reading and decoding (default 0: all cores)",
                &args->jobs),
       cli::Switch({"--follow-links"}, "follow symlinks that lead out of DIR (default: skip them)",
                   &args->follow_links),
@@ -204,6 +206,12 @@ std::vector<cli::Flag> DiscoveryFlags(TraceArgs* args) {
 }
 cli::Flag PgFilterFlag(TraceArgs* args, std::string_view help) {
   return cli::StringList({"--pg-filter", "--pg-filters"}, "NAME[,NAME]", help, &args->pg_filter);
+}
+cli::Flag DumpTimeFlag(TraceArgs* args) {
+  return cli::Int({"--dump-time"}, "NS", 0, std::numeric_limits<int64_t>::max(),
+                  "when the dumps were taken (ns since the epoch);\n"
+                  "default: the files' modification times",
+                  &args->dump_time_ns);
 }
 cli::Flag AllowIncompleteFlag(TraceArgs* args) {
   return cli::Switch({"--allow-incomplete-ranks"},
@@ -224,14 +232,12 @@ Command AnalyzeCommand(TraceArgs* args) {
       .other_usages = {"fr-analyze DIR [options]", "fr-analyze analyze - < job.log"},
   };
   command.flags = {FormatFlag({"text", "json", "proto"}, args), OutputFlag(&args->output)};
-  for (cli::Flag& flag : DiscoveryFlags(args)) command.flags.push_back(std::move(flag));
+  for (cli::Flag& flag : DiscoveryFlags(args, /*just_print_entries=*/true))
+    command.flags.push_back(std::move(flag));
   command.flags.push_back(PgFilterFlag(args,
                                        "report only these process groups (name or desc);\n"
                                        "matching still uses every group"));
-  command.flags.push_back(cli::Int({"--dump-time"}, "NS", 0, std::numeric_limits<int64_t>::max(),
-                                   "when the dumps were taken (ns since the epoch);\n"
-                                   "default: the files' modification times",
-                                   &args->dump_time_ns));
+  command.flags.push_back(DumpTimeFlag(args));
   command.flags.push_back(cli::Switch(
       {"--timings"}, "print time per stage (read, decode, analysis) on stderr", &args->timings));
   command.flags.push_back(cli::Choice({"--color"}, "colour choice", {"auto", "always", "never"},
@@ -272,7 +278,8 @@ Command EntriesCommand(TraceArgs* args) {
       .other_usages = {"fr-analyze DIR -j [options]"},
   };
   command.flags = {FormatFlag({"text"}, args), OutputFlag(&args->output)};
-  for (cli::Flag& flag : DiscoveryFlags(args)) command.flags.push_back(std::move(flag));
+  for (cli::Flag& flag : DiscoveryFlags(args, /*just_print_entries=*/true))
+    command.flags.push_back(std::move(flag));
   command.flags.push_back(cli::IntList({"--ranks", "--selected-ranks"}, "R[,R]", 0,
                                        std::numeric_limits<int32_t>::max(),
                                        "columns: these ranks (default: a group's first 8);\n"
@@ -298,10 +305,7 @@ Command EntriesCommand(TraceArgs* args) {
 void AddPictureFlags(TraceArgs* args, Command* command) {
   command->flags.push_back(OutputFlag(&args->output));
   for (cli::Flag& flag : DiscoveryFlags(args)) command->flags.push_back(std::move(flag));
-  command->flags.push_back(cli::Int({"--dump-time"}, "NS", 0, std::numeric_limits<int64_t>::max(),
-                                    "when the dumps were taken (ns since the epoch);\n"
-                                    "default: the files' modification times",
-                                    &args->dump_time_ns));
+  command->flags.push_back(DumpTimeFlag(args));
 }
 
 Command TimelineCommand(TraceArgs* args) {
