@@ -274,3 +274,14 @@ def test_timeline_files_from_python(cli, tmp_path):
     perfetto = tmp_path / "job.pftrace"
     assert trace.write_timeline(str(perfetto)) > 0
     assert perfetto.read_bytes()[:1] == b"\x0a", "a Trace message: field 1 (packet), bytes"
+
+
+def test_text_report_puts_the_root_cause_first(cli, tmp_path):
+    """What `fr-analyze DIR` prints starts with why the job died, before the dumps' verdict."""
+    expected = logsim.simulate(str(tmp_path / "job"), 16, "host_oom", "per_host", seed=8)
+    out = subprocess.run([cli, str(tmp_path / "job")], capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    first = out.stdout.splitlines()[0]
+    culprit = expected["culprit_ranks"][0]
+    assert first.startswith(f"root cause: host_oom on rank(s) {culprit} "), first
+    assert out.stdout.index("root cause:") < out.stdout.index("fr-analyze: ")
