@@ -23,6 +23,12 @@ Report.ranks_df(): one row per rank the job had, ascending.
     rank stands in its group of that kind, "scheduled all_reduce #37"; several groups of one kind
     are joined with "; "; <NA> when the rank is in no such group.
 
+Report.rank_states_df(): the same states as a long table, one row per rank x process group it
+is a member of (ranks, then groups as the report lists them), for filtering and grouping.
+    rank int32 | process_group category (group name) | pg_desc category |
+    state category (completed/started/scheduled/not issued/dump missing/...) | op category |
+    seq Int64 (collective seq; p2p seq in groups of only send/recv; <NA>: none)
+
 Report.findings_df(): one row per finding, earliest cause first.
     kind category | ranks object (list of int) | process_group category | pg_desc category |
     collective_seq_id int32 (-1: not applicable) | op category | confidence category |
@@ -149,6 +155,28 @@ def ranks_df(report: "Report") -> "pandas.DataFrame":
                   for r in rows]
         frame[column] = pd.Categorical(values)
     return frame
+
+
+def rank_states_df(report: "Report") -> "pandas.DataFrame":
+    """One row per rank x group it is in (columns: see the module docstring)."""
+    pd = _pandas()
+    rows = []
+    for order, group in enumerate(report._fields["process_groups"]):
+        ref = group["group"]
+        for state in group["states"]:
+            for rank in state["ranks"]:
+                rows.append((rank, order, ref["name"], ref["desc"], state["state"], state["op"],
+                             state["seq_id"]))
+    rows.sort(key=lambda row: (row[0], row[1]))
+    seqs = [row[6] for row in rows]
+    return pd.DataFrame({
+        "rank": pd.array([row[0] for row in rows], dtype="int32"),
+        "process_group": pd.Categorical([row[2] for row in rows]),
+        "pg_desc": pd.Categorical([row[3] for row in rows]),
+        "state": pd.Categorical([row[4] for row in rows]),
+        "op": pd.Categorical([row[5] for row in rows]),
+        "seq": pd.array([s if s >= 0 else None for s in seqs], dtype="Int64"),
+    })
 
 
 def findings_df(report: "Report") -> "pandas.DataFrame":

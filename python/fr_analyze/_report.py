@@ -157,6 +157,12 @@ class Report:
 
         return _frames.ranks_df(self)
 
+    def rank_states_df(self) -> "pandas.DataFrame":
+        """One row per rank x process group: where the rank stands in it (state, op, seq)."""
+        from fr_analyze import _frames
+
+        return _frames.rank_states_df(self)
+
     def findings_df(self) -> "pandas.DataFrame":
         """One row per finding, earliest cause first."""
         from fr_analyze import _frames

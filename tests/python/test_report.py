@@ -69,6 +69,24 @@ def test_ranks_df_agrees_with_the_verdict(simulated_job):
     assert {"state:TP", "state:PP", "state:DP", "state:default_pg"} <= set(ranks.columns)
 
 
+def test_rank_states_df_is_the_long_table_of_where_each_rank_stands(simulated_job):
+    """The simulated job (TP2 x PP2 x DP2, rank 5 stuck before a DP collective): every rank is in
+    one group of each kind, so 8 ranks x 4 kinds of group; rank 5 never issued the DP op its
+    peer waits in, at the verdict's seq."""
+    report = fr_analyze.analyze(simulated_job)
+    states = report.rank_states_df()
+    assert list(states.columns) == ["rank", "process_group", "pg_desc", "state", "op", "seq"]
+    assert str(states["seq"].dtype) == "Int64" and str(states["state"].dtype) == "category"
+    assert len(states) == 8 * 4
+    assert states.groupby("rank").size().tolist() == [4] * 8
+    dp = states[(states.pg_desc == "DP") & (states.process_group == report.verdict.process_group.name)]
+    by_rank = dp.set_index("rank")
+    assert by_rank.loc[5, "state"] == "not issued"
+    peer = [r for r in report.verdict.process_group.ranks if r != 5][0]
+    assert by_rank.loc[peer, "seq"] == report.verdict.collective_seq_id
+    assert by_rank.loc[peer, "state"] in ("started", "scheduled")
+
+
 def test_findings_df_lists_the_culprit_with_its_stack(simulated_job):
     report = fr_analyze.analyze(simulated_job)
     findings = report.findings_df()
