@@ -492,6 +492,8 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
     AnalyzeOptions analyze;
     analyze.source = path;
     analyze.dump_time_ns = args.dump_time_ns;
+    GpuMonitor monitor = ReadGpuMonitorBeside(*trace, path);
+    analyze.gpu_monitor = &monitor;
     report::Report report = Analyze(*trace, &logs, analyze);
     Timeline timeline = BuildTimeline(*trace, logs, report);
     std::string bytes = mode == Mode::kHtml            ? WriteHtmlReport(report, timeline)
@@ -512,6 +514,8 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
   analyze.source = path;
   analyze.dump_time_ns = args.dump_time_ns;
   analyze.pg_filter = args.pg_filter;
+  GpuMonitor monitor = ReadGpuMonitorBeside(*trace, path);
+  analyze.gpu_monitor = &monitor;
   auto analysis_started = std::chrono::steady_clock::now();
   report::Report report = Analyze(*trace, &logs, analyze);
   if (args.timings) {

@@ -163,6 +163,8 @@ std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
     } else {
       logs = ReadLogsBeside(trace);
     }
+    GpuMonitor monitor = ReadGpuMonitorBeside(trace, source);
+    options.gpu_monitor = &monitor;
     report = Analyze(trace, &logs, options);
   }
   py::list time_ns, raw_time, rank, host, kind, file, line, text;
@@ -197,8 +199,10 @@ py::bytes WriteTimeline(const LoadedTrace& trace, const std::string& source,
   {
     py::gil_scoped_release release;
     LogSet logs = ReadLogsBeside(trace);
+    GpuMonitor monitor = ReadGpuMonitorBeside(trace, source);
     AnalyzeOptions options;
     options.source = source;
+    options.gpu_monitor = &monitor;
     report::Report report = Analyze(trace, &logs, options);
     fr::Timeline timeline = BuildTimeline(trace, logs, report);
     bytes = format == "chrome-json" ? WriteChromeTraceJson(timeline) : WritePerfettoTrace(timeline);

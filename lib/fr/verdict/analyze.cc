@@ -1165,7 +1165,20 @@ class Analyzer {
 }  // namespace
 
 Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options) {
-  return Analyzer(trace, options).Run();
+  Report report = Analyzer(trace, options).Run();
+  if (options.gpu_monitor != nullptr) {
+    // Supporting evidence from the GPUs' side, after the dumps' own findings: it says what the
+    // hardware was doing, not which rank others waited for.
+    for (const GpuFinding& gpu : FindGpuAnomalies(*options.gpu_monitor)) {
+      Finding* finding = report.add_findings();
+      finding->set_kind(gpu.kind);
+      finding->set_collective_seq_id(-1);
+      finding->set_confidence("medium");
+      finding->set_summary(ValidUtf8(gpu.summary));
+      for (const std::string& line : gpu.evidence) finding->add_evidence(ValidUtf8(line));
+    }
+  }
+  return report;
 }
 
 bool IsFailure(const Report& report) {

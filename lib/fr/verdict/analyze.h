@@ -18,6 +18,7 @@
 
 #include "fr/logs/log_event.h"
 #include "fr/model/loaded_trace.h"
+#include "fr/monitor/gpu_monitor.h"
 #include "fr/report.pb.h"
 
 namespace fr {
@@ -32,6 +33,9 @@ struct AnalyzeOptions {
   std::vector<std::string> pg_filter;
   // Findings per kind beyond which only a count is kept (the analysis itself never stops early).
   int max_findings_per_kind = 20;
+  // GPU monitor logs read beside the dumps (ReadGpuMonitorBeside), or nullptr: what they show
+  // (the NCCL hang signature, an idle GPU among busy ones, uneven memory) becomes findings.
+  const GpuMonitor* gpu_monitor = nullptr;
 };
 
 report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);
@@ -46,6 +50,10 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
 // content (lib/fr/logs LooksLikeLog; compressed files named like logs too), parsed. Links out of
 // the input, hidden files, pipes and core files are never read.
 LogSet ReadLogsBeside(const LoadedTrace& trace);
+
+// The nvidia-smi `--query-gpu ... --format=csv` logs among the files beside the dumps (by
+// content), each host named by the folder it is in below `source` (the directory analysed).
+GpuMonitor ReadGpuMonitorBeside(const LoadedTrace& trace, const std::string& source);
 
 // True when the verdict is a failure, or the logs show one (exit status 1 of
 // `fr-analyze analyze`).

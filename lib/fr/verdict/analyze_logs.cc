@@ -105,7 +105,7 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
     std::string head(4096, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(in.gcount()));
-    if (IsOwnReport(head)) continue;
+    if (IsOwnReport(head) || LooksLikeNvidiaSmiCsv(head)) continue;
     bool named_log = file.reason == "log file";
     if (LooksLikeLog(head) || (named_log && Compressed(head))) paths.push_back(file.path);
   }
@@ -123,6 +123,44 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
     }
   }
   return *std::move(logs);
+}
+
+GpuMonitor ReadGpuMonitorBeside(const LoadedTrace& trace, const std::string& source) {
+  // A monitor log of a long job is a few MB per host; anything far larger is not one.
+  constexpr std::streamsize kMaxMonitorBytes = std::streamsize{256} << 20;
+  GpuMonitor monitor;
+  for (const SkippedFile& file : trace.skipped) {
+    if (file.rank >= 0 || NeverRead(file.reason)) continue;
+    std::ifstream in(file.path, std::ios::binary);
+    if (!in) continue;
+    std::string head(4096, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(in.gcount()));
+    if (!LooksLikeNvidiaSmiCsv(head)) continue;
+    in.clear();
+    in.seekg(0, std::ios::end);
+    std::streamsize size = in.tellg();
+    if (size < 0 || size > kMaxMonitorBytes) continue;
+    std::string text(static_cast<size_t>(size), '\0');
+    in.seekg(0);
+    in.read(text.data(), size);
+    text.resize(static_cast<size_t>(in.gcount()));
+    // The host: the folder the file sits in, below the directory analysed.
+    std::string_view relative = file.path;
+    if (!source.empty() && relative.starts_with(source)) relative.remove_prefix(source.size());
+    while (!relative.empty() && relative.front() == '/') relative.remove_prefix(1);
+    std::string host;
+    if (size_t slash = relative.rfind('/'); slash != std::string_view::npos) {
+      std::string_view folder = relative.substr(0, slash);
+      if (size_t parent = folder.rfind('/'); parent != std::string_view::npos) {
+        folder.remove_prefix(parent + 1);
+      }
+      host = std::string(folder);
+    }
+    // A file that is not one after all (no header line) is simply not a monitor log.
+    (void)ParseNvidiaSmiCsv(file.path, text, host, &monitor);
+  }
+  return monitor;
 }
 
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {
