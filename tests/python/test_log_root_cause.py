@@ -285,3 +285,43 @@ def test_text_report_puts_the_root_cause_first(cli, tmp_path):
     culprit = expected["culprit_ranks"][0]
     assert first.startswith(f"root cause: host_oom on rank(s) {culprit} "), first
     assert out.stdout.index("root cause:") < out.stdout.index("fr-analyze: ")
+
+
+@pytest.mark.parametrize("fault", ["host_kill", "collective_timeout"])
+def test_logs_beside_dumps_kill_from_outside_and_timeouts_only(cli, tmp_path, fault):
+    """The kinds the test above leaves out, beside the dumps of a job whose rank 5 left no dump:
+    a kill from outside blames no rank (and says that the dumps' straggler may be where the kill
+    found it); with only timeouts in the logs, the rank that never reached the collective."""
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job / "dumps"), "--fault", "crashed_rank",
+                    "--fault-rank", "5"], check=True, capture_output=True)
+    expected = logsim.simulate(str(job / "logs"), 8, fault, "torchrun_logdir", seed=4,
+                               culprit_rank=5, gpus_per_host=4)
+    report, status = run_cli(cli, str(job))
+    cause = report["verdict"]["root_cause"]
+    assert status == 1
+    assert cause["kind"] == fault
+    assert report["verdict"]["culprit_ranks"] == expected["culprit_ranks"]
+    if fault == "host_kill":
+        assert expected["culprit_ranks"] == [] and cause["disagreement"] != ""
+    else:
+        assert expected["culprit_ranks"] == [5] and cause["disagreement"] == ""
+
+
+def test_logs_beside_dumps_at_512_ranks(cli, tmp_path):
+    """TP 8 x PP 4 x DP 16: rank 300's GPU fell off the bus (the logs) and its dump is missing
+    (the dumps); the two agree on rank 300 and the Xid is why."""
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job / "dumps"), "--tp", "8", "--pp", "4", "--dp", "16",
+                    "--steps", "8", "--buffer", "400", "--fault", "crashed_rank", "--fault-rank",
+                    "300", "--fault-step", "5"], check=True, capture_output=True)
+    expected = logsim.simulate(str(job / "logs"), 512, "xid", "torchrun_logdir", seed=4,
+                               culprit_rank=300)
+    report, status = run_cli(cli, str(job))
+    verdict = report["verdict"]
+    assert status == 1
+    assert expected["culprit_ranks"] == [300]
+    assert verdict["culprit_ranks"] == [300]
+    assert verdict["root_cause"]["kind"] == "xid"
+    assert verdict["root_cause"]["ranks"] == [300]
+    assert verdict["root_cause"]["disagreement"] == ""
