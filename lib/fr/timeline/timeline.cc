@@ -75,6 +75,10 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
   }
 
   // Slices, one track per rank with a dump.
+  uint32_t retired_state = timeline.Intern("retired");
+  auto state_id = [&](EntryState state) {
+    return timeline.Intern(std::string(EntryStateName(state)));
+  };
   int64_t dump_time = report.inputs().dump_time_ns();
   std::map<int32_t, uint32_t> track_of_rank;
   // Per track, its slices [first, end) in `timeline.slices`, and per slice its group's name
@@ -98,6 +102,15 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
       return dump.entries[a].time_created_ns < dump.entries[b].time_created_ns;
     });
     uint32_t first_slice = static_cast<uint32_t>(timeline.slices.size());
+    // What repeats across a dump's entries is interned once per distinct value: its groups, ops
+    // and size signatures (formatting them per entry was most of the cost at 2M entries).
+    std::vector<std::pair<uint32_t, uint32_t>> group_ids;  // per local group: (label, name)
+    for (const ProcessGroup& group : dump.groups) {
+      group_ids.push_back({timeline.Intern(GroupLabel(dump, group)),
+                           timeline.Intern(std::string(dump.strings.view(group.name)))});
+    }
+    absl::flat_hash_map<uint64_t, uint32_t> sizes_of;  // (input, output) shape lists -> id
+    absl::flat_hash_map<uint32_t, uint32_t> op_of;     // op name string -> id
     for (size_t k = 0; k < order.size(); ++k) {
       const Entry& entry = dump.entries[order[k]];
       int64_t begin = entry.time_created_ns;
@@ -114,28 +127,30 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
         end = std::max(end, dump.entries[order[k + 1]].time_created_ns);
       }
       end = std::max(end, begin + kMinimumSliceNs);
-      std::string group_label;
-      std::string group_name;
-      if (entry.group < dump.groups.size()) {
-        group_label = GroupLabel(dump, dump.groups[entry.group]);
-        group_name = std::string(dump.strings.view(dump.groups[entry.group].name));
-      }
+      auto [group_label, group_name] =
+          entry.group < group_ids.size() ? group_ids[entry.group] : std::pair<uint32_t, uint32_t>{};
       int64_t seq = entry.is_p2p ? entry.p2p_seq_id : entry.collective_seq_id;
-      std::string op(dump.strings.view(entry.op_name));
+      std::string_view op = dump.strings.view(entry.op_name);
+      auto [op_id, new_op] = op_of.try_emplace(entry.op_name, 0);
+      if (new_op) op_id->second = timeline.Intern(std::string(op));
+      uint64_t sizes_key = uint64_t{entry.input_sizes} << 32 | entry.output_sizes;
+      auto [sizes_id, new_sizes] = sizes_of.try_emplace(sizes_key, 0);
+      if (new_sizes) {
+        sizes_id->second = timeline.Intern(fmt::format(
+            "in {} out {}", dump.Shapes(entry.input_sizes), dump.Shapes(entry.output_sizes)));
+      }
       Timeline::Slice slice;
       slice.track = track;
       slice.begin_ns = begin - offset;
       slice.end_ns = end - offset;
-      slice.name = timeline.Intern(seq >= 0 ? fmt::format("{} #{}", op, seq) : op);
-      slice.group = timeline.Intern(group_label);
-      slice.op = timeline.Intern(op);
-      slice.state = timeline.Intern(std::string(
-          entry.retired && entry.state != EntryState::kCompleted ? "retired"
-                                                                 : EntryStateName(entry.state)));
-      slice.sizes = timeline.Intern(fmt::format("in {} out {}", dump.Shapes(entry.input_sizes),
-                                                dump.Shapes(entry.output_sizes)));
+      slice.name = seq >= 0 ? timeline.Intern(fmt::format("{} #{}", op, seq)) : op_id->second;
+      slice.group = group_label;
+      slice.op = op_id->second;
+      slice.state = entry.retired && entry.state != EntryState::kCompleted ? retired_state
+                                                                           : state_id(entry.state);
+      slice.sizes = sizes_id->second;
       slice.seq = seq;
-      slice_group_name.push_back(timeline.Intern(group_name));
+      slice_group_name.push_back(group_name);
       timeline.slices.push_back(slice);
     }
     slices_of_track.push_back({first_slice, static_cast<uint32_t>(timeline.slices.size())});
