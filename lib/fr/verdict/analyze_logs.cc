@@ -94,17 +94,26 @@ std::vector<RankAnchor> DumpAnchors(const LoadedTrace& trace) {
   return anchors;
 }
 
+// Opens a file discovery set aside that may be read (not a dump, not a pipe or device) and reads
+// its first 4 KB into `head`, by which its kind is judged; false when it cannot be opened.
+bool OpenWithHead(const SkippedFile& file, std::ifstream* in, std::string* head) {
+  if (file.rank >= 0 || NeverRead(file.reason)) return false;
+  in->open(file.path, std::ios::binary);
+  if (!*in) return false;
+  head->assign(4096, '\0');
+  in->read(head->data(), static_cast<std::streamsize>(head->size()));
+  head->resize(static_cast<size_t>(in->gcount()));
+  return true;
+}
+
 }  // namespace
 
 LogSet ReadLogsBeside(const LoadedTrace& trace) {
   std::vector<std::string> paths;
   for (const SkippedFile& file : trace.skipped) {
-    if (file.rank >= 0 || NeverRead(file.reason)) continue;
-    std::ifstream in(file.path, std::ios::binary);
-    if (!in) continue;
-    std::string head(4096, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<size_t>(in.gcount()));
+    std::ifstream in;
+    std::string head;
+    if (!OpenWithHead(file, &in, &head)) continue;
     if (IsOwnReport(head) || LooksLikeNvidiaSmiCsv(head)) continue;
     bool named_log = file.reason == "log file";
     if (LooksLikeLog(head) || (named_log && Compressed(head))) paths.push_back(file.path);
@@ -130,13 +139,9 @@ GpuMonitor ReadGpuMonitorBeside(const LoadedTrace& trace, const std::string& sou
   constexpr std::streamsize kMaxMonitorBytes = std::streamsize{256} << 20;
   GpuMonitor monitor;
   for (const SkippedFile& file : trace.skipped) {
-    if (file.rank >= 0 || NeverRead(file.reason)) continue;
-    std::ifstream in(file.path, std::ios::binary);
-    if (!in) continue;
-    std::string head(4096, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<size_t>(in.gcount()));
-    if (!LooksLikeNvidiaSmiCsv(head)) continue;
+    std::ifstream in;
+    std::string head;
+    if (!OpenWithHead(file, &in, &head) || !LooksLikeNvidiaSmiCsv(head)) continue;
     in.clear();
     in.seekg(0, std::ios::end);
     std::streamsize size = in.tellg();
