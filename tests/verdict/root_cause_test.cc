@@ -159,6 +159,17 @@ TEST(RootCauseTest, ASilentRankAmongTimeoutsIsTheCulprit) {
   EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(11));
 }
 
+// An init line's world size is only a claim: one far beyond the ranks that printed (a garbled or
+// hostile line) cannot make every rank that did not print a suspect, nor be walked rank by rank.
+TEST(RootCauseTest, AWorldSizeFarBeyondTheRanksThatPrintedNamesNoSilentRank) {
+  JobLogs job({0, 0});
+  job.TimeOut(40, Noon(), {11});
+  job.Add(LogEventKind::kNcclInit, 11, Noon() - 3600 * kSecond).nranks = 2'000'000'000;
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), IsEmpty());
+}
+
 TEST(RootCauseTest, AKillFromOutsideHasNoCulpritRank) {
   JobLogs job({0, 0});
   LogEvent& kill = job.Add(LogEventKind::kHostKill, 0, Noon());

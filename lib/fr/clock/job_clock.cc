@@ -315,12 +315,31 @@ void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>&
         clock->Correct(event.host, local[i]) - std::max<int64_t>(event.ran_for_ms, 0) * kNanosPerMs;
     if (first_stall == kNoTime || enqueue < first_stall) first_stall = enqueue;
   }
-  for (const auto& [host, indices] : since_boot) {
-    HostClock* target = nullptr;
-    for (HostClock& candidate : clock->hosts) {
-      if (candidate.host == host) target = &candidate;
+  // Each host's earliest local time (correcting a host's times keeps their order).
+  std::map<std::string_view, int64_t> earliest_local;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (local[i] == kNoTime) continue;
+    auto [it, inserted] = earliest_local.try_emplace(events[i].host, local[i]);
+    if (!inserted) it->second = std::min(it->second, local[i]);
+  }
+  // The first line of each (host, pid) in which the launcher reports that worker's death, looked
+  // up once per kernel kill rather than searched for (a log can hold thousands of both).
+  std::map<std::pair<std::string_view, int64_t>, size_t> first_death;
+  for (size_t j = 0; j < events.size(); ++j) {
+    const LogEvent& death = events[j];
+    if ((death.kind == LogEventKind::kWorkerFailed ||
+         death.kind == LogEventKind::kRootCauseTable) &&
+        local[j] != kNoTime) {
+      first_death.try_emplace({death.host, death.pid}, j);
     }
-    if (target == nullptr) continue;
+  }
+  for (const auto& [host, indices] : since_boot) {
+    // Hosts are sorted by name (see Find).
+    auto found =
+        std::lower_bound(clock->hosts.begin(), clock->hosts.end(), host,
+                         [](const HostClock& h, const std::string& name) { return h.host < name; });
+    if (found == clock->hosts.end() || found->host != host) continue;
+    HostClock* target = &*found;
     // 1. The boot line.
     for (size_t i : indices) {
       const LogEvent& event = events[i];
@@ -336,18 +355,12 @@ void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>&
     for (size_t i : indices) {
       const LogEvent& kill = events[i];
       if (kill.pid < 0 || !IsKernelFault(kill.kind)) continue;
-      for (size_t j = 0; j < events.size(); ++j) {
-        const LogEvent& death = events[j];
-        if ((death.kind == LogEventKind::kWorkerFailed ||
-             death.kind == LogEventKind::kRootCauseTable) &&
-            death.pid == kill.pid && death.host == host && local[j] != kNoTime) {
-          target->boot_ns = local[j] - kLauncherPollNs - kill.raw_time.ns;
-          target->method += fmt::format(
-              "; kernel times from pid {}'s death, as the launcher reported it", kill.pid);
-          break;
-        }
-      }
-      if (target->boot_ns != kNoTime) break;
+      auto death = first_death.find({host, kill.pid});
+      if (death == first_death.end()) continue;
+      target->boot_ns = local[death->second] - kLauncherPollNs - kill.raw_time.ns;
+      target->method +=
+          fmt::format("; kernel times from pid {}'s death, as the launcher reported it", kill.pid);
+      break;
     }
     if (target->boot_ns != kNoTime) continue;
     // 3. Just before the stall.
@@ -359,12 +372,8 @@ void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>&
     if (anchor == INT64_MIN) anchor = last;
     int64_t when = first_stall;
     if (when == kNoTime) {
-      for (size_t i = 0; i < events.size(); ++i) {
-        if (events[i].host == host && local[i] != kNoTime) {
-          int64_t corrected = clock->Correct(host, local[i]);
-          if (when == kNoTime || corrected < when) when = corrected;
-        }
-      }
+      auto earliest = earliest_local.find(host);
+      if (earliest != earliest_local.end()) when = clock->Correct(host, earliest->second);
     }
     if (when == kNoTime) continue;
     // boot + anchor (host clock) corrects to just before `when`.

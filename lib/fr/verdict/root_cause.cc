@@ -529,28 +529,32 @@ class Explainer {
     size_t silent_candidates = 0;
     if (laggards.empty()) {
       // Ranks the job has that printed something but no timeout: silent in the collective.
-      std::set<int32_t> known;
-      int32_t world = -1;
-      for (const LogEvent& event : logs_.events) {
-        if (event.rank >= 0) known.insert(event.rank);
-        if (event.kind == LogEventKind::kNcclInit) world = std::max(world, event.nranks);
-      }
       // Ranks are dense: below the highest rank seen, or the world size an init line gives,
-      // every rank exists even if it printed nothing.
-      if (!known.empty()) world = std::max(world, *known.rbegin() + 1);
-      for (int32_t r = 0; r < world; ++r) known.insert(r);
+      // every rank exists even if it printed nothing, so the job's ranks are 0..world-1.
+      int64_t world = 0;
+      for (const LogEvent& event : logs_.events) {
+        if (event.rank >= 0) world = std::max<int64_t>(world, int64_t{event.rank} + 1);
+        if (event.kind == LogEventKind::kNcclInit) world = std::max<int64_t>(world, event.nranks);
+      }
+      // Silent ranks are named only while at most half the job is silent, so at least half of
+      // it is among the ranks that reached the collective. A world far larger than that (a
+      // stray or hostile "nranks") can name none, and is not walked rank by rank.
       std::set<int32_t> silent;
-      for (int32_t rank : known) {
-        if (!reached.contains(rank)) silent.insert(rank);
+      // (Every rank that reached it printed, so it lies below `world`.)
+      if (world <= 2 * static_cast<int64_t>(reached.size())) {
+        for (int32_t r = 0; r < world; ++r) {
+          if (!reached.contains(r)) silent.insert(r);
+        }
       }
       // A few silent ranks among many that timed out are the ones that never reached the
       // collective. Many silent ones are mostly victims the launcher killed before their own
       // watchdog fired: the culprit is among them, but the logs cannot say which.
       constexpr size_t kMaxSilentCulprits = 4;
+      const uint64_t known_ranks = static_cast<uint64_t>(world);
       if (!silent.empty() && silent.size() <= kMaxSilentCulprits &&
-          silent.size() * 2 <= known.size()) {
+          silent.size() * 2 <= known_ranks) {
         laggards = silent;
-      } else if (!silent.empty() && silent.size() * 2 <= known.size()) {
+      } else if (!silent.empty() && silent.size() * 2 <= known_ranks) {
         std::vector<int64_t> wide(silent.begin(), silent.end());
         (*cause->mutable_detail())["candidates"] = FormatRankSet(wide);
         silent_candidates = silent.size();
