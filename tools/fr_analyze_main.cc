@@ -492,10 +492,10 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
     AnalyzeOptions analyze;
     analyze.source = path;
     analyze.dump_time_ns = args.dump_time_ns;
-    GpuMonitor monitor = ReadGpuMonitorBeside(*trace, path);
-    analyze.gpu_monitor = &monitor;
+    MonitorSnapshots monitor = ReadMonitorsBeside(*trace, path, &logs);
+    analyze.monitors = &monitor;
     report::Report report = Analyze(*trace, &logs, analyze);
-    Timeline timeline = BuildTimeline(*trace, logs, report);
+    Timeline timeline = BuildTimeline(*trace, logs, report, &monitor);
     std::string bytes = mode == Mode::kHtml            ? WriteHtmlReport(report, timeline)
                         : args.format == "chrome-json" ? WriteChromeTraceJson(timeline)
                                                        : WritePerfettoTrace(timeline);
@@ -514,8 +514,8 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
   analyze.source = path;
   analyze.dump_time_ns = args.dump_time_ns;
   analyze.pg_filter = args.pg_filter;
-  GpuMonitor monitor = ReadGpuMonitorBeside(*trace, path);
-  analyze.gpu_monitor = &monitor;
+  MonitorSnapshots monitor = ReadMonitorsBeside(*trace, path, &logs);
+  analyze.monitors = &monitor;
   auto analysis_started = std::chrono::steady_clock::now();
   report::Report report = Analyze(*trace, &logs, analyze);
   if (args.timings) {

@@ -163,8 +163,8 @@ std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
     } else {
       logs = ReadLogsBeside(trace);
     }
-    GpuMonitor monitor = ReadGpuMonitorBeside(trace, source);
-    options.gpu_monitor = &monitor;
+    MonitorSnapshots monitor = ReadMonitorsBeside(trace, source, &logs);
+    options.monitors = &monitor;
     report = Analyze(trace, &logs, options);
   }
   py::list time_ns, raw_time, rank, host, kind, file, line, text;
@@ -199,23 +199,24 @@ py::bytes WriteTimeline(const LoadedTrace& trace, const std::string& source,
   {
     py::gil_scoped_release release;
     LogSet logs = ReadLogsBeside(trace);
-    GpuMonitor monitor = ReadGpuMonitorBeside(trace, source);
+    MonitorSnapshots monitor = ReadMonitorsBeside(trace, source, &logs);
     AnalyzeOptions options;
     options.source = source;
-    options.gpu_monitor = &monitor;
+    options.monitors = &monitor;
     report::Report report = Analyze(trace, &logs, options);
-    fr::Timeline timeline = BuildTimeline(trace, logs, report);
+    fr::Timeline timeline = BuildTimeline(trace, logs, report, &monitor);
     bytes = format == "chrome-json" ? WriteChromeTraceJson(timeline) : WritePerfettoTrace(timeline);
   }
   return py::bytes(bytes);
 }
 
 // The HTML report of `report` (made from `trace`): a whole page, or a fragment for a notebook.
-// The logs beside the dumps are read again for the timeline's events.
+// The logs and monitor snapshots beside the dumps are read again for the timeline's events.
 std::string HtmlReport(const LoadedTrace& trace, const report::Report& report, bool fragment) {
   py::gil_scoped_release release;
   LogSet logs = ReadLogsBeside(trace);
-  fr::Timeline timeline = BuildTimeline(trace, logs, report);
+  MonitorSnapshots monitor = ReadMonitorsBeside(trace, report.inputs().source(), &logs);
+  fr::Timeline timeline = BuildTimeline(trace, logs, report, &monitor);
   HtmlReportOptions options;
   options.fragment = fragment;
   return WriteHtmlReport(report, timeline, options);

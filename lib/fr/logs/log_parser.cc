@@ -79,40 +79,6 @@ std::string LowerHex(std::string_view s) {
   return out;
 }
 
-// A PCI address as "dddd:bb:dd" (domain:bus:device, lower case) from what NCCL, the driver or
-// nvidia-smi print: "0000:3b:00.0", "00000000:3B:00.0", "PCI:0000:3b:00", or NCCL's busId
-// integer in hex ("3b000": domain << 20 | bus << 12 | device << 4 | function). Empty when it is
-// none of these.
-std::string NormalizeBusId(std::string_view text) {
-  ConsumeLiteral(&text, "PCI:");
-  size_t first = text.find(':');
-  if (first == std::string_view::npos) {
-    if (text.empty() || text.size() > 12) return {};
-    uint64_t v = 0;
-    for (char c : text) {
-      if (!IsHex(c)) return {};
-      v = v * 16 + (IsDigit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
-    }
-    char buf[16];
-    std::snprintf(buf, sizeof(buf), "%04x:%02x:%02x", static_cast<unsigned>((v >> 20) & 0xffff),
-                  static_cast<unsigned>((v >> 12) & 0xff), static_cast<unsigned>((v >> 4) & 0xff));
-    return buf;
-  }
-  std::string_view domain = text.substr(0, first);
-  std::string_view rest = text.substr(first + 1);
-  if (rest.size() < 5 || rest[2] != ':' || !IsHex(rest[0]) || !IsHex(rest[1]) || !IsHex(rest[3]) ||
-      !IsHex(rest[4]) || domain.empty() || domain.size() > 8) {
-    return {};
-  }
-  for (char c : domain) {
-    if (!IsHex(c)) return {};
-  }
-  // nvidia-smi pads the domain to 8 digits; the driver and NCCL print 4.
-  while (domain.size() > 4 && domain[0] == '0') domain.remove_prefix(1);
-  std::string padding(4 - std::min<size_t>(4, domain.size()), '0');
-  return LowerHex(Cat({padding, domain, ":", rest.substr(0, 2), ":", rest.substr(3, 2)}));
-}
-
 int SignalFromName(std::string_view name) {
   static constexpr std::pair<std::string_view, int> kSignals[] = {
       {"SIGHUP", 1},   {"SIGINT", 2},   {"SIGQUIT", 3},  {"SIGILL", 4},   {"SIGTRAP", 5},
@@ -667,8 +633,13 @@ class FileParser {
     size_t due = body.find(" DUE TO ");
     if (!job && due == std::string_view::npos) return Contains(body, "*** STEP ");
     LogEvent* e = Emit(LogEventKind::kHostKill, line);
+    // The node, unless the line was redacted ("ON ... CANCELLED", as pasted in public issues).
     std::string_view host = WordAfter(body, " ON ", " ");
-    if (!host.empty()) e->host = std::string(host);
+    if (std::any_of(host.begin(), host.end(), [](char c) {
+          return IsDigit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+        })) {
+      e->host = std::string(host);
+    }
     std::string_view at = body.substr(body.find("CANCELLED AT ") + 13);
     LogTime time;
     if (ConsumeIsoTime(&at, &time) && e->raw_time.kind == LogTime::Kind::kNone) {
@@ -1089,6 +1060,36 @@ class FileParser {
 };
 
 }  // namespace
+
+std::string NormalizeBusId(std::string_view text) {
+  ConsumeLiteral(&text, "PCI:");
+  size_t first = text.find(':');
+  if (first == std::string_view::npos) {
+    if (text.empty() || text.size() > 12) return {};
+    uint64_t v = 0;
+    for (char c : text) {
+      if (!IsHex(c)) return {};
+      v = v * 16 + (IsDigit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "%04x:%02x:%02x", static_cast<unsigned>((v >> 20) & 0xffff),
+                  static_cast<unsigned>((v >> 12) & 0xff), static_cast<unsigned>((v >> 4) & 0xff));
+    return buf;
+  }
+  std::string_view domain = text.substr(0, first);
+  std::string_view rest = text.substr(first + 1);
+  if (rest.size() < 5 || rest[2] != ':' || !IsHex(rest[0]) || !IsHex(rest[1]) || !IsHex(rest[3]) ||
+      !IsHex(rest[4]) || domain.empty() || domain.size() > 8) {
+    return {};
+  }
+  for (char c : domain) {
+    if (!IsHex(c)) return {};
+  }
+  // nvidia-smi pads the domain to 8 digits; the driver and NCCL print 4.
+  while (domain.size() > 4 && domain[0] == '0') domain.remove_prefix(1);
+  std::string padding(4 - std::min<size_t>(4, domain.size()), '0');
+  return LowerHex(Cat({padding, domain, ":", rest.substr(0, 2), ":", rest.substr(3, 2)}));
+}
 
 bool LooksLikeLog(std::string_view head) {
   if (head.empty()) return false;

@@ -43,6 +43,12 @@ struct LogParseOptions {
 // file. Compressed logs are recognized after decompression, by the caller.
 bool LooksLikeLog(std::string_view head);
 
+// A PCI address as "dddd:bb:dd" (domain:bus:device, lower case) from what NCCL, the driver or
+// nvidia-smi print: "0000:3b:00.0", "00000000:3B:00.0", "PCI:0000:3b:00", or NCCL's busId
+// integer in hex ("3b000": domain << 20 | bus << 12 | device << 4 | function). Empty when it is
+// none of these. LogEvent::bus_id holds this form.
+std::string NormalizeBusId(std::string_view text);
+
 // Parses `text`, the whole content of the log at `path` ("-" for standard input), appending one
 // LogFile and its events to `out` (the file's index is its position in out->files). Never fails
 // on content; the Status is for a null `out`.

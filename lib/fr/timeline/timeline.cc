@@ -39,8 +39,11 @@ uint32_t Timeline::Intern(const std::string& text) {
   return it->second;
 }
 
-Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const report::Report& report) {
+Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const report::Report& report,
+                       const MonitorSnapshots* monitors) {
   Timeline timeline;
+  std::vector<MonitorFinding> monitor_findings;
+  if (monitors != nullptr) monitor_findings = FindMonitorAnomalies(*monitors);
   timeline.Intern("");
   // Hosts: the logs' names for a rank's host first (real host names), else the dumps' paths.
   std::map<int32_t, std::string> host_of_rank;
@@ -67,6 +70,11 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
     if (event.time_ns == kNoTime) continue;
     host_names.insert(event.rank >= 0 ? host_name(event.rank)
                                       : (event.host.empty() ? "unknown host" : event.host));
+  }
+  for (const MonitorFinding& finding : monitor_findings) {
+    for (const MonitorMark& mark : finding.marks) {
+      host_names.insert(mark.host.empty() ? "unknown host" : mark.host);
+    }
   }
   std::map<std::string, uint32_t> host_index;
   for (const std::string& name : host_names) {
@@ -224,6 +232,21 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
     instant.name = timeline.Intern(LogEventKindName(event.kind));
     instant.text = timeline.Intern(event.text);
     timeline.instants.push_back(instant);
+  }
+  // Instants: the moments the monitor findings point at, on the host's clock corrected like its
+  // ranks' records; on the GPU's rank when its bus id names one, else on the host.
+  for (const MonitorFinding& finding : monitor_findings) {
+    for (const MonitorMark& mark : finding.marks) {
+      std::string host = mark.host.empty() ? "unknown host" : mark.host;
+      Timeline::Instant instant;
+      auto track = mark.rank >= 0 ? track_of_rank.find(mark.rank) : track_of_rank.end();
+      instant.track = track == track_of_rank.end() ? -1 : static_cast<int32_t>(track->second);
+      instant.host = host_index[host];
+      instant.ns = mark.host_ns - (offset_ns.contains(host) ? offset_ns[host] : 0);
+      instant.name = timeline.Intern(finding.kind);
+      instant.text = timeline.Intern(mark.label);
+      timeline.instants.push_back(instant);
+    }
   }
   return timeline;
 }

@@ -10,7 +10,8 @@
 // Tracks: one process track per host, one thread track per rank under its host. Slices: each
 // collective or p2p op a rank recorded, from its enqueue to its completion (the recorded duration,
 // or the rank's next enqueue when the backend records none; a pending op runs to the dump time),
-// with its group, seq, op, state and sizes. Instants: each log event. Flows: from each victim's
+// with its group, seq, op, state and sizes. Instants: each log event, and each moment a monitor
+// finding points at. Flows: from each victim's
 // pending op to the op of the rank it waits for (the verdict's wait chains, else the culprit).
 //
 // Times: each rank's records are on its host's clock; the report's per-host offsets (from the
@@ -26,6 +27,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "fr/logs/log_event.h"
 #include "fr/model/loaded_trace.h"
+#include "fr/monitor/monitor_snapshots.h"
 #include "fr/report.pb.h"
 
 namespace fr {
@@ -74,8 +76,11 @@ struct Timeline {
   absl::flat_hash_map<std::string, uint32_t> index_;
 };
 
-// `logs` may be empty (dumps only: hosts come from the dumps' paths, offsets are zero).
-Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const report::Report& report);
+// `logs` may be empty (dumps only: hosts come from the dumps' paths, offsets are zero). With
+// `monitors`, the moments its findings point at (a host's GPUs starting to spin at idle power, an
+// idle GPU) are instants too.
+Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const report::Report& report,
+                       const MonitorSnapshots* monitors = nullptr);
 
 // Perfetto's protobuf trace (a perfetto.protos.Trace message).
 std::string WritePerfettoTrace(const Timeline& timeline);

@@ -1166,16 +1166,17 @@ class Analyzer {
 
 Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options) {
   Report report = Analyzer(trace, options).Run();
-  if (options.gpu_monitor != nullptr) {
-    // Supporting evidence from the GPUs' side, after the dumps' own findings: it says what the
-    // hardware was doing, not which rank others waited for.
-    for (const GpuFinding& gpu : FindGpuAnomalies(*options.gpu_monitor)) {
+  if (options.monitors != nullptr) {
+    // Supporting evidence from the hosts' side, after the dumps' own findings: it says what the
+    // GPUs and processes were doing, not which rank others waited for.
+    for (const MonitorFinding& seen : FindMonitorAnomalies(*options.monitors)) {
       Finding* finding = report.add_findings();
-      finding->set_kind(gpu.kind);
+      finding->set_kind(seen.kind);
+      for (int32_t rank : seen.ranks) finding->add_ranks(rank);
       finding->set_collective_seq_id(-1);
       finding->set_confidence("medium");
-      finding->set_summary(ValidUtf8(gpu.summary));
-      for (const std::string& line : gpu.evidence) finding->add_evidence(ValidUtf8(line));
+      finding->set_summary(ValidUtf8(seen.summary));
+      for (const std::string& line : seen.evidence) finding->add_evidence(ValidUtf8(line));
     }
   }
   return report;

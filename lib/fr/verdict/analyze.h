@@ -18,7 +18,7 @@
 
 #include "fr/logs/log_event.h"
 #include "fr/model/loaded_trace.h"
-#include "fr/monitor/gpu_monitor.h"
+#include "fr/monitor/monitor_snapshots.h"
 #include "fr/report.pb.h"
 
 namespace fr {
@@ -33,9 +33,10 @@ struct AnalyzeOptions {
   std::vector<std::string> pg_filter;
   // Findings per kind beyond which only a count is kept (the analysis itself never stops early).
   int max_findings_per_kind = 20;
-  // GPU monitor logs read beside the dumps (ReadGpuMonitorBeside), or nullptr: what they show
-  // (the NCCL hang signature, an idle GPU among busy ones, uneven memory) becomes findings.
-  const GpuMonitor* gpu_monitor = nullptr;
+  // Monitor snapshots read beside the dumps (ReadMonitorsBeside), or nullptr: what they show
+  // (the NCCL hang signature, an idle GPU among busy ones, uneven memory, workers outliving their
+  // launcher) becomes findings.
+  const MonitorSnapshots* monitors = nullptr;
 };
 
 report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);
@@ -51,9 +52,12 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
 // the input, hidden files, pipes and core files are never read.
 LogSet ReadLogsBeside(const LoadedTrace& trace);
 
-// The nvidia-smi `--query-gpu ... --format=csv` logs among the files beside the dumps (by
-// content), each host named by the folder it is in below `source` (the directory analysed).
-GpuMonitor ReadGpuMonitorBeside(const LoadedTrace& trace, const std::string& source);
+// The monitor snapshots among the files beside the dumps, by content (nvidia-smi CSV logs and
+// `-q` reports, `dcgmi dmon` output, `ps` listings: see lib/fr/monitor), each host named by the
+// folder it is in below `source` (the directory analysed). With `logs`, each GPU gets the rank
+// whose NCCL init line on that host names its PCI bus id.
+MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string& source,
+                                    const LogSet* logs = nullptr);
 
 // True when the verdict is a failure, or the logs show one (exit status 1 of
 // `fr-analyze analyze`).

@@ -114,7 +114,7 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
     std::ifstream in;
     std::string head;
     if (!OpenWithHead(file, &in, &head)) continue;
-    if (IsOwnReport(head) || LooksLikeNvidiaSmiCsv(head)) continue;
+    if (IsOwnReport(head) || MonitorFormatOf(head) != MonitorFormat::kNone) continue;
     bool named_log = file.reason == "log file";
     if (LooksLikeLog(head) || (named_log && Compressed(head))) paths.push_back(file.path);
   }
@@ -134,14 +134,17 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
   return *std::move(logs);
 }
 
-GpuMonitor ReadGpuMonitorBeside(const LoadedTrace& trace, const std::string& source) {
+MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string& source,
+                                    const LogSet* logs) {
   // A monitor log of a long job is a few MB per host; anything far larger is not one.
   constexpr std::streamsize kMaxMonitorBytes = std::streamsize{256} << 20;
-  GpuMonitor monitor;
+  MonitorSnapshots snapshots;
   for (const SkippedFile& file : trace.skipped) {
     std::ifstream in;
     std::string head;
-    if (!OpenWithHead(file, &in, &head) || !LooksLikeNvidiaSmiCsv(head)) continue;
+    if (!OpenWithHead(file, &in, &head) || MonitorFormatOf(head) == MonitorFormat::kNone) {
+      continue;
+    }
     in.clear();
     in.seekg(0, std::ios::end);
     std::streamsize size = in.tellg();
@@ -162,10 +165,11 @@ GpuMonitor ReadGpuMonitorBeside(const LoadedTrace& trace, const std::string& sou
       }
       host = std::string(folder);
     }
-    // A file that is not one after all (no header line) is simply not a monitor log.
-    (void)ParseNvidiaSmiCsv(file.path, text, host, &monitor);
+    // A file that is not one after all (no header line) is simply not a monitor snapshot.
+    (void)ParseMonitorFile(file.path, text, host, &snapshots);
   }
-  return monitor;
+  if (logs != nullptr) AssignGpuRanks(*logs, &snapshots);
+  return snapshots;
 }
 
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {

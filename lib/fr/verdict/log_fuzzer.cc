@@ -1,7 +1,8 @@
 // libFuzzer target for reading logs: bytes -> one log (lib/fr/logs) -> one clock -> root cause ->
 // text and JSON reports. Any text must give a report, never a crash, a hang or unbounded memory,
 // and the report must be coherent: a root-cause kind of the contract, its ranks never also
-// victims, valid UTF-8 JSON.
+// victims, valid UTF-8 JSON. The same bytes are read as a monitor snapshot (lib/fr/monitor) too,
+// its GPUs tied to the log's ranks, and its findings must name only ranks the log named.
 //
 //   cmake --preset fuzz && cmake --build build/fuzz --target log_fuzzer
 //   build/fuzz/lib/fr/verdict/log_fuzzer -max_total_time=60 tests/data/fuzz/logs
@@ -15,6 +16,7 @@
 
 #include "fr/load/load.h"
 #include "fr/logs/log_parser.h"
+#include "fr/monitor/monitor_snapshots.h"
 #include "fr/report/report_format.h"
 #include "fr/verdict/analyze.h"
 
@@ -49,5 +51,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Check(!fr::FormatReportText(report).empty(), "the text report is not empty");
   Check(fr::FormatReportJson(report).ok(), "the report serializes to JSON");
+
+  fr::MonitorSnapshots snapshots;
+  (void)fr::ParseMonitorFile("fuzz.txt", text, "node00", &snapshots);
+  fr::AssignGpuRanks(logs, &snapshots);
+  std::set<int32_t> log_ranks;
+  for (const fr::LogEvent& event : logs.events) log_ranks.insert(event.rank);
+  for (const fr::MonitorFinding& finding : fr::FindMonitorAnomalies(snapshots)) {
+    Check(!finding.summary.empty(), "a monitor finding says what it is");
+    for (int32_t rank : finding.ranks) {
+      Check(log_ranks.contains(rank), "a GPU's rank is one the logs named");
+    }
+  }
   return 0;
 }
