@@ -21,7 +21,7 @@ import sys
 from datetime import datetime, timedelta
 
 FAULTS = ("xid", "host_oom", "cuda_oom", "host_kill", "transport_error", "python_exception",
-          "cuda_error", "segfault", "collective_timeout", "none")
+          "cuda_error", "segfault", "collective_timeout", "unknown", "none")
 LAYOUTS = ("torchrun_logdir", "per_rank", "slurm_combined", "per_host", "pasted")
 TRAPS = ("skew_points_at_victim", "many_victims", "xid_bus_id_only", "second_unrelated_error",
          "midnight_crossing", "year_crossing", "drift", "root_cause_table_names_victim")
@@ -29,7 +29,7 @@ KERNEL_STYLES = ("dmesg", "dmesg_T", "kern.log", "journal")
 TORCH_VERSIONS = ("1.13", "2.1", "2.3", "2.4", "2.6", "2.8")
 TIMESTAMPED_TORCH = ("2.3", "2.4", "2.6", "2.8")   # versions whose c10 lines carry a glog time
 EARLY_EXIT = ("host_oom", "cuda_oom", "python_exception", "cuda_error", "segfault",
-              "transport_error")
+              "transport_error", "unknown")
 
 # PCI bus ids of the 8 GPU slots of an HGX-style board (domain:bus:device).
 BUS_IDS = ("0000:18:00", "0000:2a:00", "0000:3a:00", "0000:5d:00",
@@ -625,6 +625,15 @@ class Sim:
                 self.exit[q] = (tq + r.uniform(1.0, 2.0), -6)
         elif f == "collective_timeout":
             pass   # the culprit silently stops before SeqNum N; see cascade()
+        elif f == "unknown":
+            # A SIGKILL that left no line anywhere collected (a cleanup script's kill -9, an OOM
+            # kill in a kernel log nobody gathered). The launchers stop every other worker a few
+            # seconds later, before any watchdog fires: the logs hold the cascade's deaths and
+            # nothing that explains the first one.
+            self.exit[c] = (tf, -9)
+            for x in range(self.N):
+                if x != c:
+                    self.exit[x] = (tf + r.uniform(3.0, 8.0), -15)
         elif f == "host_kill":
             self.host_kill()
 
@@ -905,10 +914,15 @@ class Sim:
                  for x in alive]
         root = min(failed)     # no error files: all failures carry the same timestamp
         code = self.exit[root][1]
-        lines.append(self.agent_line(h, tp + 0.3, "E", f"{msrc}:869",
-                                     f"failed (exitcode: {code}) local_rank: {root % self.G} "
-                                     f"(pid: {self.pid[root]}) of binary: /usr/bin/python3"))
-        self.aev(h, tp, "\n".join(lines))
+        failed_line = (f"failed (exitcode: {code}) local_rank: {root % self.G} "
+                       f"(pid: {self.pid[root]}) of binary: /usr/bin/python3")
+        lines.append(self.agent_line(h, tp + 0.3, "E", f"{msrc}:869", failed_line))
+        tags = None
+        if self.fault == "unknown" and root == c:
+            # Nothing else explains the first death: the launcher's line is the evidence.
+            tags = [("evidence", len(lines) - 1)]
+            self.evid.append(("launcher", h.idx, failed_line.split(" of binary")[0]))
+        self.aev(h, tp, "\n".join(lines), tags=tags)
         tt = tp + r.uniform(0.5, 3.0)
         stamp = _dt(math.floor(self.loc(h, tt))).strftime("%Y-%m-%d_%H:%M:%S")
         sig = {-6: "Signal 6 (SIGABRT)", -9: "Signal 9 (SIGKILL)", -11: "Signal 11 (SIGSEGV)",
@@ -958,8 +972,12 @@ class Sim:
                  -15: "Terminated", 1: "Exited with exit code 1"}
         h1 = self.host_of(x1)
         oom = self.fault == "host_oom" and x1 in self.culprits
-        self.sev(t1 + 0.2, f"srun: error: {h1.name}: task {x1}: "
-                           f"{'Out Of Memory' if oom else names[self.exit[x1][1]]}")
+        first_death = (f"srun: error: {h1.name}: task {x1}: "
+                       f"{'Out Of Memory' if oom else names[self.exit[x1][1]]}")
+        unexplained = self.fault == "unknown" and x1 in self.culprits
+        self.sev(t1 + 0.2, first_death, tags=[("evidence", 0)] if unexplained else None)
+        if unexplained:
+            self.evid.append(("srun", 0, first_death))
         if kill_on_bad_exit:
             tk = t1 + r.uniform(0.3, 1.0)
             when = _dt(math.floor(tk + self.ctl_off)).strftime("%Y-%m-%dT%H:%M:%S")

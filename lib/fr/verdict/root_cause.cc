@@ -673,12 +673,35 @@ class Explainer {
     } else if (log_names_ranks && dump_culprits.empty() && verdict->failure_class() != "none") {
       verdict->clear_culprit_ranks();
       for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    } else if (kind == RootCauseKind::kNone && !dump_culprits.empty()) {
+      // Healthy logs beside dumps that show a rank stopped: either the stop was silent in the
+      // logs (a hang in host code prints nothing), or the logs read are not the culprit's.
+      std::set<int32_t> logged;
+      for (const LogEvent& event : logs_.events) {
+        if (event.rank >= 0) logged.insert(event.rank);
+      }
+      std::vector<int32_t> unlogged;
+      for (int32_t rank : dump_culprits) {
+        if (!logged.contains(rank)) unlogged.push_back(rank);
+      }
+      cause->set_disagreement(
+          unlogged.empty()
+              ? fmt::format("The logs show no fault, yet the dumps show rank(s) {} stopped ({}): "
+                            "its log ends without an error, so it stopped silently (a hang in "
+                            "host code, a deadlock, a stuck data loader); its stack says where.",
+                            Ranks(dump_culprits), verdict->failure_class())
+              : fmt::format("The logs show no fault, yet the dumps show rank(s) {} stopped ({}); "
+                            "no line read is from rank(s) {}: collect its host's logs (and the "
+                            "kernel's) before concluding it stopped silently.",
+                            Ranks(dump_culprits), verdict->failure_class(), Ranks(unlogged)));
     }
     std::string joined;
     if (kind != RootCauseKind::kNone && kind != RootCauseKind::kUnknown) {
       joined = fmt::format("Why, from the logs: {}", cause->summary());
       if (!cause->disagreement().empty()) joined += " " + cause->disagreement();
       verdict->set_summary(verdict->summary() + " " + joined);
+    } else if (!cause->disagreement().empty()) {
+      verdict->set_summary(verdict->summary() + " " + cause->disagreement());
     }
     std::vector<std::string> merged = actions;
     for (const std::string& action : verdict->next_actions()) merged.push_back(action);
