@@ -32,9 +32,10 @@
 // Load and its inputs: files, bytes, decoded documents.
 #include "fr/decode/json_decoder.h"    // DecodeJson: one dump's bytes as a Document
 #include "fr/decode/pickle_decoder.h"  // DecodePickle: the safe pickle VM
-#include "fr/load/load.h"              // LoadTrace, LoadTraceFromBytes, LoadDumpFile
+#include "fr/load/load.h"              // LoadTrace, LoadTraceFromBytes, LoadDumpFile, AssembleTrace
 #include "fr/model/loaded_trace.h"     // LoadedTrace: what the analysis reads
 #include "fr/read/input_file.h"        // ReadInputFile: bytes, decompressed, with their encoding
+#include "fr/summary/rank_summary.h"   // a rank's normalized dump as bytes (Dask workers)
 
 // The job's logs.
 #include "fr/clock/job_clock.h"  // one clock for every host's log times

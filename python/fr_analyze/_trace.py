@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Iterator, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence
 
 from fr_analyze import _core
 from fr_analyze._paths import LoadRoot, PathsArg, resolve
@@ -233,6 +233,7 @@ def load(
     rank_pattern: Optional[str] = None,
     jobs: Optional[int] = None,
     progress: ProgressArg = None,
+    client: Any = None,
 ) -> Trace:
     """Loads every flight-recorder dump of a job.
 
@@ -244,11 +245,21 @@ def load(
     progress: None shows a tqdm bar when tqdm is installed and stderr is a terminal; True always
       (needs tqdm); False never; a callable gets (files done, files total).
 
+    client: a dask.distributed Client: the files are read, decoded and summarized on its
+      workers (each must have fr_analyze and see the files at the same paths) and only the
+      summaries come back; the trace, and so the report, is the one a local load gives.
+      `jobs` and `progress` are then unused (Dask's dashboard shows the progress).
+
     Files that cannot be read are listed in `Trace.rejected`, not raised. Raises
     DumpNotFoundError when the path does not exist or a glob matches nothing, Error for a bad
     rank pattern, KeyboardInterrupt on Ctrl-C (the load stops within a file).
     """
     root = resolve(path_or_paths)
+    if client is not None:
+        from fr_analyze._dask import load_on_cluster
+
+        loaded = load_on_cluster(client, root.root, prefix or "", rank_pattern or "", root.files)
+        return Trace(loaded, root.source, root)
     callback, close = make_progress(progress)
     try:
         loaded = _core.load(root.root, prefix or "", rank_pattern or "", jobs or 0, callback,
@@ -271,10 +282,12 @@ def analyze(
     rank_pattern: Optional[str] = None,
     jobs: Optional[int] = None,
     progress: ProgressArg = None,
+    client: Any = None,
 ) -> "Report":
-    """load(...) then Trace.analyze(): the report `fr-analyze analyze` prints, as an object."""
+    """load(...) then Trace.analyze(): the report `fr-analyze analyze` prints, as an object.
+    With `client` (a dask.distributed Client) the dumps are read on its workers."""
     trace = load(path_or_paths, prefix=prefix, rank_pattern=rank_pattern, jobs=jobs,
-                 progress=progress)
+                 progress=progress, client=client)
     return trace.analyze()
 
 

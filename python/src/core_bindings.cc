@@ -121,6 +121,47 @@ LoadedTrace Load(const std::string& path, const std::string& prefix,
                           std::move(progress));
 }
 
+// Spreading the reading over a cluster (fr_analyze/_dask.py): discovery here, one summary per
+// file on any worker (plain arguments and bytes, so that Dask can ship them), and the trace
+// assembled here from the summaries.
+Discovery Discover(const std::string& path, const std::string& prefix,
+                   const std::string& rank_pattern, const std::vector<std::string>& files,
+                   bool follow_links) {
+  DiscoverOptions options;
+  options.prefix = prefix;
+  options.rank_pattern = rank_pattern;
+  options.files = files;
+  options.follow_links_out_of_root = follow_links;
+  py::gil_scoped_release release;
+  absl::StatusOr<Discovery> discovery = DiscoverDumps(path, options);
+  py::gil_scoped_acquire gil;
+  return ValueOrThrow(std::move(discovery));
+}
+
+py::bytes SummarizeFile(const std::string& path, const std::string& open_path, int64_t rank,
+                        bool hash_content) {
+  std::string bytes;
+  {
+    py::gil_scoped_release release;
+    SummaryTask task;
+    task.file.path = path;
+    task.file.open_path = open_path;
+    task.file.rank = rank;
+    task.hash_content = hash_content;
+    bytes = SummarizeDumpFile(task);
+  }
+  return py::bytes(bytes);
+}
+
+LoadedTrace Assemble(const std::string& root, const Discovery& discovery,
+                     const std::vector<py::bytes>& summaries) {
+  std::vector<std::string> bytes(summaries.begin(), summaries.end());
+  py::gil_scoped_release release;
+  absl::StatusOr<LoadedTrace> trace = AssembleTrace(root, discovery, bytes);
+  py::gil_scoped_acquire gil;
+  return ValueOrThrow(std::move(trace));
+}
+
 LoadedTrace LoadBytes(const std::map<int64_t, py::bytes>& dumps, int jobs) {
   std::map<int64_t, std::shared_ptr<const Buffer>> buffers;
   for (const auto& [rank, bytes] : dumps) {
@@ -466,4 +507,20 @@ PYBIND11_MODULE(_core, m) {
         py::arg("jobs") = 0, py::arg("progress") = nullptr,
         py::arg("files") = std::vector<std::string>{}, py::arg("follow_links") = false);
   m.def("load_bytes", &LoadBytes, py::arg("dumps"), py::arg("jobs") = 0);
+  py::class_<Discovery>(m, "Discovery")
+      .def_property_readonly("tasks", [](const Discovery& discovery) {
+        // (path, open_path, rank, hash_content) per file, in the order Assemble expects.
+        py::list tasks;
+        for (const SummaryTask& task : PlanSummaries(discovery)) {
+          tasks.append(py::make_tuple(task.file.path, task.file.open_path, task.file.rank,
+                                      task.hash_content));
+        }
+        return tasks;
+      });
+  m.def("discover", &Discover, py::arg("path"), py::arg("prefix") = "",
+        py::arg("rank_pattern") = "", py::arg("files") = std::vector<std::string>{},
+        py::arg("follow_links") = false);
+  m.def("summarize_file", &SummarizeFile, py::arg("path"), py::arg("open_path"), py::arg("rank"),
+        py::arg("hash_content"));
+  m.def("assemble", &Assemble, py::arg("root"), py::arg("discovery"), py::arg("summaries"));
 }

@@ -24,6 +24,7 @@
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
 #include "fr/normalize/normalize.h"
+#include "fr/summary/rank_summary.h"
 
 namespace fr {
 namespace {
@@ -491,39 +492,43 @@ absl::StatusOr<RankDump> LoadDumpBytes(std::shared_ptr<const Buffer> bytes, int6
   return *std::move(result.dump);
 }
 
-absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions& options) {
-  int64_t started = NowNs();
-  FR_ASSIGN_OR_RETURN(Discovery discovery, DiscoverDumps(root, options.discover));
-  LoadedTrace trace;
-  trace.timings.discover_ns = NowNs() - started;
-  trace.skipped = std::move(discovery.skipped);
+namespace {
+
+// Ranks claimed by several files: their files' contents are hashed, to tell copies apart.
+std::set<int64_t> ContestedRanks(const Discovery& discovery) {
   std::set<int64_t> contested;
   for (const RankConflict& conflict : discovery.conflicts) contested.insert(conflict.rank);
+  return contested;
+}
 
-  // Discovery resolved every link it accepted: open exactly that, and follow no link that has
-  // appeared since.
-  ReadOptions read = options.read;
+// Discovery resolved every link it accepted: open exactly that, and follow no link that has
+// appeared since.
+ReadOptions NoNewLinks(ReadOptions read) {
   read.follow_symlinks = false;
-  const std::vector<DiscoveredFile>& files = discovery.files;
-  size_t count = files.size();
-  std::vector<FileResult> results(count);
-  std::atomic<size_t> done{0};
-  ParallelFor(count, options.jobs, options.cancel, [&](size_t i) {
-    const DiscoveredFile& file = files[i];
-    // Running out of memory on one file is that file's error: the others are still analysed.
-    try {
-      results[i] = LoadOneFile(file.open_path.empty() ? file.path : file.open_path, file.path,
-                               file.rank, read, contested.contains(file.rank));
-    } catch (const std::bad_alloc&) {
-      results[i] = FileResult();
-      results[i].dump = OutOfMemory(file.path);
-    }
-    size_t finished = ++done;
-    if (options.progress) options.progress(finished, count);
-  });
-  if (options.cancel != nullptr && options.cancel->load()) {
-    return absl::CancelledError("loading was interrupted");
+  return read;
+}
+
+FileResult LoadDiscovered(const DiscoveredFile& file, const ReadOptions& read, bool hash_content) {
+  // Running out of memory on one file is that file's error: the others are still analysed.
+  try {
+    return LoadOneFile(file.open_path.empty() ? file.path : file.open_path, file.path, file.rank,
+                       read, hash_content);
+  } catch (const std::bad_alloc&) {
+    FileResult result;
+    result.dump = OutOfMemory(file.path);
+    return result;
   }
+}
+
+// The trace from every discovered file's result (`results[i]` is `discovery.files[i]`'s):
+// settles each rank's files, then the world.
+LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<FileResult> results,
+                     int64_t discover_ns, int64_t started) {
+  LoadedTrace trace;
+  trace.timings.discover_ns = discover_ns;
+  trace.skipped = std::move(discovery.skipped);
+  const std::vector<DiscoveredFile>& files = discovery.files;
+  const size_t count = files.size();
   for (size_t begin = 0, end = 0; begin < count; begin = end) {
     end = begin + 1;
     while (end < count && files[end].rank == files[begin].rank) ++end;
@@ -536,6 +541,111 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   CollectVersions(&trace);
   trace.timings.wall_ns = NowNs() - started;
   return trace;
+}
+
+std::string ToSummary(const DiscoveredFile& file, const FileResult& result) {
+  summary::FileSummary out;
+  out.set_path(file.path);
+  out.set_rank(file.rank);
+  if (result.dump.has_value() && result.dump->ok()) {
+    ToRankSummary(**result.dump, out.mutable_dump());
+  } else if (result.dump.has_value()) {
+    out.set_error(std::string(result.dump->status().message()));
+    out.set_error_code(static_cast<int32_t>(result.dump->status().code()));
+  }
+  out.set_content_hash(result.content_hash);
+  out.set_bytes_on_disk(result.bytes_on_disk);
+  out.set_bytes_decoded(result.bytes_decoded);
+  out.set_read_ns(result.read_ns);
+  out.set_decode_ns(result.decode_ns);
+  out.set_normalize_ns(result.normalize_ns);
+  return out.SerializeAsString();
+}
+
+// A summary that cannot be read is its file's error, like a damaged dump.
+FileResult FromSummary(const DiscoveredFile& file, std::string_view bytes) {
+  FileResult result;
+  summary::FileSummary in;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    result.dump = absl::DataLossError("its summary from the worker is not a FileSummary message");
+    return result;
+  }
+  if (in.path() != file.path || in.rank() != file.rank) {
+    result.dump = absl::InvalidArgumentError(fmt::format(
+        "the worker's summary is of '{}' (rank {}), not of this file", in.path(), in.rank()));
+    return result;
+  }
+  result.content_hash = in.content_hash();
+  result.bytes_on_disk = in.bytes_on_disk();
+  result.bytes_decoded = in.bytes_decoded();
+  result.read_ns = in.read_ns();
+  result.decode_ns = in.decode_ns();
+  result.normalize_ns = in.normalize_ns();
+  if (in.has_dump()) {
+    absl::StatusOr<RankDump> dump = FromRankSummary(in.dump(), file.path);
+    if (dump.ok() && dump->path != file.path) {
+      dump = absl::InvalidArgumentError("the worker's summary names another file");
+    }
+    result.dump = std::move(dump);
+  } else if (in.result_case() == summary::FileSummary::kError) {
+    int code = in.error_code();
+    result.dump = absl::Status(
+        code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kUnknown,
+        in.error());
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions& options) {
+  int64_t started = NowNs();
+  FR_ASSIGN_OR_RETURN(Discovery discovery, DiscoverDumps(root, options.discover));
+  int64_t discover_ns = NowNs() - started;
+  std::set<int64_t> contested = ContestedRanks(discovery);
+  ReadOptions read = NoNewLinks(options.read);
+  const std::vector<DiscoveredFile>& files = discovery.files;
+  size_t count = files.size();
+  std::vector<FileResult> results(count);
+  std::atomic<size_t> done{0};
+  ParallelFor(count, options.jobs, options.cancel, [&](size_t i) {
+    results[i] = LoadDiscovered(files[i], read, contested.contains(files[i].rank));
+    size_t finished = ++done;
+    if (options.progress) options.progress(finished, count);
+  });
+  if (options.cancel != nullptr && options.cancel->load()) {
+    return absl::CancelledError("loading was interrupted");
+  }
+  return Assemble(root, std::move(discovery), std::move(results), discover_ns, started);
+}
+
+std::vector<SummaryTask> PlanSummaries(const Discovery& discovery) {
+  std::set<int64_t> contested = ContestedRanks(discovery);
+  std::vector<SummaryTask> tasks;
+  for (const DiscoveredFile& file : discovery.files) {
+    tasks.push_back({.file = file, .hash_content = contested.contains(file.rank)});
+  }
+  return tasks;
+}
+
+std::string SummarizeDumpFile(const SummaryTask& task, const ReadOptions& options) {
+  return ToSummary(task.file, LoadDiscovered(task.file, NoNewLinks(options), task.hash_content));
+}
+
+absl::StatusOr<LoadedTrace> AssembleTrace(const std::string& root, Discovery discovery,
+                                          const std::vector<std::string>& summaries) {
+  int64_t started = NowNs();
+  if (summaries.size() != discovery.files.size()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} summaries for {} files: one per discovered file, in discovery's order",
+                    summaries.size(), discovery.files.size()));
+  }
+  std::vector<FileResult> results(summaries.size());
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    results[i] = FromSummary(discovery.files[i], summaries[i]);
+  }
+  return Assemble(root, std::move(discovery), std::move(results), 0, started);
 }
 
 absl::StatusOr<LoadedTrace> LoadTraceFromBytes(

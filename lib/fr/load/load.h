@@ -55,6 +55,28 @@ absl::StatusOr<RankDump> LoadDumpBytes(std::shared_ptr<const Buffer> bytes, int6
 // gives an empty trace; callers decide whether that is an error.
 absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions& options = {});
 
+// Spreading the reading over a cluster (python/fr_analyze/dask.py): discovery where the
+// analysis runs, each file summarized where it lives (lib/fr/summary: the normalized dump as
+// bytes), the trace assembled from the summaries exactly as LoadTrace assembles it from the
+// files, so the report is the same.
+//
+//   FR_ASSIGN_OR_RETURN(Discovery discovery, DiscoverDumps(root, options.discover));
+//   std::vector<std::string> summaries;
+//   for (const SummaryTask& task : PlanSummaries(discovery))
+//     summaries.push_back(SummarizeDumpFile(task));             // on any worker
+//   FR_ASSIGN_OR_RETURN(LoadedTrace trace, AssembleTrace(root, discovery, summaries));
+struct SummaryTask {
+  DiscoveredFile file;
+  bool hash_content = false;  // its rank is claimed by other files too
+};
+std::vector<SummaryTask> PlanSummaries(const Discovery& discovery);
+// Never fails: a file that cannot be used is summarized as its error.
+std::string SummarizeDumpFile(const SummaryTask& task, const ReadOptions& options = {});
+// `summaries[i]` is the summary of `discovery.files[i]`. A summary that cannot be read, or is of
+// another file, is that file's error (rejected), never a crash.
+absl::StatusOr<LoadedTrace> AssembleTrace(const std::string& root, Discovery discovery,
+                                          const std::vector<std::string>& summaries);
+
 // Loads in-memory dumps keyed by global rank (dumps fetched over HTTP).
 absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
     const std::map<int64_t, std::shared_ptr<const Buffer>>& dumps, const LoadOptions& options = {});

@@ -1,0 +1,180 @@
+// Summaries end to end: every fault the simulator injects, written to disk, loaded once from the
+// files and once from per-file summaries (what Dask workers return), must give the same report
+// byte for byte; damaged summaries are their file's error, never a crash.
+#include "fr/summary/rank_summary.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fr/load/load.h"
+#include "fr/report/report_format.h"
+#include "fr/simulate/job_simulator.h"
+#include "fr/simulate/job_writer.h"
+#include "fr/verdict/analyze.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fr {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+fs::path WriteJob(FaultKind kind, GroupKind group, bool timing, const std::string& name) {
+  JobSimulatorOptions options;  // 2 x 2 x 2
+  options.steps = 16;
+  options.timing = timing;
+  options.fault.kind = kind;
+  options.fault.rank = 5;
+  options.fault.step = 12;
+  options.fault.group = group;
+  absl::StatusOr<SimulatedJob> job = SimulateJob(options);
+  EXPECT_TRUE(job.ok()) << job.status();
+  fs::path dir = fs::path(::testing::TempDir()) / fmt::format("fr_summary_{}_{}", ::getpid(), name);
+  fs::remove_all(dir);
+  if (job.ok()) {
+    absl::StatusOr<JobWriteStats> written = WriteSimulatedJob(*job, dir.string(), {});
+    EXPECT_TRUE(written.ok()) << written.status();
+  }
+  return dir;
+}
+
+std::string ReportOf(const LoadedTrace& trace, const std::string& source) {
+  AnalyzeOptions options;
+  options.source = source;
+  absl::StatusOr<std::string> json = FormatReportJson(Analyze(trace, options));
+  EXPECT_TRUE(json.ok()) << json.status();
+  return json.ok() ? *json : "";
+}
+
+absl::StatusOr<LoadedTrace> FromSummaries(const std::string& root,
+                                          std::vector<std::string>* summaries = nullptr) {
+  absl::StatusOr<Discovery> discovery = DiscoverDumps(root, {});
+  if (!discovery.ok()) return discovery.status();
+  std::vector<std::string> bytes;
+  for (const SummaryTask& task : PlanSummaries(*discovery))
+    bytes.push_back(SummarizeDumpFile(task));
+  if (summaries != nullptr) {
+    *summaries = bytes;
+    return LoadedTrace();
+  }
+  return AssembleTrace(root, *std::move(discovery), bytes);
+}
+
+struct FaultCase {
+  FaultKind kind;
+  GroupKind group;
+  bool timing;
+};
+
+class SummariesGiveTheSameReportTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(SummariesGiveTheSameReportTest, ForEveryInjectedFault) {
+  const FaultCase& c = GetParam();
+  std::string name = std::string(FaultKindName(c.kind)) + (c.timing ? "_timing" : "");
+  fs::path dir = WriteJob(c.kind, c.group, c.timing, name);
+  absl::StatusOr<LoadedTrace> files = LoadTrace(dir.string());
+  absl::StatusOr<LoadedTrace> summaries = FromSummaries(dir.string());
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  ASSERT_FALSE(files->ranks.empty());
+  EXPECT_EQ(summaries->ranks.size(), files->ranks.size());
+  EXPECT_EQ(summaries->missing_ranks, files->missing_ranks);
+  EXPECT_EQ(summaries->bytes_on_disk, files->bytes_on_disk);
+  std::string from_files = ReportOf(*files, dir.string());
+  EXPECT_EQ(ReportOf(*summaries, dir.string()), from_files);
+  EXPECT_THAT(from_files, HasSubstr("\"failure_class\""));
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, SummariesGiveTheSameReportTest,
+    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
+                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, false},
+                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
+                      FaultCase{FaultKind::kCrashedRank, GroupKind::kData, true},
+                      FaultCase{FaultKind::kOpMismatch, GroupKind::kTensor, true},
+                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
+                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kData, true},
+                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, true},
+                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, false},
+                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
+    [](const ::testing::TestParamInfo<FaultCase>& info) {
+      return std::string(FaultKindName(info.param.kind)) + (info.param.timing ? "_timing" : "");
+    });
+
+TEST(RankSummaryTest, ADumpReadBackIsTheDumpWritten) {
+  fs::path dir = WriteJob(FaultKind::kSizeMismatch, GroupKind::kTensor, true, "roundtrip");
+  absl::StatusOr<LoadedTrace> trace = LoadTrace(dir.string());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  for (const RankDump& dump : trace->ranks) {
+    std::string bytes = SerializeRankDump(dump);
+    absl::StatusOr<RankDump> back = ParseRankDump(bytes, dump.path);
+    ASSERT_TRUE(back.ok()) << back.status();
+    // Written again, the dump read back gives the same bytes: nothing was lost or changed.
+    EXPECT_EQ(SerializeRankDump(*back), bytes);
+    ASSERT_EQ(back->entries.size(), dump.entries.size());
+    EXPECT_EQ(back->strings.size(), dump.strings.size());
+    for (size_t i = 0; i < dump.entries.size(); ++i) {
+      EXPECT_EQ(back->entries[i].collective_seq_id, dump.entries[i].collective_seq_id);
+      EXPECT_EQ(back->Shapes(back->entries[i].input_sizes),
+                dump.Shapes(dump.entries[i].input_sizes));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(RankSummaryTest, DamagedSummariesAreTheirFilesErrors) {
+  fs::path dir = WriteJob(FaultKind::kStuckBeforeOp, GroupKind::kData, true, "damaged");
+  std::vector<std::string> summaries;
+  ASSERT_TRUE(FromSummaries(dir.string(), &summaries).ok());
+  ASSERT_GE(summaries.size(), 8u);
+  // Rank 0's summary cut short, rank 1's bytes garbage, rank 2's summary of rank 3's file.
+  summaries[0].resize(summaries[0].size() / 2);
+  summaries[1] = "not a summary at all";
+  summaries[2] = summaries[3];
+  absl::StatusOr<Discovery> discovery = DiscoverDumps(dir.string(), {});
+  ASSERT_TRUE(discovery.ok());
+  absl::StatusOr<LoadedTrace> trace = AssembleTrace(dir.string(), *discovery, summaries);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->rejected.size(), 3u);
+  for (const RejectedFile& rejected : trace->rejected) {
+    EXPECT_THAT(rejected.error, HasSubstr(rejected.path));
+  }
+  EXPECT_THAT(trace->rejected[2].error, HasSubstr("not of this file"));
+  EXPECT_EQ(trace->ranks.size(), summaries.size() - 3);
+  // One summary per file, or nothing is assembled.
+  summaries.pop_back();
+  EXPECT_FALSE(AssembleTrace(dir.string(), *discovery, summaries).ok());
+  fs::remove_all(dir);
+}
+
+TEST(RankSummaryTest, OutOfRangeIdsAreRefusedWithTheField) {
+  RankDump dump;
+  dump.rank = 3;
+  dump.path = "rank3";
+  dump.strings.Intern("nccl:all_reduce");
+  dump.groups.emplace_back();
+  Entry& entry = dump.entries.emplace_back();
+  entry.profiling_name = 1;
+  ASSERT_TRUE(ParseRankDump(SerializeRankDump(dump), "rank3").ok());
+  entry.profiling_name = 7;  // no such string
+  absl::StatusOr<RankDump> bad = ParseRankDump(SerializeRankDump(dump), "rank3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("rank3"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("entries.profiling_name"));
+  entry.profiling_name = 1;
+  entry.group = 2;  // no such group
+  bad = ParseRankDump(SerializeRankDump(dump), "rank3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("entries.group"));
+}
+
+}  // namespace
+}  // namespace fr
