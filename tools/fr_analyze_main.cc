@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cli_flags.h"
+#include "dask_load.h"
 #include "fmt/format.h"
 #include "fr/base/utf8.h"
 #include "fr/fr_analyze.h"
@@ -165,6 +166,7 @@ struct TraceArgs {
   std::string rank_pattern;
   int64_t jobs = 0;
   bool follow_links = false;
+  std::string dask;  // the scheduler's address: read the dumps on that Dask cluster
   std::vector<std::string> pg_filter;
   // analyze
   int64_t dump_time_ns = kUnknown;
@@ -202,6 +204,11 @@ std::vector<cli::Flag> DiscoveryFlags(TraceArgs* args, bool just_print_entries =
                &args->jobs),
       cli::Switch({"--follow-links"}, "follow symlinks that lead out of DIR (default: skip them)",
                   &args->follow_links),
+      cli::String({"--dask"}, "ADDR",
+                  "read the dumps on the Dask cluster at ADDR (tcp://host:8786);\n"
+                  "its workers must see DIR at the same path. Runs python3 -m\n"
+                  "fr_analyze._dask (FR_ANALYZE_PYTHON: another python)",
+                  &args->dask),
   };
 }
 cli::Flag PgFilterFlag(TraceArgs* args, std::string_view help) {
@@ -443,8 +450,10 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
   const std::string& format = args.format;
   // "-": one log pasted on standard input, and nothing else.
   bool from_stdin = path == "-" && mode == Mode::kAnalyze;
-  absl::StatusOr<LoadedTrace> trace =
-      from_stdin ? absl::StatusOr<LoadedTrace>(LoadedTrace()) : LoadTrace(path, options);
+  absl::StatusOr<LoadedTrace> trace = from_stdin ? absl::StatusOr<LoadedTrace>(LoadedTrace())
+                                      : args.dask.empty()
+                                          ? LoadTrace(path, options)
+                                          : LoadTraceOnDask(path, options, args.dask);
   if (!trace.ok()) {
     std::fprintf(stderr, "fr-analyze: %s\n", std::string(trace.status().message()).c_str());
     return kExitUsage;

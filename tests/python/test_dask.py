@@ -66,3 +66,23 @@ def test_a_worker_killed_mid_task_loses_no_rank(client, job, tmp_path):
     assert len(loaded.ranks) == 62
     assert fr_analyze._trace.Trace(loaded, str(job)).analyze().to_json() == \
         fr_analyze.analyze(str(job)).to_json()
+
+
+def test_the_command_line_reads_on_the_cluster(cli, client, job):
+    """`fr-analyze analyze DIR --dask ADDR` prints what the local run prints, exit status too."""
+    import sys
+
+    env = dict(os.environ, FR_ANALYZE_PYTHON=sys.executable)
+    address = client.scheduler.address
+    on_cluster = subprocess.run([cli, "analyze", str(job), "--format", "json", "--dask", address],
+                                capture_output=True, text=True, env=env, timeout=300)
+    local = subprocess.run([cli, "analyze", str(job), "--format", "json"], capture_output=True,
+                           text=True, timeout=300)
+    assert on_cluster.returncode == local.returncode == 1, on_cluster.stderr
+    assert on_cluster.stdout == local.stdout
+    # No scheduler there: a clear error and the usage exit status, no report.
+    missing = subprocess.run([cli, "analyze", str(job), "--dask", "tcp://127.0.0.1:9"],
+                             capture_output=True, text=True, env=env, timeout=300)
+    assert missing.returncode == 2
+    assert missing.stdout == ""
+    assert "the Dask scheduler at tcp://127.0.0.1:9" in missing.stderr
