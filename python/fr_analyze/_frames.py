@@ -186,8 +186,10 @@ def findings_df(report: "Report") -> "pandas.DataFrame":
     return pd.DataFrame({
         "kind": pd.Categorical([f["kind"] for f in findings]),
         "ranks": [list(f["ranks"]) for f in findings],
-        "process_group": pd.Categorical([f["process_group"]["name"] for f in findings]),
-        "pg_desc": pd.Categorical([f["process_group"]["desc"] for f in findings]),
+        # Findings from monitor snapshots belong to no process group: the JSON leaves it out.
+        "process_group": pd.Categorical([f.get("process_group", {}).get("name", "")
+                                         for f in findings]),
+        "pg_desc": pd.Categorical([f.get("process_group", {}).get("desc", "") for f in findings]),
         "collective_seq_id": pd.array([f["collective_seq_id"] for f in findings], dtype="int32"),
         "op": pd.Categorical([f["op"] for f in findings]),
         "confidence": pd.Categorical([f["confidence"] for f in findings],

@@ -143,3 +143,9 @@ def test_workers_outliving_their_launcher_are_a_finding(cli, tmp_path):
     assert "[launcher_gone_workers_alive, medium] 4 worker process(es) on 1 host(s)" in text
     html = subprocess.run([cli, "report", str(job)], capture_output=True, text=True).stdout
     assert "launcher_gone_workers_alive" in html
+    # And from Python, in the findings table.
+    import fr_analyze
+
+    findings = fr_analyze.analyze(str(job)).findings_df()
+    row = findings[findings["kind"] == "launcher_gone_workers_alive"]
+    assert len(row) == 1 and "4 worker process(es)" in row.iloc[0]["summary"]
