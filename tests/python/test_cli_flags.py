@@ -135,7 +135,7 @@ def test_an_unknown_option_names_the_commands_options(cli, example_job):
     result = run(cli, "load", example_job, "--bogus")
     assert result.returncode == 2
     assert ("unknown option --bogus (options of load: --format, --output, --prefix, "
-            "--rank-pattern, --jobs, --follow-links)") in result.stderr
+            "--rank-pattern, --jobs, --follow-links, --dask)") in result.stderr
 
 
 @pytest.mark.parametrize("args,message", [
