@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,18 @@ TEST(RankSummaryTest, OutOfRangeIdsAreRefusedWithTheField) {
   bad = ParseRankDump(SerializeRankDump(dump), "rank3");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("entries.group"));
+  // Ranks outside what the normalizer admits (0..2^31-1), as the summary fuzzer found: the
+  // analysis adds to them.
+  entry.group = 0;
+  dump.rank = std::numeric_limits<int64_t>::max();
+  bad = ParseRankDump(SerializeRankDump(dump), "rank3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("'rank'"));
+  dump.rank = 3;
+  dump.groups[0].ranks = {0, int64_t{1} << 40};
+  bad = ParseRankDump(SerializeRankDump(dump), "rank3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("groups.ranks"));
 }
 
 }  // namespace

@@ -584,8 +584,8 @@ FileResult FromSummary(const DiscoveredFile& file, std::string_view bytes) {
   result.normalize_ns = in.normalize_ns();
   if (in.has_dump()) {
     absl::StatusOr<RankDump> dump = FromRankSummary(in.dump(), file.path);
-    if (dump.ok() && dump->path != file.path) {
-      dump = absl::InvalidArgumentError("the worker's summary names another file");
+    if (dump.ok() && (dump->path != file.path || dump->rank != file.rank)) {
+      dump = absl::InvalidArgumentError("the worker's summary names another file or rank");
     }
     result.dump = std::move(dump);
   } else if (in.result_case() == summary::FileSummary::kError) {

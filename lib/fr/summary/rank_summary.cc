@@ -1,6 +1,7 @@
 #include "fr/summary/rank_summary.h"
 
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -166,7 +167,12 @@ absl::StatusOr<RankDump> FromRankSummary(const summary::RankSummary& in, const s
                     name, in.schema_version(), kRankSummarySchema));
   }
   Checker check(name);
+  // Ranks as the normalizer admits them (0..2^31-1): the analysis adds to and compares them.
+  auto is_rank = [](int64_t rank) {
+    return rank >= 0 && rank <= std::numeric_limits<int32_t>::max();
+  };
   RankDump dump;
+  check.Fails(!is_rank(in.rank()), "rank");
   dump.rank = in.rank();
   dump.path = in.path();
   dump.host = in.host();
@@ -192,6 +198,7 @@ absl::StatusOr<RankDump> FromRankSummary(const summary::RankSummary& in, const s
     group.name = string_id(g.name(), "groups.name");
     group.desc = string_id(g.desc(), "groups.desc");
     group.ranks.assign(g.ranks().begin(), g.ranks().end());
+    for (int64_t rank : group.ranks) check.Fails(!is_rank(rank), "groups.ranks");
     group.ranks_known = g.ranks_known();
     group.pg_id = g.pg_id();
     group.has_status = g.status_recorded();
@@ -281,6 +288,7 @@ absl::StatusOr<RankDump> FromRankSummary(const summary::RankSummary& in, const s
     entry.timeout_ms = e.timeout_ms(i);
     entry.duration_ms = e.duration_ms(i);
     entry.peer_rank = e.peer_rank(i);
+    check.Fails(entry.peer_rank != kUnknown && !is_rank(entry.peer_rank), "entries.peer_rank");
     entry.group = e.group(i);
     check.Fails(entry.group >= dump.groups.size(), "entries.group");
     entry.profiling_name = string_id(e.profiling_name(i), "entries.profiling_name");
