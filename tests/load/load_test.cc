@@ -110,6 +110,47 @@ TEST_F(LoadTraceTest, InMemoryDumpsLoadLikeFiles) {
   EXPECT_THAT(trace->rejected[0].error, HasSubstr("<rank 1 bytes>"));
 }
 
+// PyTorch writes the default group's whole rank list into every dump: kept per dump, a job of N
+// ranks would hold N^2 ranks. The loader makes every dump's list one list, on 1 thread or 2, from
+// files and from bytes, and the lists still read as each dump wrote them.
+TEST_F(LoadTraceTest, EveryDumpsWorldListIsOneListInMemory) {
+  ExampleJobOptions options;
+  options.world_size = 64;
+  options.entries_per_rank = 20;
+  std::map<int64_t, std::shared_ptr<const Buffer>> dumps;
+  for (int64_t rank = 0; rank < options.world_size; ++rank) {
+    std::string bytes = WriteDumpPickle(MakeExampleRankDump(options, rank));
+    Write("nccl_trace_rank_" + std::to_string(rank), bytes);
+    dumps[rank] = Buffer::FromString(std::move(bytes));
+  }
+  std::vector<int64_t> world(options.world_size);
+  for (int64_t r = 0; r < options.world_size; ++r) world[r] = r;
+  auto world_list = [&](const RankDump& dump) -> const SharedRanks* {
+    for (const ProcessGroup& group : dump.groups) {
+      if (group.ranks.size() == world.size()) return &group.ranks;
+    }
+    return nullptr;
+  };
+  for (int jobs : {1, 2}) {
+    LoadOptions load;
+    load.jobs = jobs;
+    for (bool from_files : {true, false}) {
+      absl::StatusOr<LoadedTrace> trace =
+          from_files ? LoadTrace(dir_.string(), load) : LoadTraceFromBytes(dumps, load);
+      ASSERT_TRUE(trace.ok()) << trace.status();
+      ASSERT_EQ(trace->ranks.size(), world.size());
+      const SharedRanks* first = world_list(trace->ranks.front());
+      ASSERT_NE(first, nullptr);
+      for (const RankDump& dump : trace->ranks) {
+        const SharedRanks* ranks = world_list(dump);
+        ASSERT_NE(ranks, nullptr) << "rank " << dump.rank;
+        EXPECT_TRUE(ranks->SharesStorageWith(*first)) << "rank " << dump.rank;
+        EXPECT_EQ(ranks->ToVector(), world);
+      }
+    }
+  }
+}
+
 std::vector<int64_t> LoadedRanks(const LoadedTrace& trace) {
   std::vector<int64_t> ranks;
   for (const RankDump& dump : trace.ranks) ranks.push_back(dump.rank);

@@ -499,11 +499,13 @@ TEST(NormalizeBudgetTest, LimitsAreTheCallersToSet) {
 
 TEST(NormalizeBudgetTest, RunningOutOfMemoryIsAnErrorOfTheFile) {
   if (hostile::kSanitized) GTEST_SKIP() << "address-space limits do not apply under sanitizers";
-  // With the budget lifted, 40000 groups x 5000 ranks want 1.6 GB from about 1 MB of input.
-  std::string bytes = hostile::PgConfigSharingOneRankList(40000, 5000);
+  // With the budgets lifted, 8 M references to one entry dict want 8 M entries (over 1 GB) from
+  // 16 MB of input. (Groups sharing one rank list no longer serve: they share it in memory too.)
+  std::string bytes = hostile::EntriesOfOneSharedDict(8'000'000);
   int status = hostile::RunWithAddressSpaceLimit(uint64_t{768} << 20, [&] {
     NormalizeLimits unbounded;
     unbounded.kept_bytes_per_input_byte = uint64_t{1} << 20;
+    unbounded.visits_per_input_byte = uint64_t{1} << 20;
     Normalized result = NormalizeWithCost(bytes, unbounded);
     if (result.dump.ok()) return 1;
     bool named = result.dump.status().code() == absl::StatusCode::kResourceExhausted &&

@@ -309,7 +309,7 @@ std::optional<bool> ListsItsOwnRank(const RankDump& dump) {
     if (!group.ranks_known || group.ranks.empty()) continue;
     any_list = true;
     // The world group lists rank r at position r: check there before searching.
-    const std::vector<int64_t>& ranks = group.ranks;
+    std::span<const int64_t> ranks = group.ranks.view();
     if (dump.rank >= 0 && static_cast<uint64_t>(dump.rank) < ranks.size() &&
         ranks[dump.rank] == dump.rank) {
       return true;
@@ -359,7 +359,8 @@ void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
   for (const RankDump& dump : trace->ranks) {
     highest_loaded = std::max(highest_loaded, dump.rank);
     for (const ProcessGroup& group : dump.groups) {
-      if (!group.ranks_known || !seen_groups.insert(RankListView{group.ranks}).second) continue;
+      if (!group.ranks_known || !seen_groups.insert(RankListView{group.ranks.view()}).second)
+        continue;
       for (int64_t rank : group.ranks) {
         if (rank >= 0) listed.push_back(rank);
       }
@@ -520,6 +521,13 @@ FileResult LoadDiscovered(const DiscoveredFile& file, const ReadOptions& read, b
   }
 }
 
+// Makes the dump's rank lists the pool's, as soon as the dump is read: a job's dumps all list the
+// default group's every rank, and holding a copy per dump until assembly would be quadratic.
+void ShareRankLists(RankListPool* pool, FileResult* result) {
+  if (!result->dump.has_value() || !result->dump->ok()) return;
+  for (ProcessGroup& group : (*result->dump)->groups) pool->Intern(&group.ranks);
+}
+
 // The trace from every discovered file's result (`results[i]` is `discovery.files[i]`'s):
 // settles each rank's files, then the world.
 LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<FileResult> results,
@@ -609,8 +617,10 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   size_t count = files.size();
   std::vector<FileResult> results(count);
   std::atomic<size_t> done{0};
+  RankListPool rank_lists;
   ParallelFor(count, options.jobs, options.cancel, [&](size_t i) {
     results[i] = LoadDiscovered(files[i], read, contested.contains(files[i].rank));
+    ShareRankLists(&rank_lists, &results[i]);
     size_t finished = ++done;
     if (options.progress) options.progress(finished, count);
   });
@@ -642,8 +652,10 @@ absl::StatusOr<LoadedTrace> AssembleTrace(const std::string& root, Discovery dis
                     summaries.size(), discovery.files.size()));
   }
   std::vector<FileResult> results(summaries.size());
+  RankListPool rank_lists;
   for (size_t i = 0; i < summaries.size(); ++i) {
     results[i] = FromSummary(discovery.files[i], summaries[i]);
+    ShareRankLists(&rank_lists, &results[i]);
   }
   return Assemble(root, std::move(discovery), std::move(results), 0, started);
 }
@@ -660,6 +672,7 @@ absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
     buffers.push_back(bytes);
   }
   std::vector<FileResult> results(ranks.size());
+  RankListPool rank_lists;
   ParallelFor(ranks.size(), options.jobs, options.cancel, [&](size_t i) {
     int64_t read_started = NowNs();
     try {
@@ -669,6 +682,7 @@ absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
       results[i] = FileResult();
       results[i].dump = OutOfMemory(names[i]);
     }
+    ShareRankLists(&rank_lists, &results[i]);
   });
   if (options.cancel != nullptr && options.cancel->load()) {
     return absl::CancelledError("loading was interrupted");

@@ -23,6 +23,7 @@
 
 #include "fr/model/op_kind.h"
 #include "fr/model/prefaulted_allocator.h"
+#include "fr/model/shared_ranks.h"
 #include "fr/model/string_table.h"
 
 namespace fr {
@@ -97,7 +98,7 @@ struct PgStatus {
 struct ProcessGroup {
   StringId name = 0;
   StringId desc = 0;
-  std::vector<int64_t> ranks;  // global ranks in group-rank order; empty when unknown
+  SharedRanks ranks;  // global ranks in group-rank order; empty when unknown
   bool ranks_known = false;
   int64_t pg_id = kUnknown;  // this rank's uid for the group, from its entries
   bool has_status = false;

@@ -235,12 +235,18 @@ class ItemIdsCache {
 // ParseRanksString, remembering the last few long strings parsed on this thread: every dump of a
 // job spells out the same world group, thousands of ranks long, and comparing that text is much
 // cheaper than parsing it again for each dump.
-bool ParseLongRanksStringOnce(std::string_view text, std::vector<int64_t>* ranks) {
+bool ParseLongRanksStringOnce(std::string_view text, SharedRanks* ranks) {
   constexpr size_t kLongText = 512;
-  if (text.size() < kLongText) return ParseRanksString(text, ranks);
+  std::vector<int64_t> parsed_ranks;
+  if (text.size() < kLongText) {
+    bool ok = ParseRanksString(text, &parsed_ranks);
+    *ranks = std::move(parsed_ranks);
+    return ok;
+  }
+  // The dumps read on this thread share the list itself, not only the work of parsing it.
   struct Parsed {
     std::string text;
-    std::vector<int64_t> ranks;
+    SharedRanks ranks;
     bool ok = false;
   };
   thread_local std::array<Parsed, 4> recent;
@@ -251,7 +257,8 @@ bool ParseLongRanksStringOnce(std::string_view text, std::vector<int64_t>* ranks
       return parsed.ok;
     }
   }
-  bool ok = ParseRanksString(text, ranks);
+  bool ok = ParseRanksString(text, &parsed_ranks);
+  *ranks = std::move(parsed_ranks);
   Parsed& slot = recent[next++ % recent.size()];
   slot.text = std::string(text);
   slot.ranks = *ranks;
@@ -565,7 +572,7 @@ class Normalizer {
         uint32_t index = GroupByName(key_id != kNoString ? key_id : dump_.strings.Intern(key_text));
         FR_ASSIGN_OR_RETURN(const ParsedRanks* parsed, RankList(value, where()));
         ProcessGroup& group = dump_.groups[index];
-        group.ranks.insert(group.ranks.end(), parsed->ranks.begin(), parsed->ranks.end());
+        AppendRanks(parsed->ranks, &group);
         group.pg_id = pg_id;
         group.ranks_known = true;
         continue;
@@ -606,7 +613,7 @@ class Normalizer {
           group.ranks_known = parsed->ok;
           if (!group.ranks_known) Oddity("unparseable_pg_ranks");
         } else {
-          group.ranks.insert(group.ranks.end(), parsed->ranks.begin(), parsed->ranks.end());
+          AppendRanks(parsed->ranks, &group);
           group.ranks_known = true;
         }
       } else {
@@ -620,9 +627,19 @@ class Normalizer {
   // parsed), read once per value: every group that lists the same value (a pickle memoizes every
   // string, and shares a list it was given several times) then copies the result, within budget.
   struct ParsedRanks {
-    std::vector<int64_t> ranks;
+    SharedRanks ranks;
     bool ok = false;
   };
+  // A group listed twice (1.4 ids) holds both lists, in file order.
+  static void AppendRanks(const SharedRanks& ranks, ProcessGroup* group) {
+    if (group->ranks.empty()) {
+      group->ranks = ranks;
+      return;
+    }
+    std::vector<int64_t> joined = group->ranks.ToVector();
+    joined.insert(joined.end(), ranks.begin(), ranks.end());
+    group->ranks = std::move(joined);
+  }
   absl::StatusOr<const ParsedRanks*> RankList(ValueId value, const std::string& where) {
     auto [it, inserted] = parsed_rank_lists_.try_emplace(value);
     ParsedRanks& parsed = it->second;
@@ -634,11 +651,13 @@ class Normalizer {
       } else {
         std::span<const ValueId> items = doc_.items(value);
         if (!budget_.Visit(items.size())) return BudgetError(value, where);
-        parsed.ranks.reserve(items.size());
+        std::vector<int64_t> ranks;
+        ranks.reserve(items.size());
         for (ValueId rank : items) {
           if (doc_.kind(rank) != ValueKind::kInt) return Error(rank, where, "expected a rank");
-          parsed.ranks.push_back(doc_.int_value(rank));
+          ranks.push_back(doc_.int_value(rank));
         }
+        parsed.ranks = std::move(ranks);
         parsed.ok = true;
       }
     }

@@ -197,7 +197,7 @@ absl::StatusOr<RankDump> FromRankSummary(const summary::RankSummary& in, const s
     ProcessGroup& group = dump.groups.emplace_back();
     group.name = string_id(g.name(), "groups.name");
     group.desc = string_id(g.desc(), "groups.desc");
-    group.ranks.assign(g.ranks().begin(), g.ranks().end());
+    group.ranks = std::vector<int64_t>(g.ranks().begin(), g.ranks().end());
     for (int64_t rank : group.ranks) check.Fails(!is_rank(rank), "groups.ranks");
     group.ranks_known = g.ranks_known();
     group.pg_id = g.pg_id();
