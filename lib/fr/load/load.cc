@@ -23,6 +23,7 @@
 #include "fr/decode/document.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
+#include "fr/normalize/direct_pickle_reader.h"
 #include "fr/normalize/normalize.h"
 #include "fr/summary/rank_summary.h"
 
@@ -97,6 +98,18 @@ FileResult DecodeAndNormalize(absl::StatusOr<InputFile> input, int64_t rank,
   result.bytes_on_disk = input->size_on_disk;
   result.bytes_decoded = input->bytes->size();
   if (hash_content) result.content_hash = std::hash<std::string_view>{}(input->bytes->bytes());
+  if (input->encoding == Encoding::kPickle) {
+    // PyTorch's own layout is read straight into the RankDump (identical to the general path);
+    // anything else it declines, and the general path below reads it. Its time, accepted or
+    // not, counts as decoding: it reads the pickle and normalizes in one pass.
+    DirectReadResult direct = ReadTorchPickleDirect(input->bytes->bytes(), rank);
+    if (direct.dump.has_value()) {
+      result.decode_ns = NowNs() - decode_started;
+      direct.dump->path = name;
+      result.dump = std::move(*direct.dump);
+      return result;
+    }
+  }
   absl::StatusOr<Document> document =
       input->encoding == Encoding::kJson ? DecodeJson(input->bytes) : DecodePickle(input->bytes);
   int64_t normalize_started = NowNs();
