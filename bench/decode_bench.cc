@@ -14,6 +14,7 @@
 
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
+#include "fr/normalize/direct_pickle_reader.h"
 #include "fr/normalize/normalize.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
@@ -97,6 +98,23 @@ void BM_DecodeAndNormalizePickle(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeAndNormalizePickle)->Arg(2000);
 
+// The direct reader of PyTorch's layout: bytes to the same RankDump in one pass, as the loader
+// reads pickles (it falls back to decode + normalize only for other layouts).
+void BM_DirectReadPickle(benchmark::State& state) {
+  auto bytes = RealisticDump(state.range(0), /*json=*/false);
+  for (auto _ : state) {
+    DirectReadResult read = ReadTorchPickleDirect(bytes->bytes(), 29);
+    if (!read.dump.has_value()) {
+      state.SkipWithError(std::string(read.decline_reason).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(read);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes->size()));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_DirectReadPickle)->Arg(250)->Arg(2000);
+
 // The bytes of the file named by FR_BENCH_FILE (run_benchmarks.py times CPython's pickle.loads on
 // exactly the same bytes), copied to the heap once so that loops measure decoding, not page
 // faults; nullptr after marking `state` skipped.
@@ -128,6 +146,24 @@ void BM_DecodePickleFile(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes->size()));
 }
 BENCHMARK(BM_DecodePickleFile);
+
+// What the loader does with the file: the direct reader to a RankDump (decode and normalize in
+// one), the figure run_benchmarks.py compares with CPython's pickle.loads (which also stops at
+// plain Python objects, short of any normalization).
+void BM_DirectReadPickleFile(benchmark::State& state) {
+  std::shared_ptr<const Buffer> bytes = BenchFileBytes(state);
+  if (bytes == nullptr) return;
+  for (auto _ : state) {
+    DirectReadResult read = ReadTorchPickleDirect(bytes->bytes(), 0);
+    if (!read.dump.has_value()) {
+      state.SkipWithError(std::string(read.decline_reason).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(read);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes->size()));
+}
+BENCHMARK(BM_DirectReadPickleFile);
 
 // Normalization alone of the same file (decoded once), to compare the warm per-file normalize
 // cost with what a directory load reports under --timings.

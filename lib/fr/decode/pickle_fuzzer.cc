@@ -1,6 +1,8 @@
 // libFuzzer target for DecodePickle: any bytes must give a Document or an error, never a crash,
 // hang or unbounded allocation, and a Document must be internally consistent. A document is then
-// normalized within small budgets, which shared references must not escape.
+// normalized within small budgets, which shared references must not escape. The same bytes go
+// through the direct reader of PyTorch's layout (ReadTorchPickleDirect): whenever it accepts them,
+// the general path must accept them too and normalize to the identical RankDump.
 //
 //   CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DFR_BUILD_FUZZERS=ON
 //   cmake --build build-fuzz --target pickle_fuzzer
@@ -15,6 +17,8 @@
 #include <vector>
 
 #include "fr/decode/pickle_decoder.h"
+#include "fr/model/rank_dump_equal.h"
+#include "fr/normalize/direct_pickle_reader.h"
 #include "fr/normalize/normalize.h"
 #include "simdjson.h"
 
@@ -85,14 +89,19 @@ void CheckDocument(const fr::Document& doc, uint32_t max_depth) {
   }
 }
 
-// Normalizes within budgets small enough for the fuzzer to reach: an error names the budget, and
-// a success stayed within it.
-void CheckNormalizes(const fr::Document& doc) {
+// Budgets small enough for the fuzzer to reach.
+fr::NormalizeLimits SmallLimits() {
   fr::NormalizeLimits limits;
   limits.kept_bytes_per_input_byte = 16;
   limits.min_kept_bytes = 1 << 20;
   limits.visits_per_input_byte = 16;
   limits.min_visits = 1 << 16;
+  return limits;
+}
+
+// Normalizes within small budgets: an error names the budget, and a success stayed within it.
+void CheckNormalizes(const fr::Document& doc) {
+  fr::NormalizeLimits limits = SmallLimits();
   fr::NormalizeCost cost;
   absl::StatusOr<fr::RankDump> dump = fr::NormalizeDump(doc, 0, limits, &cost);
   if (dump.ok()) {
@@ -104,6 +113,21 @@ void CheckNormalizes(const fr::Document& doc) {
   }
 }
 
+// The direct reader may decline anything; what it accepts must be exactly the general path's.
+void CheckDirectReader(std::string_view bytes, const absl::StatusOr<fr::Document>& doc) {
+  for (const fr::NormalizeLimits& limits : {SmallLimits(), fr::NormalizeLimits{}}) {
+    fr::DirectReadResult direct = fr::ReadTorchPickleDirect(bytes, 3, limits);
+    if (!direct.dump.has_value()) {
+      Check(!direct.decline_reason.empty());
+      continue;
+    }
+    Check(doc.ok());
+    absl::StatusOr<fr::RankDump> general = fr::NormalizeDump(*doc, 3, limits);
+    Check(general.ok());
+    Check(fr::DescribeRankDumpDifference(*direct.dump, *general).empty());
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -111,6 +135,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_depth = 64;  // smaller than the default so that the fuzzer reaches the limit
   auto input = fr::Buffer::FromString(std::string(reinterpret_cast<const char*>(data), size));
   absl::StatusOr<fr::Document> doc = fr::DecodePickle(input, limits);
+  CheckDirectReader(input->bytes(), doc);
   if (doc.ok()) {
     CheckDocument(*doc, limits.max_depth);
     CheckNormalizes(*doc);

@@ -200,6 +200,77 @@ struct RawEntry {
   std::vector<uint32_t> dtypes;
   uint32_t input_dtypes_end = 0;
   std::vector<uint32_t> frames;  // frame identities
+  // The frames list as bytes, and whether it only names frames by memo gets (then equal bytes
+  // name the same frames, see RecentBytes).
+  uint32_t frames_offset = 0;
+  uint32_t frames_length = 0;
+  bool frames_all_gets = false;
+  // The stack of a frames list whose bytes were seen before (kNoStack otherwise); its frames are
+  // then not listed in `frames`, only counted.
+  StackId known_stack = kNoStack;
+  uint32_t known_stack_frames = 0;
+  uint64_t frames_hash = 0;  // of `frames`, for StackCache
+  // Dtype lists (input, output) whose bytes were read before: their ids, else kNone, and the
+  // bytes of those read now.
+  std::array<DtypeListId, 2> known_dtypes;
+  std::array<uint32_t, 2> dtypes_offset;
+  std::array<uint32_t, 2> dtypes_length;
+  // Whether the keys so far are the learned layout's, in order.
+  bool matches_layout = false;
+};
+
+// Byte strings read before, with what they were read as. Reading a pickle only depends on its
+// bytes and the memo, whose slots never change once put (ids are sequential here), so the same
+// bytes at a later place read the same: a dump repeats a handful of shape lists and stacks
+// thousands of times, and a compare is much cheaper than parsing and hashing them again.
+struct RecentBytes {
+  uint32_t offset = 0;  // into the input
+  uint32_t length = 0;  // 0: empty slot
+  uint32_t id = 0;      // shape list or stack
+  uint32_t count = 0;   // ints of the shape list's encoding, or frames of the stack
+};
+template <size_t kSlots>
+class RecentByteCache {
+ public:
+  // The slot whose bytes start at `p` (with at least `left` bytes there), or nullptr. The first
+  // eight bytes are compared inline: most slots differ there.
+  const RecentBytes* Find(const uint8_t* begin, const uint8_t* p, size_t left) const {
+    if (left < 8) return nullptr;
+    uint64_t head;
+    std::memcpy(&head, p, 8);
+    for (size_t i = 0; i < kSlots; ++i) {
+      size_t index = (last_ + i) % kSlots;
+      const RecentBytes& slot = slots_[index];
+      if (((head ^ heads_[index]) & masks_[index]) != 0 || slot.length == 0 || slot.length > left) {
+        continue;
+      }
+      bool same = slot.length <= 8
+                      ? std::endian::native == std::endian::little ||
+                            std::memcmp(begin + slot.offset, p, slot.length) == 0
+                      : std::memcmp(begin + slot.offset + 8, p + 8, slot.length - 8) == 0;
+      if (same) {
+        last_ = index;
+        return &slot;
+      }
+    }
+    return nullptr;
+  }
+  void Insert(const uint8_t* begin, const RecentBytes& bytes) {
+    next_ = (next_ + 1) % kSlots;
+    slots_[next_] = bytes;
+    uint64_t head = 0;
+    std::memcpy(&head, begin + bytes.offset, std::min<size_t>(8, bytes.length));
+    heads_[next_] = head;
+    masks_[next_] = bytes.length >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes.length)) - 1;
+    last_ = next_;
+  }
+
+ private:
+  std::array<RecentBytes, kSlots> slots_{};
+  std::array<uint64_t, kSlots> heads_{};
+  std::array<uint64_t, kSlots> masks_{};
+  size_t next_ = 0;
+  mutable size_t last_ = 0;
 };
 
 struct ParsedName {
@@ -474,11 +545,13 @@ class Reader {
   bool ReadEntry();
   bool ReadValue(Field field, Entry& entry);
   bool ReadShapes(ShapeListId* id);
-  bool ReadDtypes();
+  bool ReadDtypes(int which);
+  DtypeListId ResolveDtypes(int which, uint32_t begin, uint32_t end);
   bool ReadFrames();
   bool ReadFrameDict();
   void ResolveEntry(Entry& entry);
   DtypeListId InternDtypes(uint32_t begin, uint32_t end);
+  StackId SeenStack();
   StackId FindStack();
   StackId InternStack();
   uint32_t ResolveFrame(uint32_t identity);
@@ -529,6 +602,15 @@ class Reader {
     DtypeListId id = kNone;
   };
   std::array<RecentDtypes, 2> recent_dtypes_;
+  struct StackSlot {
+    uint64_t hash = 0;
+    std::vector<uint32_t> frames;
+    StackId stack = kNoStack;
+  };
+  std::array<StackSlot, 64> stack_slots_;
+  RecentByteCache<4> recent_shapes_;
+  RecentByteCache<4> recent_dtypes_bytes_;
+  RecentByteCache<8> recent_stacks_;
   static constexpr uint8_t kStateNotParsed = 0xff;
   std::vector<uint8_t> state_of_string_;
   std::vector<ParsedName> parsed_names_;
@@ -804,6 +886,12 @@ bool Reader::ReadEntry() {
   raw.dtypes.clear();
   raw.input_dtypes_end = 0;
   raw.frames.clear();
+  raw.frames_all_gets = false;
+  raw.known_stack = kNoStack;
+  raw.frames_hash = 0;
+  raw.known_dtypes = {kNone, kNone};
+  raw.dtypes_length = {0, 0};
+  raw.matches_layout = layout_count_ != 0;
   Entry& entry = entries_.emplace_back();
   while (!At('u')) {
     uint32_t key;
@@ -816,6 +904,7 @@ bool Reader::ReadEntry() {
     if (field == Field::kUnknown) return Decline("unknown entry key");
     if (raw.mask & Bit(field)) return Decline("repeated entry key");
     raw.mask |= Bit(field);
+    raw.matches_layout &= raw.count < layout_count_ && layout_keys_[raw.count] == key;
     raw.keys[raw.count] = key;
     raw.fields[raw.count] = field;
     ++raw.count;
@@ -872,12 +961,12 @@ bool Reader::ReadValue(Field field, Entry& entry) {
       return ReadShapes(&entry.output_sizes);
     case Field::kInputDtypes:
       if (raw.mask & Bit(Field::kOutputDtypes)) return Decline("output_dtypes before input_dtypes");
-      if (!ReadDtypes()) return false;
+      if (!ReadDtypes(0)) return false;
       raw.input_dtypes_end = static_cast<uint32_t>(raw.dtypes.size());
       return true;
     case Field::kOutputDtypes:
       if (!(raw.mask & Bit(Field::kInputDtypes))) raw.input_dtypes_end = 0;
-      return ReadDtypes();
+      return ReadDtypes(1);
     case Field::kFrames:
       return ReadFrames();
     case Field::kUnknown:
@@ -889,6 +978,13 @@ bool Reader::ReadValue(Field field, Entry& entry) {
 
 // [[3, 4], []]: encoded as the normalizer encodes shape lists, [n, rank_0, dims_0..., ...].
 bool Reader::ReadShapes(ShapeListId* id) {
+  if (const RecentBytes* seen = recent_shapes_.Find(begin_, p_, end_ - p_)) {
+    p_ += seen->length;
+    *id = seen->id;
+    Visit(2 * (seen->count + longest_shape_list_));
+    return true;
+  }
+  const uint8_t* start = p_;
   if (!Expect2(']', '(', "shapes are not a list")) return false;
   ints_.clear();
   ints_.push_back(0);
@@ -917,17 +1013,29 @@ bool Reader::ReadShapes(ShapeListId* id) {
   auto it = shape_lists_.find(key);
   if (it != shape_lists_.end()) {
     *id = it->second;
-    return true;
+  } else {
+    Keep((length + 1) * sizeof(int64_t));
+    *id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
+    dump_.shape_dims.insert(dump_.shape_dims.end(), ints_.begin(), ints_.end());
+    dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
+    shape_lists_.emplace(std::string(key), *id);
   }
-  Keep((length + 1) * sizeof(int64_t));
-  *id = static_cast<ShapeListId>(dump_.shape_list_offsets.size() - 1);
-  dump_.shape_dims.insert(dump_.shape_dims.end(), ints_.begin(), ints_.end());
-  dump_.shape_list_offsets.push_back(static_cast<uint32_t>(dump_.shape_dims.size()));
-  shape_lists_.emplace(std::string(key), *id);
+  recent_shapes_.Insert(
+      begin_, RecentBytes{static_cast<uint32_t>(start - begin_), static_cast<uint32_t>(p_ - start),
+                          *id, static_cast<uint32_t>(length)});
   return true;
 }
 
-bool Reader::ReadDtypes() {
+// `which`: 0 for input_dtypes, 1 for output_dtypes.
+bool Reader::ReadDtypes(int which) {
+  if (const RecentBytes* seen = recent_dtypes_bytes_.Find(begin_, p_, end_ - p_)) {
+    // Read before, so its strings are interned and its id known: nothing left to resolve.
+    p_ += seen->length;
+    raw_.known_dtypes[which] = seen->id;
+    Visit(2 * seen->count);
+    return true;
+  }
+  const uint8_t* start = p_;
   if (!Expect2(']', '(', "dtypes are not a list")) return false;
   while (!At('e')) {
     uint32_t slot;
@@ -935,23 +1043,38 @@ bool Reader::ReadDtypes() {
     raw_.dtypes.push_back(slot);
   }
   ++p_;
+  raw_.dtypes_offset[which] = static_cast<uint32_t>(start - begin_);
+  raw_.dtypes_length[which] = static_cast<uint32_t>(p_ - start);
   return true;
 }
 
 // [frame...], each frame a dict written once (and memoized when shared) or a memo get of one.
 bool Reader::ReadFrames() {
+  if (const RecentBytes* seen = recent_stacks_.Find(begin_, p_, end_ - p_)) {
+    p_ += seen->length;
+    raw_.known_stack = seen->id;
+    raw_.known_stack_frames = seen->count;
+    return true;
+  }
+  const uint8_t* start = p_;
   if (!Expect2(']', '(', "frames are not a list")) return false;
+  bool all_gets = true;
   while (!At('e')) {
     if (At('}')) {
       if (!ReadFrameDict()) return false;
+      all_gets = false;
       continue;
     }
     uint32_t id = MemoGet();
     if (id == kNone) return false;
     if (memo_[id].kind != SlotKind::kFrame) return Decline("frame is not a frame dict");
     raw_.frames.push_back(memo_[id].offset);
+    raw_.frames_hash = (raw_.frames_hash ^ memo_[id].offset) * 0x9e3779b97f4a7c15ull;
   }
   ++p_;
+  raw_.frames_offset = static_cast<uint32_t>(start - begin_);
+  raw_.frames_length = static_cast<uint32_t>(p_ - start);
+  raw_.frames_all_gets = all_gets;
   return true;
 }
 
@@ -980,6 +1103,7 @@ bool Reader::ReadFrameDict() {
   uint32_t identity = static_cast<uint32_t>(identities_.size());
   identities_.push_back(frame);
   raw_.frames.push_back(identity);
+  raw_.frames_hash = (raw_.frames_hash ^ identity) * 0x9e3779b97f4a7c15ull;
   if (At('q') || At('r')) return MemoPut(SlotKind::kFrame, identity, 0);
   return true;
 }
@@ -1007,6 +1131,15 @@ DtypeListId Reader::InternDtypes(uint32_t begin, uint32_t end) {
   }
   recent.slots.assign(slots.begin(), slots.end());
   recent.id = id;
+  return id;
+}
+
+DtypeListId Reader::ResolveDtypes(int which, uint32_t begin, uint32_t end) {
+  if (raw_.known_dtypes[which] != kNone) return raw_.known_dtypes[which];
+  DtypeListId id = InternDtypes(begin, end);
+  raw_.known_dtypes[which] = id;  // read by layout and then by keys: interned once
+  recent_dtypes_bytes_.Insert(
+      begin_, RecentBytes{raw_.dtypes_offset[which], raw_.dtypes_length[which], id, end - begin});
   return id;
 }
 
@@ -1089,21 +1222,26 @@ void Reader::ResolveEntry(Entry& entry) {
   const bool has_input_dtypes = raw.mask & Bit(Field::kInputDtypes);
   const bool has_output_dtypes = raw.mask & Bit(Field::kOutputDtypes);
   const uint32_t dtypes_end = static_cast<uint32_t>(raw.dtypes.size());
-  // Key path visits (the normalizer reads every pair of an entry read by keys).
-  Visit(2 * raw.count + 2 * raw.frames.size());
+  const uint64_t frame_count =
+      raw.known_stack != kNoStack ? raw.known_stack_frames : raw.frames.size();
+  // Key path visits (the normalizer reads every pair of an entry read by keys, and looks a stack
+  // up by its frames on either path).
+  Visit(2 * raw.count + 4 * frame_count);
   bool read_by_layout = false;
-  if (layout_count_ != 0 && raw.count == layout_count_ &&
-      std::memcmp(raw.keys.data(), layout_keys_.data(), raw.count * sizeof(uint32_t)) == 0) {
+  if (raw.matches_layout && raw.count == layout_count_) {
     // ReadEntryByLayout's order: thread_name, thread_id, state, input and output dtypes, then the
     // stack, which must have been seen before.
     if (raw.thread_name != kNone) entry.thread_name = Intern(raw.thread_name);
     if (raw.thread_id != kNone) entry.thread_id = Intern(raw.thread_id);
     if (raw.state != kNone) entry.state = ParseState(Intern(raw.state));
-    if (has_input_dtypes) entry.input_dtypes = InternDtypes(0, raw.input_dtypes_end);
-    if (has_output_dtypes) entry.output_dtypes = InternDtypes(raw.input_dtypes_end, dtypes_end);
+    if (has_input_dtypes) entry.input_dtypes = ResolveDtypes(0, 0, raw.input_dtypes_end);
+    if (has_output_dtypes) {
+      entry.output_dtypes = ResolveDtypes(1, raw.input_dtypes_end, dtypes_end);
+    }
     read_by_layout = true;
     if (raw.mask & Bit(Field::kFrames)) {
-      entry.stack = FindStack();
+      // A stack whose bytes were seen was found before, so this finds it too.
+      entry.stack = raw.known_stack != kNoStack ? raw.known_stack : FindStack();
       read_by_layout = entry.stack != kNoStack;
     }
   }
@@ -1112,7 +1250,12 @@ void Reader::ResolveEntry(Entry& entry) {
     for (uint32_t i = 0; i < raw.count; ++i) {
       switch (raw.fields[i]) {
         case Field::kFrames:
-          entry.stack = InternStack();
+          if (raw.known_stack != kNoStack) {
+            dump_.has_stacks = true;  // as InternStack, which finds it
+            entry.stack = raw.known_stack;
+          } else {
+            entry.stack = InternStack();
+          }
           break;
         case Field::kThreadName:
           entry.thread_name = Intern(raw.thread_name);
@@ -1124,10 +1267,10 @@ void Reader::ResolveEntry(Entry& entry) {
           entry.state = ParseState(Intern(raw.state));
           break;
         case Field::kInputDtypes:
-          entry.input_dtypes = InternDtypes(0, raw.input_dtypes_end);
+          entry.input_dtypes = ResolveDtypes(0, 0, raw.input_dtypes_end);
           break;
         case Field::kOutputDtypes:
-          entry.output_dtypes = InternDtypes(raw.input_dtypes_end, dtypes_end);
+          entry.output_dtypes = ResolveDtypes(1, raw.input_dtypes_end, dtypes_end);
           break;
         default:
           break;
@@ -1140,6 +1283,10 @@ void Reader::ResolveEntry(Entry& entry) {
       layout_count_ = raw.count;
       std::copy(raw.keys.begin(), raw.keys.begin() + raw.count, layout_keys_.begin());
     }
+  }
+  if (raw.frames_all_gets && raw.known_stack == kNoStack && raw.frames.size() >= 2) {
+    recent_stacks_.Insert(begin_, RecentBytes{raw.frames_offset, raw.frames_length, entry.stack,
+                                              static_cast<uint32_t>(raw.frames.size())});
   }
   AssignGroup(entry);
   ParseProfilingName(entry);
