@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "fr/base/parallel_for.h"
 
 namespace fr {
 namespace {
@@ -26,9 +27,11 @@ DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns) {
   DumpTimes times;
   times.per_dump.assign(trace.ranks.size(), kUnknown);
   times.newest_record.resize(trace.ranks.size());
-  for (size_t d = 0; d < trace.ranks.size(); ++d) {
-    times.newest_record[d] = NewestRecord(trace.ranks[d]);
-  }
+  // A pass over every entry of the job: each dump's on its own core.
+  ParallelFor(
+      trace.ranks.size(), /*jobs=*/0,
+      [&](size_t d) { times.newest_record[d] = NewestRecord(trace.ranks[d]); },
+      /*cancel=*/nullptr, /*min_items_per_thread=*/64);
   if (option_ns != kUnknown) {
     std::fill(times.per_dump.begin(), times.per_dump.end(), option_ns);
     times.job_ns = option_ns;

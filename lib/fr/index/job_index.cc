@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "fr/base/parallel_for.h"
 
 namespace fr {
 namespace {
@@ -208,15 +209,18 @@ int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times
 // Each dump's oldest entry that did not finish, counting reopened units as unfinished.
 void FindFirstUnfinished(const LoadedTrace& trace, JobIndex* index) {
   index->first_unfinished_entry.assign(trace.ranks.size(), -1);
-  for (size_t d = 0; d < trace.ranks.size(); ++d) {
-    const auto& entries = trace.ranks[d].entries;
-    for (size_t e = 0; e < entries.size(); ++e) {
-      if (!EntryFinished(entries[e]) && entries[e].op != OpKind::kCoalesced) {
-        index->first_unfinished_entry[d] = static_cast<int64_t>(e);
-        break;
-      }
-    }
-  }
+  ParallelFor(
+      trace.ranks.size(), /*jobs=*/0,
+      [&](size_t d) {
+        const auto& entries = trace.ranks[d].entries;
+        for (size_t e = 0; e < entries.size(); ++e) {
+          if (!EntryFinished(entries[e]) && entries[e].op != OpKind::kCoalesced) {
+            index->first_unfinished_entry[d] = static_cast<int64_t>(e);
+            break;
+          }
+        }
+      },
+      /*cancel=*/nullptr, /*min_items_per_thread=*/64);
   for (const JobGroup& group : index->groups) {
     for (const GroupMember& member : group.members) {
       if (member.dump < 0) continue;
@@ -327,31 +331,50 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
       member_of_rank[g].emplace(group.ranks[m], m);
     }
   }
-  // One pass over each dump's entries, dispatching by local group.
-  std::vector<GroupMember*> member_of_local;
+  // Which member each dump's local groups are. Ranks are unique among loaded dumps, so every
+  // member belongs to one dump at most, and the dumps can then be indexed in parallel.
+  std::vector<std::vector<GroupMember*>> member_of_local(trace.ranks.size());
   for (size_t d = 0; d < trace.ranks.size(); ++d) {
     const RankDump& dump = trace.ranks[d];
-    member_of_local.assign(index.group_of_local[d].size(), nullptr);
-    for (uint32_t local = 0; local < member_of_local.size(); ++local) {
+    member_of_local[d].assign(index.group_of_local[d].size(), nullptr);
+    for (uint32_t local = 0; local < member_of_local[d].size(); ++local) {
       uint32_t g = index.group_of_local[d][local];
       auto it = member_of_rank[g].find(dump.rank);
       if (it == member_of_rank[g].end()) continue;  // a dump naming a group it is not in
       GroupMember& member = index.groups[g].members[it->second];
       member.dump = static_cast<int32_t>(d);
       member.local_group = local;
-      member_of_local[local] = &member;
-    }
-    for (uint32_t i = 0; i < dump.entries.size(); ++i) {
-      GroupMember* member = member_of_local[dump.entries[i].group];
-      if (member != nullptr) AddEntry(dump, i, member);
-    }
-    for (GroupMember* member : member_of_local) {
-      if (member != nullptr) FinishMember(dump, member);
+      member_of_local[d][local] = &member;
     }
   }
-  for (JobGroup& group : index.groups) {
-    index.retired_failed_units += ReopenFailedRetirements(trace, index.dump_times, index, &group);
-  }
+  // One pass over each dump's entries, dispatching by local group.
+  ParallelFor(
+      trace.ranks.size(), /*jobs=*/0,
+      [&](size_t d) {
+        const RankDump& dump = trace.ranks[d];
+        for (uint32_t local = 0; local < member_of_local[d].size(); ++local) {
+          GroupMember* member = member_of_local[d][local];
+          // The count comes from the dump (or a worker's summary of it): trust it no further
+          // than the entries there are.
+          if (member == nullptr) continue;
+          member->units.reserve(std::min<size_t>(
+              std::max<int64_t>(dump.groups[local].entry_count, 0), dump.entries.size()));
+        }
+        for (uint32_t i = 0; i < dump.entries.size(); ++i) {
+          GroupMember* member = member_of_local[d][dump.entries[i].group];
+          if (member != nullptr) AddEntry(dump, i, member);
+        }
+        for (GroupMember* member : member_of_local[d]) {
+          if (member != nullptr) FinishMember(dump, member);
+        }
+      },
+      /*cancel=*/nullptr, /*min_items_per_thread=*/64);
+  // Each group changes only its own members (and reads them): groups run in parallel too.
+  std::vector<int64_t> reopened(index.groups.size(), 0);
+  ParallelFor(index.groups.size(), /*jobs=*/0, [&](size_t g) {
+    reopened[g] = ReopenFailedRetirements(trace, index.dump_times, index, &index.groups[g]);
+  });
+  for (int64_t count : reopened) index.retired_failed_units += count;
   // Sort groups and remap group_of_local accordingly.
   std::vector<uint32_t> order(index.groups.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;

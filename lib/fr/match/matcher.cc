@@ -1,6 +1,7 @@
 #include "fr/match/matcher.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "fr/base/parallel_for.h"
 
 namespace fr {
 namespace {
@@ -164,15 +166,16 @@ std::vector<int64_t> Sorted(std::vector<int64_t> ranks) {
 
 class GroupMatcher {
  public:
+  // Findings go to `result` (which may hold other groups' too), the group's standing to `match`.
   GroupMatcher(const LoadedTrace& trace, const JobIndex& index, uint32_t group_index,
-               MatchResult* result)
+               MatchResult* result, GroupMatch* match)
       : trace_(trace),
         index_(index),
         first_pending_(index.first_unfinished_entry),
         group_(index.groups[group_index]),
         group_index_(group_index),
         result_(*result),
-        match_(result->groups[group_index]) {}
+        match_(*match) {}
 
   void Run() {
     timing_known_ = TimingKnown();
@@ -959,8 +962,24 @@ MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index) {
   result.dump_time_ns = index.dump_times.job_ns;
   result.dump_time_source = index.dump_times.source;
   result.dump_time_confidence = index.dump_times.confidence;
-  for (uint32_t g = 0; g < index.groups.size(); ++g) {
-    GroupMatcher(trace, index, g, &result).Run();
+  // A group's matcher reads and writes only its own group's findings, so groups are matched in
+  // parallel, each into a result of its own, and the results joined in group order: the same
+  // lists, in the same order, as one after the other.
+  std::vector<MatchResult> found(index.groups.size());
+  ParallelFor(
+      index.groups.size(), /*jobs=*/0,
+      [&](size_t g) {
+        GroupMatcher(trace, index, static_cast<uint32_t>(g), &found[g], &result.groups[g]).Run();
+      },
+      /*cancel=*/nullptr, /*min_items_per_thread=*/8);
+  for (MatchResult& group : found) {
+    std::move(group.mismatches.begin(), group.mismatches.end(),
+              std::back_inserter(result.mismatches));
+    std::move(group.blocks.begin(), group.blocks.end(), std::back_inserter(result.blocks));
+    std::move(group.stuck.begin(), group.stuck.end(), std::back_inserter(result.stuck));
+    result.in_flight_ops += group.in_flight_ops;
+    result.collectives_checked += group.collectives_checked;
+    result.p2p_ops_checked += group.p2p_ops_checked;
   }
   return result;
 }

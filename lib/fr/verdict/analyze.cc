@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -71,7 +72,12 @@ class Analyzer {
 
   Report Run() {
     index_ = BuildJobIndex(trace_, options_.dump_time_ns);
+    // Stragglers read only the trace and the index, which nothing changes from here on: they are
+    // found on a second core while the groups are matched.
+    std::future<std::vector<Straggler>> stragglers =
+        std::async(std::launch::async, [this] { return FindStragglers(trace_, index_); });
     matched_ = MatchJob(trace_, index_);
+    stragglers_ = stragglers.get();
     LinkSinksWaitingInUnrecordedOps();
     WaitForGraph graph(matched_.blocks);
 
@@ -735,7 +741,7 @@ class Analyzer {
 
   // Ranks consistently last to enqueue (stragglers.h), as findings with their evidence.
   void AddStragglerFindings(Report* report) {
-    for (const Straggler& found : FindStragglers(trace_, index_)) {
+    for (const Straggler& found : stragglers_) {
       const JobGroup& group = index_.groups[found.group];
       auto* straggler = report->add_stragglers();
       straggler->set_rank(static_cast<int32_t>(found.rank));
@@ -1158,6 +1164,7 @@ class Analyzer {
   std::map<int64_t, size_t> dump_of_rank_;
   JobIndex index_;
   MatchResult matched_;
+  std::vector<Straggler> stragglers_;    // found while matching
   std::map<int, int64_t> finding_time_;  // finding index -> time of its cause
   std::map<std::string, int64_t> dropped_;
 };
