@@ -14,6 +14,7 @@
 //
 // Exit status: 0 no failure found, 1 a failure verdict, 2 usage errors, nothing readable or output
 // that could not be written. Output on stdout; errors on stderr.
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,9 +199,11 @@ std::vector<cli::Flag> DiscoveryFlags(TraceArgs* args, bool just_print_entries =
                   "matched against the path relative to DIR",
                   &args->rank_pattern),
       cli::Int({"-j", "--jobs"}, "N", 0, kMaxJobs,
-               just_print_entries ? "threads for reading and decoding (default 0: all cores);\n"
-                                    "-j takes a number only: -j alone is --just_print_entries"
-                                  : "threads for reading and decoding (default 0: all cores)",
+               just_print_entries ? "threads for reading, decoding and analysis (default 0: all\n"
+                                    "cores); -j takes a number only: -j alone is\n"
+                                    "--just_print_entries"
+                                  : "threads for reading, decoding and analysis (default 0: all\n"
+                                    "cores)",
                &args->jobs),
       cli::Switch({"--follow-links"}, "follow symlinks that lead out of DIR (default: skip them)",
                   &args->follow_links),
@@ -246,7 +249,8 @@ Command AnalyzeCommand(TraceArgs* args) {
                                        "matching still uses every group"));
   command.flags.push_back(DumpTimeFlag(args));
   command.flags.push_back(cli::Switch(
-      {"--timings"}, "print time per stage (read, decode, analysis) on stderr", &args->timings));
+      {"--timings"}, "print time per stage (read, decode, analysis) and peak memory on stderr",
+      &args->timings));
   command.flags.push_back(cli::Choice({"--color"}, "colour choice", {"auto", "always", "never"},
                                       "colour the text report's headline: auto (default) on a\n"
                                       "terminal unless NO_COLOR is set or -o is given; always\n"
@@ -501,6 +505,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
     AnalyzeOptions analyze;
     analyze.source = path;
     analyze.dump_time_ns = args.dump_time_ns;
+    analyze.jobs = static_cast<int>(args.jobs);
     MonitorSnapshots monitor = ReadMonitorsBeside(*trace, path, &logs);
     analyze.monitors = &monitor;
     report::Report report = Analyze(*trace, &logs, analyze);
@@ -517,12 +522,16 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
     entries.ranks = args.ranks;
     entries.pg_filter = args.pg_filter;
     entries.last_seqs = static_cast<int>(args.last_seqs);
-    return WriteOutput(FormatEntriesView(*trace, BuildJobIndex(*trace), entries), output, inputs);
+    return WriteOutput(
+        FormatEntriesView(*trace, BuildJobIndex(*trace, kUnknown, static_cast<int>(args.jobs)),
+                          entries),
+        output, inputs);
   }
   AnalyzeOptions analyze;
   analyze.source = path;
   analyze.dump_time_ns = args.dump_time_ns;
   analyze.pg_filter = args.pg_filter;
+  analyze.jobs = static_cast<int>(args.jobs);
   MonitorSnapshots monitor = ReadMonitorsBeside(*trace, path, &logs);
   analyze.monitors = &monitor;
   auto analysis_started = std::chrono::steady_clock::now();
@@ -533,11 +542,14 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
                              std::chrono::steady_clock::now() - analysis_started)
                              .count();
     const LoadTimings& t = trace->timings;
+    // The most memory the process has held so far: the loaded dumps and the analysis together.
+    struct rusage usage;
+    double peak_mb = ::getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss / 1024.0 : -1;
     std::fprintf(stderr,
                  "timings: discover %.1f ms; read %.1f ms, decode %.1f ms, normalize %.1f ms "
-                 "(summed over threads); load wall %.1f ms; analysis %.1f ms\n",
+                 "(summed over threads); load wall %.1f ms; analysis %.1f ms; peak RSS %.0f MB\n",
                  t.discover_ns / 1e6, t.read_ns / 1e6, t.decode_ns / 1e6, t.normalize_ns / 1e6,
-                 t.wall_ns / 1e6, analysis_ms);
+                 t.wall_ns / 1e6, analysis_ms, peak_mb);
   }
   std::string text;
   if (format == "json") {

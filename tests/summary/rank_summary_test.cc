@@ -25,14 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path WriteJob(FaultKind kind, GroupKind group, bool timing, const std::string& name) {
-  JobSimulatorOptions options;  // 2 x 2 x 2
-  options.steps = 16;
-  options.timing = timing;
-  options.fault.kind = kind;
-  options.fault.rank = 5;
-  options.fault.step = 12;
-  options.fault.group = group;
+fs::path WriteJob(const JobSimulatorOptions& options, const std::string& name) {
   absl::StatusOr<SimulatedJob> job = SimulateJob(options);
   EXPECT_TRUE(job.ok()) << job.status();
   fs::path dir = fs::path(::testing::TempDir()) / fmt::format("fr_summary_{}_{}", ::getpid(), name);
@@ -44,9 +37,21 @@ fs::path WriteJob(FaultKind kind, GroupKind group, bool timing, const std::strin
   return dir;
 }
 
-std::string ReportOf(const LoadedTrace& trace, const std::string& source) {
+fs::path WriteJob(FaultKind kind, GroupKind group, bool timing, const std::string& name) {
+  JobSimulatorOptions options;  // 2 x 2 x 2
+  options.steps = 16;
+  options.timing = timing;
+  options.fault.kind = kind;
+  options.fault.rank = 5;
+  options.fault.step = 12;
+  options.fault.group = group;
+  return WriteJob(options, name);
+}
+
+std::string ReportOf(const LoadedTrace& trace, const std::string& source, int jobs = 0) {
   AnalyzeOptions options;
   options.source = source;
+  options.jobs = jobs;
   absl::StatusOr<std::string> json = FormatReportJson(Analyze(trace, options));
   EXPECT_TRUE(json.ok()) << json.status();
   return json.ok() ? *json : "";
@@ -103,6 +108,55 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{FaultKind::kDtypeMismatch, GroupKind::kData, true},
                       FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, true},
                       FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, false},
+                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
+                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
+    [](const ::testing::TestParamInfo<FaultCase>& info) {
+      return std::string(FaultKindName(info.param.kind)) + (info.param.timing ? "_timing" : "");
+    });
+
+class AtScaleTest : public ::testing::TestWithParam<FaultCase> {};
+
+// 4 x 4 x 32 ranks with wrapped ring buffers, the fault in a middle pipeline stage: the report
+// from summaries is the report from files, and the analysis on one thread is the analysis on
+// several (it indexes dumps and matches groups in parallel).
+TEST_P(AtScaleTest, SummariesAndOneThreadGiveTheSameReport) {
+  const FaultCase& c = GetParam();
+  JobSimulatorOptions options;
+  options.tensor_parallel = 4;
+  options.pipeline_parallel = 4;
+  options.data_parallel = 32;
+  options.steps = 12;
+  options.buffer_size = 300;
+  options.timing = c.timing;
+  options.fault.kind = c.kind;
+  options.fault.rank = 7 * 16 + 2 * 4 + 1;
+  options.fault.step = 9;
+  options.fault.group = c.group;
+  std::string name = "scale_" + std::string(FaultKindName(c.kind)) + (c.timing ? "_timing" : "");
+  fs::path dir = WriteJob(options, name);
+  absl::StatusOr<LoadedTrace> files = LoadTrace(dir.string());
+  absl::StatusOr<LoadedTrace> summaries = FromSummaries(dir.string());
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  ASSERT_EQ(files->ranks.size() + files->missing_ranks.size(), 512u);
+  std::string from_files = ReportOf(*files, dir.string(), /*jobs=*/4);
+  EXPECT_EQ(ReportOf(*summaries, dir.string(), /*jobs=*/4), from_files);
+  EXPECT_EQ(ReportOf(*files, dir.string(), /*jobs=*/1), from_files);
+  EXPECT_THAT(from_files, HasSubstr("\"failure_class\""));
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, AtScaleTest,
+    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
+                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
+                      FaultCase{FaultKind::kCrashedRank, GroupKind::kTensor, false},
+                      FaultCase{FaultKind::kOpMismatch, GroupKind::kData, true},
+                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
+                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kTensor, false},
+                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, false},
+                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, true},
                       FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
                       FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
                       FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),

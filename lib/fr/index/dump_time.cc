@@ -23,13 +23,13 @@ int64_t NewestRecord(const RankDump& dump) {
 
 }  // namespace
 
-DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns) {
+DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns, int jobs) {
   DumpTimes times;
   times.per_dump.assign(trace.ranks.size(), kUnknown);
   times.newest_record.resize(trace.ranks.size());
   // A pass over every entry of the job: each dump's on its own core.
   ParallelFor(
-      trace.ranks.size(), /*jobs=*/0,
+      trace.ranks.size(), jobs,
       [&](size_t d) { times.newest_record[d] = NewestRecord(trace.ranks[d]); },
       /*cancel=*/nullptr, /*min_items_per_thread=*/64);
   if (option_ns != kUnknown) {

@@ -37,7 +37,8 @@ struct DumpTimes {
 };
 
 // Never fails. `option_ns` (kUnknown when not given) overrides every file.
-DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns);
+// `jobs`: threads for the pass over every entry (0: one per core).
+DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns, int jobs = 0);
 
 }  // namespace fr
 

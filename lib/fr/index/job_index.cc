@@ -207,10 +207,10 @@ int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times
 }
 
 // Each dump's oldest entry that did not finish, counting reopened units as unfinished.
-void FindFirstUnfinished(const LoadedTrace& trace, JobIndex* index) {
+void FindFirstUnfinished(const LoadedTrace& trace, int jobs, JobIndex* index) {
   index->first_unfinished_entry.assign(trace.ranks.size(), -1);
   ParallelFor(
-      trace.ranks.size(), /*jobs=*/0,
+      trace.ranks.size(), jobs,
       [&](size_t d) {
         const auto& entries = trace.ranks[d].entries;
         for (size_t e = 0; e < entries.size(); ++e) {
@@ -247,9 +247,9 @@ bool GroupNameLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
+JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs) {
   JobIndex index;
-  index.dump_times = EstimateDumpTimes(trace, dump_time_ns);
+  index.dump_times = EstimateDumpTimes(trace, dump_time_ns, jobs);
   for (const RejectedFile& file : trace.rejected) {
     if (file.rank != kUnknown) index.unreadable_ranks.push_back(file.rank);
   }
@@ -349,7 +349,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
   }
   // One pass over each dump's entries, dispatching by local group.
   ParallelFor(
-      trace.ranks.size(), /*jobs=*/0,
+      trace.ranks.size(), jobs,
       [&](size_t d) {
         const RankDump& dump = trace.ranks[d];
         for (uint32_t local = 0; local < member_of_local[d].size(); ++local) {
@@ -371,7 +371,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
       /*cancel=*/nullptr, /*min_items_per_thread=*/64);
   // Each group changes only its own members (and reads them): groups run in parallel too.
   std::vector<int64_t> reopened(index.groups.size(), 0);
-  ParallelFor(index.groups.size(), /*jobs=*/0, [&](size_t g) {
+  ParallelFor(index.groups.size(), jobs, [&](size_t g) {
     reopened[g] = ReopenFailedRetirements(trace, index.dump_times, index, &index.groups[g]);
   });
   for (int64_t count : reopened) index.retired_failed_units += count;
@@ -391,7 +391,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns) {
   for (auto& locals : index.group_of_local) {
     for (uint32_t& g : locals) g = new_position[g];
   }
-  FindFirstUnfinished(trace, &index);
+  FindFirstUnfinished(trace, jobs, &index);
   return index;
 }
 

@@ -87,8 +87,9 @@ struct JobIndex {
 };
 
 // `dump_time_ns` (kUnknown: estimate from the files, see dump_time.h) is the time the dumps were
-// taken, used to tell a retired op that failed from one that completed.
-JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns = kUnknown);
+// taken, used to tell a retired op that failed from one that completed. Dumps are indexed on
+// `jobs` threads (0: one per core); the index is the same on any number.
+JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns = kUnknown, int jobs = 0);
 
 // The order in which groups are listed: numeric names numerically ("2" before "10"), then other
 // names as strings.

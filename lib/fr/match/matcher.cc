@@ -956,7 +956,7 @@ std::string_view MismatchKindName(MismatchKind kind) {
   return "op_mismatch";
 }
 
-MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index) {
+MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, int jobs) {
   MatchResult result;
   result.groups.resize(index.groups.size());
   result.dump_time_ns = index.dump_times.job_ns;
@@ -967,7 +967,7 @@ MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index) {
   // lists, in the same order, as one after the other.
   std::vector<MatchResult> found(index.groups.size());
   ParallelFor(
-      index.groups.size(), /*jobs=*/0,
+      index.groups.size(), jobs,
       [&](size_t g) {
         GroupMatcher(trace, index, static_cast<uint32_t>(g), &found[g], &result.groups[g]).Run();
       },

@@ -140,7 +140,8 @@ struct MatchResult {
 // JobIndex::groups, GroupMatch i is JobIndex::groups[i]), never pointers into `trace` or `index`,
 // so it may outlive both. While matching, pointers to the index's CollectiveUnits and the
 // trace's entries are kept only for the duration of the call: both are read-only inputs here.
-MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index);
+// Groups are matched on `jobs` threads (0: one per core); the result is the same on any number.
+MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, int jobs = 0);
 
 }  // namespace fr
 

@@ -71,12 +71,12 @@ class Analyzer {
   }
 
   Report Run() {
-    index_ = BuildJobIndex(trace_, options_.dump_time_ns);
+    index_ = BuildJobIndex(trace_, options_.dump_time_ns, options_.jobs);
     // Stragglers read only the trace and the index, which nothing changes from here on: they are
     // found on a second core while the groups are matched.
     std::future<std::vector<Straggler>> stragglers =
         std::async(std::launch::async, [this] { return FindStragglers(trace_, index_); });
-    matched_ = MatchJob(trace_, index_);
+    matched_ = MatchJob(trace_, index_, options_.jobs);
     stragglers_ = stragglers.get();
     LinkSinksWaitingInUnrecordedOps();
     WaitForGraph graph(matched_.blocks);

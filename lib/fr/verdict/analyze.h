@@ -37,6 +37,9 @@ struct AnalyzeOptions {
   // (the NCCL hang signature, an idle GPU among busy ones, uneven memory, workers outliving their
   // launcher) becomes findings.
   const MonitorSnapshots* monitors = nullptr;
+  // Threads for the analysis (indexing, matching); 0: one per core. The report is the same on
+  // any number.
+  int jobs = 0;
 };
 
 report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);
