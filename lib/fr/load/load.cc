@@ -534,11 +534,15 @@ FileResult LoadDiscovered(const DiscoveredFile& file, const ReadOptions& read, b
   }
 }
 
-// Makes the dump's rank lists the pool's, as soon as the dump is read: a job's dumps all list the
-// default group's every rank, and holding a copy per dump until assembly would be quadratic.
-void ShareRankLists(RankListPool* pool, FileResult* result) {
+// What a job holds per rank, made small as soon as the dump is read: its rank lists become the
+// pool's (a job's dumps all list the default group's every rank, and a copy per dump would be
+// quadratic), and its strings one exact block without their lookup index, which nothing after
+// loading uses.
+void KeepCompactly(RankListPool* pool, FileResult* result) {
   if (!result->dump.has_value() || !result->dump->ok()) return;
-  for (ProcessGroup& group : (*result->dump)->groups) pool->Intern(&group.ranks);
+  RankDump& dump = **result->dump;
+  for (ProcessGroup& group : dump.groups) pool->Intern(&group.ranks);
+  dump.strings.Compact();
 }
 
 // The trace from every discovered file's result (`results[i]` is `discovery.files[i]`'s):
@@ -633,7 +637,7 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   RankListPool rank_lists;
   ParallelFor(count, options.jobs, options.cancel, [&](size_t i) {
     results[i] = LoadDiscovered(files[i], read, contested.contains(files[i].rank));
-    ShareRankLists(&rank_lists, &results[i]);
+    KeepCompactly(&rank_lists, &results[i]);
     size_t finished = ++done;
     if (options.progress) options.progress(finished, count);
   });
@@ -668,7 +672,7 @@ absl::StatusOr<LoadedTrace> AssembleTrace(const std::string& root, Discovery dis
   RankListPool rank_lists;
   for (size_t i = 0; i < summaries.size(); ++i) {
     results[i] = FromSummary(discovery.files[i], summaries[i]);
-    ShareRankLists(&rank_lists, &results[i]);
+    KeepCompactly(&rank_lists, &results[i]);
   }
   return Assemble(root, std::move(discovery), std::move(results), 0, started);
 }
@@ -695,7 +699,7 @@ absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
       results[i] = FileResult();
       results[i].dump = OutOfMemory(names[i]);
     }
-    ShareRankLists(&rank_lists, &results[i]);
+    KeepCompactly(&rank_lists, &results[i]);
   });
   if (options.cancel != nullptr && options.cancel->load()) {
     return absl::CancelledError("loading was interrupted");

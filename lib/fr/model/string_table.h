@@ -38,11 +38,21 @@ class StringTable {
   std::string_view view(StringId id) const { return views_[id]; }
   size_t size() const { return views_.size(); }
 
+  // For a table that is done growing (a dump once read, of which a job holds thousands): moves
+  // the strings into one block of their exact size and drops the lookup index, about a fifth of
+  // what a loaded dump keeps. Ids stay; views taken before are invalid. Intern and Find still
+  // work after it, rebuilding the index on first use.
+  void Compact();
+  // Bytes held, for memory accounting.
+  size_t MemoryBytes() const;
+
  private:
   // Stable storage: views_ and index_ point into these blocks, which never move.
   std::deque<std::string> blocks_;
   std::vector<std::string_view> views_;
-  absl::flat_hash_map<std::string_view, StringId> index_;
+  // Empty after Compact() until the next Intern or Find.
+  mutable absl::flat_hash_map<std::string_view, StringId> index_;
+  void RebuildIndex() const;
 };
 
 }  // namespace fr
