@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
 #include "fmt/format.h"
+#include "fr/base/parallel_for.h"
 #include "fr/base/status_macros.h"
 #include "fr/decode/document.h"
 #include "fr/decode/json_decoder.h"
@@ -149,26 +150,6 @@ FileResult LoadOneFile(const std::string& open_path, const std::string& name, in
     (*result.dump)->file_mtime_ns = ModificationTimeNs(open_path);
   }
   return result;
-}
-
-// Runs `work(i)` for i in [0, count) on `jobs` threads; work items are claimed one at a time so
-// that a few large files do not leave threads idle.
-void ParallelFor(size_t count, int jobs, const std::atomic<bool>* cancel,
-                 const std::function<void(size_t)>& work) {
-  size_t threads = jobs > 0 ? static_cast<size_t>(jobs)
-                            : std::max<size_t>(1, std::thread::hardware_concurrency());
-  threads = std::min(threads, std::max<size_t>(count, 1));
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < count; i = next++) {
-      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return;
-      work(i);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& thread : pool) thread.join();
 }
 
 void AddTimings(const FileResult& result, LoadedTrace* trace) {
@@ -635,12 +616,15 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   std::vector<FileResult> results(count);
   std::atomic<size_t> done{0};
   RankListPool rank_lists;
-  ParallelFor(count, options.jobs, options.cancel, [&](size_t i) {
-    results[i] = LoadDiscovered(files[i], read, contested.contains(files[i].rank));
-    KeepCompactly(&rank_lists, &results[i]);
-    size_t finished = ++done;
-    if (options.progress) options.progress(finished, count);
-  });
+  ParallelFor(
+      count, options.jobs,
+      [&](size_t i) {
+        results[i] = LoadDiscovered(files[i], read, contested.contains(files[i].rank));
+        KeepCompactly(&rank_lists, &results[i]);
+        size_t finished = ++done;
+        if (options.progress) options.progress(finished, count);
+      },
+      options.cancel);
   if (options.cancel != nullptr && options.cancel->load()) {
     return absl::CancelledError("loading was interrupted");
   }
@@ -661,7 +645,7 @@ std::string SummarizeDumpFile(const SummaryTask& task, const ReadOptions& option
 }
 
 absl::StatusOr<LoadedTrace> AssembleTrace(const std::string& root, Discovery discovery,
-                                          const std::vector<std::string>& summaries) {
+                                          const std::vector<std::string>& summaries, int jobs) {
   int64_t started = NowNs();
   if (summaries.size() != discovery.files.size()) {
     return absl::InvalidArgumentError(
@@ -670,10 +654,11 @@ absl::StatusOr<LoadedTrace> AssembleTrace(const std::string& root, Discovery dis
   }
   std::vector<FileResult> results(summaries.size());
   RankListPool rank_lists;
-  for (size_t i = 0; i < summaries.size(); ++i) {
+  // Reading summaries back is most of what is left to do here once the workers are done.
+  ParallelFor(summaries.size(), jobs, [&](size_t i) {
     results[i] = FromSummary(discovery.files[i], summaries[i]);
     KeepCompactly(&rank_lists, &results[i]);
-  }
+  });
   return Assemble(root, std::move(discovery), std::move(results), 0, started);
 }
 
@@ -690,17 +675,20 @@ absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
   }
   std::vector<FileResult> results(ranks.size());
   RankListPool rank_lists;
-  ParallelFor(ranks.size(), options.jobs, options.cancel, [&](size_t i) {
-    int64_t read_started = NowNs();
-    try {
-      results[i] = DecodeAndNormalize(ReadInputBytes(buffers[i], options.read), ranks[i], names[i],
-                                      read_started, /*hash_content=*/false);
-    } catch (const std::bad_alloc&) {
-      results[i] = FileResult();
-      results[i].dump = OutOfMemory(names[i]);
-    }
-    KeepCompactly(&rank_lists, &results[i]);
-  });
+  ParallelFor(
+      ranks.size(), options.jobs,
+      [&](size_t i) {
+        int64_t read_started = NowNs();
+        try {
+          results[i] = DecodeAndNormalize(ReadInputBytes(buffers[i], options.read), ranks[i],
+                                          names[i], read_started, /*hash_content=*/false);
+        } catch (const std::bad_alloc&) {
+          results[i] = FileResult();
+          results[i].dump = OutOfMemory(names[i]);
+        }
+        KeepCompactly(&rank_lists, &results[i]);
+      },
+      options.cancel);
   if (options.cancel != nullptr && options.cancel->load()) {
     return absl::CancelledError("loading was interrupted");
   }

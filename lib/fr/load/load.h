@@ -73,9 +73,10 @@ std::vector<SummaryTask> PlanSummaries(const Discovery& discovery);
 // Never fails: a file that cannot be used is summarized as its error.
 std::string SummarizeDumpFile(const SummaryTask& task, const ReadOptions& options = {});
 // `summaries[i]` is the summary of `discovery.files[i]`. A summary that cannot be read, or is of
-// another file, is that file's error (rejected), never a crash.
+// another file, is that file's error (rejected), never a crash. Summaries are read back on `jobs`
+// threads (0: one per core).
 absl::StatusOr<LoadedTrace> AssembleTrace(const std::string& root, Discovery discovery,
-                                          const std::vector<std::string>& summaries);
+                                          const std::vector<std::string>& summaries, int jobs = 0);
 
 // Loads in-memory dumps keyed by global rank (dumps fetched over HTTP).
 absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
