@@ -122,6 +122,36 @@ TEST(JobIndexTest, DefaultGroupWithoutPgConfigSpansTheJob) {
   EXPECT_EQ(Member(index, 2).dump, -1);
 }
 
+// Dumps are indexed on several threads; a trace built by hand may hold two dumps of one rank,
+// which then share their members: the index is the one thread's, and nothing races.
+TEST(JobIndexTest, TwoDumpsOfOneRankIndexAsOnOneThread) {
+  LoadedTrace trace;
+  for (int copy = 0; copy < 2; ++copy) {
+    for (int64_t rank = 0; rank < 200; ++rank) {
+      trace.ranks.push_back(
+          Dump(rank, {GlooOp("all_reduce", 1, 0, true), GlooOp("all_reduce", 2, 1, false)},
+               kStart + 5 * kSecond));
+    }
+  }
+  JobIndex parallel = BuildJobIndex(trace, kUnknown, /*jobs=*/4);
+  JobIndex serial = BuildJobIndex(trace, kUnknown, /*jobs=*/1);
+  ASSERT_EQ(parallel.groups.size(), serial.groups.size());
+  for (size_t g = 0; g < serial.groups.size(); ++g) {
+    ASSERT_EQ(parallel.groups[g].members.size(), serial.groups[g].members.size());
+    for (size_t m = 0; m < serial.groups[g].members.size(); ++m) {
+      const GroupMember& a = parallel.groups[g].members[m];
+      const GroupMember& b = serial.groups[g].members[m];
+      EXPECT_EQ(a.dump, b.dump);
+      EXPECT_EQ(a.units.size(), b.units.size());
+      EXPECT_EQ(a.last_completed, b.last_completed);
+    }
+  }
+  EXPECT_EQ(parallel.first_unfinished_entry, serial.first_unfinished_entry);
+  // Both copies of a rank landed in its one member, in dump order.
+  EXPECT_EQ(Member(serial, 7).units.size(), 4u);
+  EXPECT_EQ(Member(serial, 7).dump, 207);
+}
+
 TEST(DumpTimeTest, FileTimesOlderThanTheDumpsOwnRecordsAreRefused) {
   LoadedTrace trace;
   trace.ranks.push_back(Dump(0, {GlooOp("all_reduce", 1, 10, true)}, 0));       // copied: mtime 0

@@ -334,6 +334,9 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs)
   // Which member each dump's local groups are. Ranks are unique among loaded dumps, so every
   // member belongs to one dump at most, and the dumps can then be indexed in parallel.
   std::vector<std::vector<GroupMember*>> member_of_local(trace.ranks.size());
+  // A trace built by hand may hold two dumps of one rank; they then share members, and are
+  // indexed one after the other as they always were.
+  bool members_shared = false;
   for (size_t d = 0; d < trace.ranks.size(); ++d) {
     const RankDump& dump = trace.ranks[d];
     member_of_local[d].assign(index.group_of_local[d].size(), nullptr);
@@ -342,6 +345,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs)
       auto it = member_of_rank[g].find(dump.rank);
       if (it == member_of_rank[g].end()) continue;  // a dump naming a group it is not in
       GroupMember& member = index.groups[g].members[it->second];
+      members_shared |= member.dump >= 0 && member.dump != static_cast<int32_t>(d);
       member.dump = static_cast<int32_t>(d);
       member.local_group = local;
       member_of_local[d][local] = &member;
@@ -349,14 +353,17 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs)
   }
   // One pass over each dump's entries, dispatching by local group.
   ParallelFor(
-      trace.ranks.size(), jobs,
+      trace.ranks.size(), members_shared ? 1 : jobs,
       [&](size_t d) {
         const RankDump& dump = trace.ranks[d];
         for (uint32_t local = 0; local < member_of_local[d].size(); ++local) {
           GroupMember* member = member_of_local[d][local];
+          if (member == nullptr) continue;
+          // Set again for members that two dumps of one rank share: each dump's own, in turn.
+          member->dump = static_cast<int32_t>(d);
+          member->local_group = local;
           // The count comes from the dump (or a worker's summary of it): trust it no further
           // than the entries there are.
-          if (member == nullptr) continue;
           member->units.reserve(std::min<size_t>(
               std::max<int64_t>(dump.groups[local].entry_count, 0), dump.entries.size()));
         }
