@@ -217,6 +217,9 @@ struct RawEntry {
   std::array<uint32_t, 2> dtypes_length;
   // Whether the keys so far are the learned layout's, in order.
   bool matches_layout = false;
+  // Whether all keys were read as the learned layout's (then `keys` and `fields` are not filled:
+  // the layout's are the entry's).
+  bool keys_from_layout = false;
 };
 
 // Byte strings read before, with what they were read as. Reading a pickle only depends on its
@@ -543,13 +546,14 @@ class Reader {
   bool ReadCommState();
   bool ReadEntries();
   bool ReadEntry();
-  bool ReadValue(Field field, Entry& entry);
+  [[gnu::always_inline]] inline bool ReadValue(Field field, Entry& entry);
   bool ReadShapes(ShapeListId* id);
   bool ReadDtypes(int which);
   DtypeListId ResolveDtypes(int which, uint32_t begin, uint32_t end);
   bool ReadFrames();
   bool ReadFrameDict();
   void ResolveEntry(Entry& entry);
+  void LearnLayout();
   DtypeListId InternDtypes(uint32_t begin, uint32_t end);
   StackId SeenStack();
   StackId FindStack();
@@ -589,6 +593,14 @@ class Reader {
   // The normalizer's layout state (see the top of this file).
   std::array<uint32_t, 32> layout_keys_;
   uint32_t layout_count_ = 0;
+  // The learned layout compiled for ReadEntry: each key's field, the fields before it (as a mask)
+  // and, when every key's slot fits a BINGET, that byte. Then an entry that names the layout's
+  // keys with BINGETs, as torch writes every entry after the first, is read without looking its
+  // keys up: the same key slots in the same order read the same way.
+  std::array<Field, 32> layout_fields_;
+  std::array<uint32_t, 33> layout_masks_;
+  std::array<uint8_t, 32> layout_get_bytes_;
+  bool layout_by_gets_ = false;
   int layouts_learned_ = 0;
 
   absl::flat_hash_map<std::string, ShapeListId> shape_lists_;
@@ -892,7 +904,27 @@ bool Reader::ReadEntry() {
   raw.known_dtypes = {kNone, kNone};
   raw.dtypes_length = {0, 0};
   raw.matches_layout = layout_count_ != 0;
+  raw.keys_from_layout = false;
   Entry& entry = entries_.emplace_back();
+  if (layout_by_gets_) {
+    uint32_t i = 0;
+    for (; i < layout_count_; ++i) {
+      if (!Need(2) || p_[0] != 'h' || p_[1] != layout_get_bytes_[i]) break;
+      p_ += 2;
+      raw.mask = layout_masks_[i];
+      if (!ReadValue(layout_fields_[i], entry)) return false;
+    }
+    raw.count = i;
+    raw.mask = layout_masks_[i];
+    if (i == layout_count_ && At('u')) [[likely]] {
+      ++p_;
+      raw.keys_from_layout = true;
+      ResolveEntry(entry);
+      return true;
+    }
+    std::copy(layout_keys_.begin(), layout_keys_.begin() + i, raw.keys.begin());
+    std::copy(layout_fields_.begin(), layout_fields_.begin() + i, raw.fields.begin());
+  }
   while (!At('u')) {
     uint32_t key;
     if (!ReadString(&key)) return false;
@@ -915,7 +947,7 @@ bool Reader::ReadEntry() {
   return true;
 }
 
-bool Reader::ReadValue(Field field, Entry& entry) {
+inline bool Reader::ReadValue(Field field, Entry& entry) {
   RawEntry& raw = raw_;
   switch (field) {
     case Field::kRecordId:
@@ -1247,8 +1279,9 @@ void Reader::ResolveEntry(Entry& entry) {
   }
   if (!read_by_layout) {
     // ReadEntryByKeys: file order.
+    const Field* fields = raw.keys_from_layout ? layout_fields_.data() : raw.fields.data();
     for (uint32_t i = 0; i < raw.count; ++i) {
-      switch (raw.fields[i]) {
+      switch (fields[i]) {
         case Field::kFrames:
           if (raw.known_stack != kNoStack) {
             dump_.has_stacks = true;  // as InternStack, which finds it
@@ -1277,11 +1310,12 @@ void Reader::ResolveEntry(Entry& entry) {
       }
     }
     // LearnLayout: every key is known and named once here.
-    layout_count_ = 0;
     if (layouts_learned_ < kMaxLayoutsLearned) {
       ++layouts_learned_;
-      layout_count_ = raw.count;
-      std::copy(raw.keys.begin(), raw.keys.begin() + raw.count, layout_keys_.begin());
+      if (!raw.keys_from_layout) LearnLayout();
+    } else {
+      layout_count_ = 0;
+      layout_by_gets_ = false;
     }
   }
   if (raw.frames_all_gets && raw.known_stack == kNoStack && raw.frames.size() >= 2) {
@@ -1290,6 +1324,22 @@ void Reader::ResolveEntry(Entry& entry) {
   }
   AssignGroup(entry);
   ParseProfilingName(entry);
+}
+
+void Reader::LearnLayout() {
+  const RawEntry& raw = raw_;
+  layout_count_ = raw.count;
+  layout_by_gets_ = raw.count != 0;
+  uint32_t mask = 0;
+  for (uint32_t i = 0; i < raw.count; ++i) {
+    layout_keys_[i] = raw.keys[i];
+    layout_fields_[i] = raw.fields[i];
+    layout_masks_[i] = mask;
+    mask |= Bit(raw.fields[i]);
+    layout_by_gets_ &= raw.keys[i] <= 0xff;
+    layout_get_bytes_[i] = static_cast<uint8_t>(raw.keys[i]);
+  }
+  layout_masks_[raw.count] = mask;
 }
 
 void Reader::AssignGroup(Entry& entry) {
