@@ -232,6 +232,8 @@ std::optional<size_t> SettleRank(std::vector<FileResult>& results,
     return std::nullopt;
   }
   size_t best = readable.front();
+  // The usual case, one readable file: nothing to compare, and no pass over its entries.
+  if (readable.size() == 1 && damaged.empty()) return best;
   Recency best_recency = RecencyOf(**results[best].dump);
   for (size_t i : readable) {
     Recency recency = RecencyOf(**results[i].dump);
