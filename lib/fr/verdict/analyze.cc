@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "fmt/format.h"
+#include "fr/base/parallel_for.h"
 #include "fr/base/rank_set.h"
 #include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
@@ -146,9 +147,14 @@ class Analyzer {
   bool PointToPointUnrecorded() const {
     bool gloo = false;
     for (const RankDump& dump : trace_.ranks) {
+      // The backend's string id, found once per dump rather than compared per entry.
+      StringId gloo_id = kNoString;
+      for (StringId id = 0; id < dump.strings.size() && gloo_id == kNoString; ++id) {
+        if (dump.strings.view(id) == "gloo") gloo_id = id;
+      }
       for (const Entry& entry : dump.entries) {
         if (IsPointToPoint(entry.op) || entry.is_p2p) return false;
-        if (!gloo && dump.strings.view(entry.backend) == "gloo") gloo = true;
+        gloo |= entry.backend == gloo_id;
       }
     }
     return gloo;
@@ -1103,6 +1109,22 @@ class Analyzer {
     std::set<int64_t> all;
     for (const RankDump& dump : trace_.ranks) all.insert(dump.rank);
     for (int32_t r : report->inputs().ranks_missing()) all.insert(r);
+    // Each dump's oldest op that did not complete, else its newest: a pass over every entry of a
+    // healthy job, one dump per core.
+    std::vector<const Entry*> shown_of_dump(trace_.ranks.size(), nullptr);
+    ParallelFor(
+        trace_.ranks.size(), options_.jobs,
+        [&](size_t d) {
+          const auto& entries = trace_.ranks[d].entries;
+          for (const Entry& entry : entries) {
+            if (entry.state != EntryState::kCompleted) {
+              shown_of_dump[d] = &entry;
+              return;
+            }
+          }
+          if (!entries.empty()) shown_of_dump[d] = &entries.back();
+        },
+        /*cancel=*/nullptr, /*min_items_per_thread=*/64);
     for (int64_t rank : all) {
       auto* out = report->add_ranks();
       out->set_rank(static_cast<int32_t>(rank));
@@ -1114,15 +1136,7 @@ class Analyzer {
       out->set_role(role);
       if (dump != nullptr) out->set_host(ValidUtf8(dump->host));
       if (dump != nullptr) {
-        // The oldest op that did not complete, else the newest op.
-        const Entry* shown = nullptr;
-        for (const Entry& entry : dump->entries) {
-          if (entry.state != EntryState::kCompleted) {
-            shown = &entry;
-            break;
-          }
-        }
-        if (shown == nullptr && !dump->entries.empty()) shown = &dump->entries.back();
+        const Entry* shown = shown_of_dump[dump - trace_.ranks.data()];
         if (shown != nullptr) out->set_last_op(DescribeEntry(*dump, *shown));
       }
     }
