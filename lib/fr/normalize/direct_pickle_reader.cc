@@ -121,6 +121,8 @@ Field ClassifyField(std::string_view key) {
 
 constexpr uint32_t Bit(Field field) { return uint32_t{1} << static_cast<uint32_t>(field); }
 
+inline uint32_t LoadLe16(const uint8_t* p) { return p[0] | (uint32_t{p[1]} << 8); }
+
 inline uint32_t LoadLe32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
@@ -235,43 +237,76 @@ struct RecentBytes {
 template <size_t kSlots>
 class RecentByteCache {
  public:
-  // The slot whose bytes start at `p` (with at least `left` bytes there), or nullptr. The first
-  // eight bytes are compared inline: most slots differ there.
-  const RecentBytes* Find(const uint8_t* begin, const uint8_t* p, size_t left) const {
-    if (left < 8) return nullptr;
-    uint64_t head;
-    std::memcpy(&head, p, 8);
+  // The slot whose bytes start at `p` (with at least `left` bytes there), or nullptr. Each slot
+  // keeps its first and last eight bytes, so that lists of up to 16 bytes (most shape and dtype
+  // lists) are compared with two loads and longer ones only call memcmp for their middle.
+  [[gnu::always_inline]] const RecentBytes* Find(const uint8_t* begin, const uint8_t* p,
+                                                 size_t left) const {
+    if (left < 16) [[unlikely]] {
+      return FindNearEnd(begin, p, left);
+    }
+    const uint64_t head = Load8(p);
     for (size_t i = 0; i < kSlots; ++i) {
-      size_t index = (last_ + i) % kSlots;
+      size_t index = (last_ + i) & (kSlots - 1);
       const RecentBytes& slot = slots_[index];
-      if (((head ^ heads_[index]) & masks_[index]) != 0 || slot.length == 0 || slot.length > left) {
+      // Also skips empty slots (length 0 wraps around).
+      if (size_t{slot.length} - 1 >= left) continue;
+      if (slot.length <= 8) {
+        if (((head ^ heads_[index]) & masks_[index]) != 0) continue;
+      } else if (head != heads_[index] || Load8(p + slot.length - 8) != tails_[index] ||
+                 (slot.length > 16 &&
+                  std::memcmp(begin + slot.offset + 8, p + 8, slot.length - 16) != 0)) {
         continue;
       }
-      bool same = slot.length <= 8
-                      ? std::endian::native == std::endian::little ||
-                            std::memcmp(begin + slot.offset, p, slot.length) == 0
-                      : std::memcmp(begin + slot.offset + 8, p + 8, slot.length - 8) == 0;
-      if (same) {
-        last_ = index;
-        return &slot;
-      }
+      last_ = index;
+      return &slot;
     }
     return nullptr;
   }
   void Insert(const uint8_t* begin, const RecentBytes& bytes) {
-    next_ = (next_ + 1) % kSlots;
+    next_ = (next_ + 1) & (kSlots - 1);
     slots_[next_] = bytes;
     uint64_t head = 0;
     std::memcpy(&head, begin + bytes.offset, std::min<size_t>(8, bytes.length));
     heads_[next_] = head;
-    masks_[next_] = bytes.length >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes.length)) - 1;
+    // The bits of the first `length` bytes of a little- or big-endian load.
+    uint64_t mask = bytes.length >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes.length)) - 1;
+    if constexpr (std::endian::native == std::endian::big) {
+      if (bytes.length < 8) mask = ~(~uint64_t{0} >> (8 * bytes.length));
+    }
+    masks_[next_] = mask;
+    tails_[next_] = bytes.length >= 8 ? Load8(begin + bytes.offset + bytes.length - 8) : 0;
     last_ = next_;
   }
 
  private:
+  static_assert((kSlots & (kSlots - 1)) == 0, "a power of two");
+
+  static uint64_t Load8(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+
+  [[gnu::noinline]] const RecentBytes* FindNearEnd(const uint8_t* begin, const uint8_t* p,
+                                                   size_t left) const {
+    for (size_t i = 0; i < kSlots; ++i) {
+      size_t index = (last_ + i) & (kSlots - 1);
+      const RecentBytes& slot = slots_[index];
+      if (slot.length == 0 || slot.length > left ||
+          std::memcmp(begin + slot.offset, p, slot.length) != 0) {
+        continue;
+      }
+      last_ = index;
+      return &slot;
+    }
+    return nullptr;
+  }
+
   std::array<RecentBytes, kSlots> slots_{};
   std::array<uint64_t, kSlots> heads_{};
   std::array<uint64_t, kSlots> masks_{};
+  std::array<uint64_t, kSlots> tails_{};
   size_t next_ = 0;
   mutable size_t last_ = 0;
 };
@@ -470,7 +505,7 @@ class Reader {
     }
   }
 
-  bool ReadBool(bool* value) {
+  [[gnu::always_inline]] bool ReadBool(bool* value) {
     if (At(0x88) || At(0x89)) {
       *value = *p_ == 0x88;
       ++p_;
@@ -483,7 +518,7 @@ class Reader {
   }
 
   // None or an int; 0 means "not yet" as in JSON.
-  bool ReadTime(int64_t* value) {
+  [[gnu::always_inline]] bool ReadTime(int64_t* value) {
     if (At('N')) {
       ++p_;
       return true;
@@ -546,11 +581,43 @@ class Reader {
   bool ReadCommState();
   bool ReadEntries();
   bool ReadEntry();
+  // kInLayout: the value of a layout key read by ReadEntry's fast loop, whose order checks were
+  // passed by the entry the layout was learned from (the same fields came before it).
+  template <bool kInLayout = false>
   [[gnu::always_inline]] inline bool ReadValue(Field field, Entry& entry);
-  bool ReadShapes(ShapeListId* id);
-  bool ReadDtypes(int which);
+  // The lists: the same bytes as a recent list are read as it, inline; others out of line.
+  [[gnu::always_inline]] bool ReadShapes(ShapeListId* id) {
+    if (const RecentBytes* seen = recent_shapes_.Find(begin_, p_, end_ - p_)) {
+      p_ += seen->length;
+      *id = seen->id;
+      Visit(2 * (seen->count + longest_shape_list_));
+      return true;
+    }
+    return ReadNewShapes(id);
+  }
+  [[gnu::always_inline]] bool ReadDtypes(int which) {
+    if (const RecentBytes* seen = recent_dtypes_bytes_.Find(begin_, p_, end_ - p_)) {
+      // Read before, so its strings are interned and its id known: nothing left to resolve.
+      p_ += seen->length;
+      raw_.known_dtypes[which] = seen->id;
+      Visit(2 * seen->count);
+      return true;
+    }
+    return ReadNewDtypes(which);
+  }
+  [[gnu::always_inline]] bool ReadFrames() {
+    if (const RecentBytes* seen = recent_stacks_.Find(begin_, p_, end_ - p_)) {
+      p_ += seen->length;
+      raw_.known_stack = seen->id;
+      raw_.known_stack_frames = seen->count;
+      return true;
+    }
+    return ReadNewFrames();
+  }
+  bool ReadNewShapes(ShapeListId* id);
+  bool ReadNewDtypes(int which);
+  bool ReadNewFrames();
   DtypeListId ResolveDtypes(int which, uint32_t begin, uint32_t end);
-  bool ReadFrames();
   bool ReadFrameDict();
   void ResolveEntry(Entry& entry);
   void LearnLayout();
@@ -599,7 +666,7 @@ class Reader {
   // keys up: the same key slots in the same order read the same way.
   std::array<Field, 32> layout_fields_;
   std::array<uint32_t, 33> layout_masks_;
-  std::array<uint8_t, 32> layout_get_bytes_;
+  std::array<uint32_t, 33> layout_get_words_;  // 'h' and the slot, as LoadLe16 reads them
   bool layout_by_gets_ = false;
   int layouts_learned_ = 0;
 
@@ -905,14 +972,16 @@ bool Reader::ReadEntry() {
   raw.dtypes_length = {0, 0};
   raw.matches_layout = layout_count_ != 0;
   raw.keys_from_layout = false;
-  Entry& entry = entries_.emplace_back();
+  // Copied from a default entry: constructing one in place clears it first.
+  static const Entry kDefaultEntry;
+  Entry& entry = entries_.emplace_back(kDefaultEntry);
   if (layout_by_gets_) {
+    // The word after the last key's is one no two bytes load as.
     uint32_t i = 0;
-    for (; i < layout_count_; ++i) {
-      if (!Need(2) || p_[0] != 'h' || p_[1] != layout_get_bytes_[i]) break;
+    while (Need(2) && LoadLe16(p_) == layout_get_words_[i]) {
       p_ += 2;
-      raw.mask = layout_masks_[i];
-      if (!ReadValue(layout_fields_[i], entry)) return false;
+      if (!ReadValue<true>(layout_fields_[i], entry)) return false;
+      ++i;
     }
     raw.count = i;
     raw.mask = layout_masks_[i];
@@ -947,6 +1016,7 @@ bool Reader::ReadEntry() {
   return true;
 }
 
+template <bool kInLayout>
 inline bool Reader::ReadValue(Field field, Entry& entry) {
   RawEntry& raw = raw_;
   switch (field) {
@@ -987,17 +1057,21 @@ inline bool Reader::ReadValue(Field field, Entry& entry) {
       return ReadBool(&entry.is_p2p);
     case Field::kInputSizes:
       // Both readers intern input shapes before output shapes only in file order.
-      if (raw.mask & Bit(Field::kOutputSizes)) return Decline("output_sizes before input_sizes");
+      if (!kInLayout && (raw.mask & Bit(Field::kOutputSizes))) {
+        return Decline("output_sizes before input_sizes");
+      }
       return ReadShapes(&entry.input_sizes);
     case Field::kOutputSizes:
       return ReadShapes(&entry.output_sizes);
     case Field::kInputDtypes:
-      if (raw.mask & Bit(Field::kOutputDtypes)) return Decline("output_dtypes before input_dtypes");
+      if (!kInLayout && (raw.mask & Bit(Field::kOutputDtypes))) {
+        return Decline("output_dtypes before input_dtypes");
+      }
       if (!ReadDtypes(0)) return false;
       raw.input_dtypes_end = static_cast<uint32_t>(raw.dtypes.size());
       return true;
     case Field::kOutputDtypes:
-      if (!(raw.mask & Bit(Field::kInputDtypes))) raw.input_dtypes_end = 0;
+      // input_dtypes_end is 0 until input_dtypes is read.
       return ReadDtypes(1);
     case Field::kFrames:
       return ReadFrames();
@@ -1009,13 +1083,7 @@ inline bool Reader::ReadValue(Field field, Entry& entry) {
 }
 
 // [[3, 4], []]: encoded as the normalizer encodes shape lists, [n, rank_0, dims_0..., ...].
-bool Reader::ReadShapes(ShapeListId* id) {
-  if (const RecentBytes* seen = recent_shapes_.Find(begin_, p_, end_ - p_)) {
-    p_ += seen->length;
-    *id = seen->id;
-    Visit(2 * (seen->count + longest_shape_list_));
-    return true;
-  }
+bool Reader::ReadNewShapes(ShapeListId* id) {
   const uint8_t* start = p_;
   if (!Expect2(']', '(', "shapes are not a list")) return false;
   ints_.clear();
@@ -1059,14 +1127,7 @@ bool Reader::ReadShapes(ShapeListId* id) {
 }
 
 // `which`: 0 for input_dtypes, 1 for output_dtypes.
-bool Reader::ReadDtypes(int which) {
-  if (const RecentBytes* seen = recent_dtypes_bytes_.Find(begin_, p_, end_ - p_)) {
-    // Read before, so its strings are interned and its id known: nothing left to resolve.
-    p_ += seen->length;
-    raw_.known_dtypes[which] = seen->id;
-    Visit(2 * seen->count);
-    return true;
-  }
+bool Reader::ReadNewDtypes(int which) {
   const uint8_t* start = p_;
   if (!Expect2(']', '(', "dtypes are not a list")) return false;
   while (!At('e')) {
@@ -1081,13 +1142,7 @@ bool Reader::ReadDtypes(int which) {
 }
 
 // [frame...], each frame a dict written once (and memoized when shared) or a memo get of one.
-bool Reader::ReadFrames() {
-  if (const RecentBytes* seen = recent_stacks_.Find(begin_, p_, end_ - p_)) {
-    p_ += seen->length;
-    raw_.known_stack = seen->id;
-    raw_.known_stack_frames = seen->count;
-    return true;
-  }
+bool Reader::ReadNewFrames() {
   const uint8_t* start = p_;
   if (!Expect2(']', '(', "frames are not a list")) return false;
   bool all_gets = true;
@@ -1337,9 +1392,10 @@ void Reader::LearnLayout() {
     layout_masks_[i] = mask;
     mask |= Bit(raw.fields[i]);
     layout_by_gets_ &= raw.keys[i] <= 0xff;
-    layout_get_bytes_[i] = static_cast<uint8_t>(raw.keys[i]);
+    layout_get_words_[i] = 'h' | (raw.keys[i] << 8);
   }
   layout_masks_[raw.count] = mask;
+  layout_get_words_[raw.count] = 0x10000;
 }
 
 void Reader::AssignGroup(Entry& entry) {
