@@ -617,7 +617,14 @@ class Reader {
   bool ReadNewShapes(ShapeListId* id);
   bool ReadNewDtypes(int which);
   bool ReadNewFrames();
-  DtypeListId ResolveDtypes(int which, uint32_t begin, uint32_t end);
+  // Most entries' dtype lists and states were read before: those are resolved inline.
+  [[gnu::always_inline]] DtypeListId ResolveDtypes(int which, uint32_t begin, uint32_t end) {
+    if (raw_.known_dtypes[which] != kNone) [[likely]] {
+      return raw_.known_dtypes[which];
+    }
+    return ResolveNewDtypes(which, begin, end);
+  }
+  DtypeListId ResolveNewDtypes(int which, uint32_t begin, uint32_t end);
   bool ReadFrameDict();
   void ResolveEntry(Entry& entry);
   void LearnLayout();
@@ -626,7 +633,13 @@ class Reader {
   StackId FindStack();
   StackId InternStack();
   uint32_t ResolveFrame(uint32_t identity);
-  EntryState ParseState(StringId state);
+  [[gnu::always_inline]] EntryState ParseState(StringId state) {
+    if (state < state_of_string_.size() && state_of_string_[state] != kStateNotParsed) [[likely]] {
+      return static_cast<EntryState>(state_of_string_[state]);
+    }
+    return ParseNewState(state);
+  }
+  EntryState ParseNewState(StringId state);
   const ParsedName& ParseName(StringId name);
   void AssignGroup(Entry& entry);
   void ParseProfilingName(Entry& entry);
@@ -1221,8 +1234,7 @@ DtypeListId Reader::InternDtypes(uint32_t begin, uint32_t end) {
   return id;
 }
 
-DtypeListId Reader::ResolveDtypes(int which, uint32_t begin, uint32_t end) {
-  if (raw_.known_dtypes[which] != kNone) return raw_.known_dtypes[which];
+DtypeListId Reader::ResolveNewDtypes(int which, uint32_t begin, uint32_t end) {
   DtypeListId id = InternDtypes(begin, end);
   raw_.known_dtypes[which] = id;  // read by layout and then by keys: interned once
   recent_dtypes_bytes_.Insert(
@@ -1290,10 +1302,7 @@ StackId Reader::InternStack() {
   return id;
 }
 
-EntryState Reader::ParseState(StringId state) {
-  if (state < state_of_string_.size() && state_of_string_[state] != kStateNotParsed) {
-    return static_cast<EntryState>(state_of_string_[state]);
-  }
+EntryState Reader::ParseNewState(StringId state) {
   std::string_view text = dump_.strings.view(state);
   EntryState parsed = text == "completed"   ? EntryState::kCompleted
                       : text == "started"   ? EntryState::kStarted
