@@ -243,5 +243,70 @@ TEST(RankSummaryTest, OutOfRangeIdsAreRefusedWithTheField) {
   EXPECT_THAT(bad.status().message(), HasSubstr("groups.ranks"));
 }
 
+// Every dump lists the default group's whole world (and each DP group its strided ranks): written
+// out, 300 KB per summary at 100k ranks, so regular lists travel as (first, step, count) runs and
+// come back as they were; irregular ones are written out.
+TEST(RankSummaryTest, RankListsTravelAsRunsAndComeBackWhole) {
+  RankDump dump;
+  dump.rank = 5;
+  dump.path = "rank5";
+  std::vector<int64_t> world(100'000);
+  for (int64_t r = 0; r < 100'000; ++r) world[r] = r;
+  std::vector<int64_t> strided, irregular = {5, 9, 2, 40, 41, 7};
+  for (int64_t r = 5; r < 100'000; r += 32) strided.push_back(r);
+  for (const std::vector<int64_t>* ranks : {&world, &strided, &irregular}) {
+    ProcessGroup& group = dump.groups.emplace_back();
+    group.ranks = *ranks;
+    group.ranks_known = true;
+  }
+  std::string bytes = SerializeRankDump(dump);
+  EXPECT_LT(bytes.size(), 200u) << "the world and the strided group as a few runs";
+  summary::RankSummary message;
+  ASSERT_TRUE(message.ParseFromString(bytes));
+  EXPECT_EQ(message.groups(0).rank_runs_size(), 3);
+  EXPECT_EQ(message.groups(1).rank_runs_size(), 3);
+  EXPECT_EQ(message.groups(2).ranks_size(), 6);
+  absl::StatusOr<RankDump> back = ParseRankDump(bytes, "rank5");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->groups.size(), 3u);
+  EXPECT_EQ(back->groups[0].ranks.ToVector(), world);
+  EXPECT_EQ(back->groups[1].ranks.ToVector(), strided);
+  EXPECT_EQ(back->groups[2].ranks.ToVector(), irregular);
+}
+
+TEST(RankSummaryTest, DamagedRankRunsAreRefusedWithTheField) {
+  RankDump dump;
+  dump.rank = 1;
+  dump.path = "rank1";
+  dump.groups.emplace_back().ranks = std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7};
+  summary::RankSummary good;
+  ASSERT_TRUE(good.ParseFromString(SerializeRankDump(dump)));
+  ASSERT_EQ(good.groups(0).rank_runs_size(), 3);
+  auto with_runs = [&](std::vector<int64_t> runs, bool also_ranks = false) {
+    summary::RankSummary bad = good;
+    bad.mutable_groups(0)->clear_rank_runs();
+    for (int64_t v : runs) bad.mutable_groups(0)->add_rank_runs(v);
+    if (also_ranks) bad.mutable_groups(0)->add_ranks(3);
+    return ParseRankDump(bad.SerializeAsString(), "rank1");
+  };
+  const int64_t kRankMax = std::numeric_limits<int32_t>::max();
+  for (const auto& [runs, also_ranks] : std::vector<std::pair<std::vector<int64_t>, bool>>{
+           {{0, 1}, false},                    // not a triple
+           {{0, 1, 0}, false},                 // no ranks
+           {{0, 0, int64_t{1} << 40}, false},  // more ranks than a summary may hold
+           {{kRankMax, 1, 2}, false},          // past the largest rank
+           {{10, -1, 12}, false},              // below rank 0
+           {{0, int64_t{1} << 40, 2}, false},  // a step no two ranks are apart
+           {{0, 1, 8}, true}}) {               // both spellings at once
+    absl::StatusOr<RankDump> bad = with_runs(runs, also_ranks);
+    ASSERT_FALSE(bad.ok()) << runs[0];
+    EXPECT_THAT(bad.status().message(), HasSubstr("rank1"));
+    EXPECT_THAT(bad.status().message(), HasSubstr("groups.rank_runs"));
+  }
+  absl::StatusOr<RankDump> fine = with_runs({7, -1, 8});  // descending runs are runs too
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ(fine->groups[0].ranks.ToVector(), (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1, 0}));
+}
+
 }  // namespace
 }  // namespace fr

@@ -1,11 +1,14 @@
 #include "fr/summary/rank_summary.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "fmt/format.h"
 
 namespace fr {
@@ -26,6 +29,58 @@ PgStatus FromProto(const summary::Status& status) {
 }
 
 constexpr uint32_t kRetired = 1, kIsP2p = 2, kStateFromBatch = 4;
+
+// Ranks all of one summary's groups may list together once their runs are expanded: 64 MiB of
+// ranks, the normalizer's smallest budget for what one dump keeps.
+constexpr uint64_t kMaxSummaryRanks = uint64_t{8} << 20;
+
+// `ranks` as (first, step, count) runs when that is shorter than writing them out, which it is for
+// every group a TP x PP x DP job makes (the world, and each group's evenly strided ranks).
+void WriteRanks(const SharedRanks& ranks, summary::Group* group) {
+  constexpr int64_t kRankMax = std::numeric_limits<int32_t>::max();
+  // Out-of-range ranks (a dump built in memory) are written out as they are, and the reader
+  // refuses them; in range, no difference between two ranks can overflow.
+  bool in_range = std::all_of(ranks.begin(), ranks.end(),
+                              [](int64_t rank) { return rank >= 0 && rank <= kRankMax; });
+  std::vector<int64_t> runs;
+  for (size_t i = 0; in_range && i < ranks.size() && runs.size() < ranks.size();) {
+    int64_t step = i + 1 < ranks.size() ? ranks[i + 1] - ranks[i] : 1;
+    size_t j = i + 1;
+    while (j < ranks.size() && ranks[j] - ranks[j - 1] == step) ++j;
+    runs.insert(runs.end(), {ranks[i], step, static_cast<int64_t>(j - i)});
+    i = j;
+  }
+  if (in_range && runs.size() < ranks.size()) {
+    group->mutable_rank_runs()->Add(runs.begin(), runs.end());
+  } else {
+    group->mutable_ranks()->Add(ranks.begin(), ranks.end());
+  }
+}
+
+// Expands (first, step, count) runs, taking their ranks from `budget`; an error for runs that are
+// not whole triples, have no ranks, overflow, or go beyond the budget.
+absl::StatusOr<std::vector<int64_t>> ExpandRankRuns(
+    const google::protobuf::RepeatedField<int64_t>& runs, uint64_t* budget) {
+  if (runs.size() % 3 != 0) return absl::DataLossError("not (first, step, count) triples");
+  std::vector<int64_t> ranks;
+  for (int i = 0; i < runs.size(); i += 3) {
+    int64_t first = runs[i], step = runs[i + 1], count = runs[i + 2];
+    if (count <= 0 || static_cast<uint64_t>(count) > *budget) {
+      return absl::DataLossError("a run of no ranks, or of more than a summary may hold");
+    }
+    // With first and step within +-2^31 and count within the budget (2^23), the last rank below
+    // cannot overflow.
+    constexpr int64_t kRankMax = std::numeric_limits<int32_t>::max();
+    if (first < 0 || first > kRankMax || step < -kRankMax || step > kRankMax) {
+      return absl::DataLossError("a run outside the range of ranks");
+    }
+    int64_t last = first + step * (count - 1);
+    if (last < 0 || last > kRankMax) return absl::DataLossError("a run outside the range of ranks");
+    *budget -= static_cast<uint64_t>(count);
+    for (int64_t k = 0; k < count; ++k) ranks.push_back(first + step * k);
+  }
+  return ranks;
+}
 
 // Checks that bytes read back describe a dump the analysis can walk without leaving its tables:
 // a worker's summary crosses a network and a disk, and a damaged one must be an error, never an
@@ -86,7 +141,7 @@ void ToRankSummary(const RankDump& dump, summary::RankSummary* summary) {
     summary::Group* g = out.add_groups();
     g->set_name(group.name);
     g->set_desc(group.desc);
-    g->mutable_ranks()->Add(group.ranks.begin(), group.ranks.end());
+    WriteRanks(group.ranks, g);
     g->set_ranks_known(group.ranks_known);
     g->set_pg_id(group.pg_id);
     g->set_status_recorded(group.has_status);
@@ -193,11 +248,22 @@ absl::StatusOr<RankDump> FromRankSummary(const summary::RankSummary& in, const s
     check.Fails(id >= strings, field);
     return id;
   };
+  // What the groups' rank lists may expand to: runs are a few bytes for any number of ranks.
+  uint64_t ranks_budget = kMaxSummaryRanks;
   for (const summary::Group& g : in.groups()) {
     ProcessGroup& group = dump.groups.emplace_back();
     group.name = string_id(g.name(), "groups.name");
     group.desc = string_id(g.desc(), "groups.desc");
-    group.ranks = std::vector<int64_t>(g.ranks().begin(), g.ranks().end());
+    if (check.Fails(!g.ranks().empty() && !g.rank_runs().empty(), "groups.rank_runs")) break;
+    if (!g.rank_runs().empty()) {
+      absl::StatusOr<std::vector<int64_t>> ranks = ExpandRankRuns(g.rank_runs(), &ranks_budget);
+      if (check.Fails(!ranks.ok(), "groups.rank_runs")) break;
+      group.ranks = *std::move(ranks);
+    } else {
+      check.Fails(static_cast<uint64_t>(g.ranks_size()) > ranks_budget, "groups.ranks");
+      ranks_budget -= std::min<uint64_t>(ranks_budget, g.ranks_size());
+      group.ranks = std::vector<int64_t>(g.ranks().begin(), g.ranks().end());
+    }
     for (int64_t rank : group.ranks) check.Fails(!is_rank(rank), "groups.ranks");
     group.ranks_known = g.ranks_known();
     group.pg_id = g.pg_id();

@@ -22,7 +22,7 @@
 
 namespace fr {
 
-inline constexpr uint32_t kRankSummarySchema = 1;
+inline constexpr uint32_t kRankSummarySchema = 2;  // 2: group ranks may be runs
 
 std::string SerializeRankDump(const RankDump& dump);
 void ToRankSummary(const RankDump& dump, summary::RankSummary* out);
