@@ -340,18 +340,29 @@ class Reader {
         p_(begin_),
         end_(begin_ + bytes.size()),
         dump_(*dump),
-        memo_(scratch.memo),
+        scratch_(scratch),
         identities_(scratch.frame_identities),
-        entries_(scratch.entries),
         ints_(scratch.ints),
-        ids_(scratch.ids),
-        raw_(scratch.raw) {
+        ids_(scratch.ids) {
+    // The hottest scratch is held by value while reading (one load less per access) and handed
+    // back after.
+    memo_.swap(scratch.memo);
+    entries_.swap(scratch.entries);
+    std::swap(raw_, scratch.raw);
     memo_.clear();
     identities_.clear();
     entries_.clear();
     max_kept_ = Scaled(limits.kept_bytes_per_input_byte, bytes.size(), limits.min_kept_bytes);
     max_visits_ = Scaled(limits.visits_per_input_byte, bytes.size(), limits.min_visits);
   }
+
+  ~Reader() {
+    memo_.swap(scratch_.memo);
+    entries_.swap(scratch_.entries);
+    std::swap(raw_, scratch_.raw);
+  }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
   bool Run();
 
@@ -649,12 +660,13 @@ class Reader {
   const uint8_t* p_;
   const uint8_t* const end_;
   RankDump& dump_;
-  std::vector<MemoSlot>& memo_;
+  Scratch& scratch_;
+  std::vector<MemoSlot> memo_;
   std::vector<FrameIdentity>& identities_;
-  std::vector<Entry>& entries_;
+  std::vector<Entry> entries_;
   std::vector<int64_t>& ints_;
   std::vector<uint32_t>& ids_;
-  RawEntry& raw_;
+  RawEntry raw_;
 
   const char* why_ = "";
   const uint8_t* where_ = nullptr;
