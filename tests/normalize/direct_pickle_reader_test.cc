@@ -210,6 +210,40 @@ TEST(DirectPickleReaderTest, ManyStacksAndAlternatingLayouts) {
   EXPECT_TRUE(AcceptedAndIdentical(bytes, 3)) << Why(bytes);
 }
 
+// Entries that name a learned layout's key another way (LONG_BINGET instead of BINGET) leave the
+// reader's fast loop for that entry part way through: first, middle and last keys, in some entries.
+TEST(DirectPickleReaderTest, LayoutKeysNamedByLongGetsReadIdentically) {
+  ExampleJobOptions options;
+  options.entries_per_rank = 40;
+  const std::string original = WriteDumpPickle(MakeExampleRankDump(options, 1));
+  for (const std::string key : {"frames", "record_id", "thread_name", "is_p2p"}) {
+    SCOPED_TRACE(key);
+    std::string put = fmt::format("X{}{}q", std::string(1, static_cast<char>(key.size())),
+                                  std::string(3, '\0') + key);
+    size_t at = original.find(put);
+    ASSERT_NE(at, std::string::npos);
+    char slot = original[at + put.size()];
+    std::string bytes = original.substr(0, at + put.size() + 1);
+    int replaced = 0, seen = 0;
+    for (size_t i = bytes.size(); i < original.size(); ++i) {
+      // A key is followed by its value's opcode: ']' (frames), an int, a string get, a bool.
+      const std::string followers = "]KMJh\x88\x89";
+      if (original[i] == 'h' && i + 2 < original.size() && original[i + 1] == slot &&
+          followers.find(original[i + 2]) != std::string::npos && seen++ % 3 != 1) {
+        bytes += 'j';
+        bytes += slot;
+        bytes += std::string(3, '\0');
+        ++replaced;
+        ++i;
+        continue;
+      }
+      bytes += original[i];
+    }
+    EXPECT_GT(replaced, 10);
+    EXPECT_TRUE(AcceptedAndIdentical(bytes, 1)) << Why(bytes);
+  }
+}
+
 // Every byte of a small dump replaced by a few values: whatever the reader still accepts must be
 // what the general path reads.
 TEST(DirectPickleReaderTest, MutatedBytesAreDeclinedOrReadIdentically) {

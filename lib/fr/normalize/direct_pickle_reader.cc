@@ -254,8 +254,7 @@ class RecentByteCache {
       if (slot.length <= 8) {
         if (((head ^ heads_[index]) & masks_[index]) != 0) continue;
       } else if (head != heads_[index] || Load8(p + slot.length - 8) != tails_[index] ||
-                 (slot.length > 16 &&
-                  std::memcmp(begin + slot.offset + 8, p + 8, slot.length - 16) != 0)) {
+                 (slot.length > 16 && !SameMiddle(begin + slot.offset, p, slot.length))) {
         continue;
       }
       last_ = index;
@@ -286,6 +285,16 @@ class RecentByteCache {
     uint64_t v;
     std::memcpy(&v, p, 8);
     return v;
+  }
+
+  // Whether a[8, n - 8) == b[8, n - 8), word by word (a stack is a few words), reading only inside
+  // [0, n).
+  static bool SameMiddle(const uint8_t* a, const uint8_t* b, size_t n) {
+    if (n > 64) return std::memcmp(a + 8, b + 8, n - 16) == 0;
+    for (size_t at = 8; at + 8 < n; at += 8) {
+      if (Load8(a + at) != Load8(b + at)) return false;
+    }
+    return true;
   }
 
   [[gnu::noinline]] const RecentBytes* FindNearEnd(const uint8_t* begin, const uint8_t* p,
@@ -712,13 +721,13 @@ class Reader {
     StackId stack = kNoStack;
   };
   std::array<StackSlot, 64> stack_slots_;
-  RecentByteCache<4> recent_shapes_;
+  RecentByteCache<8> recent_shapes_;
   RecentByteCache<4> recent_dtypes_bytes_;
   RecentByteCache<8> recent_stacks_;
   static constexpr uint8_t kStateNotParsed = 0xff;
   std::vector<uint8_t> state_of_string_;
   std::vector<ParsedName> parsed_names_;
-  std::vector<bool> name_parsed_;
+  std::vector<uint8_t> name_parsed_;
 };
 
 bool Reader::Run() {
@@ -966,7 +975,10 @@ bool Reader::ReadEntries() {
   if (!Expect2(']', '(', "entries is not a list")) return false;
   while (!At('e')) {
     // Entries are held until the list ends: an entry dict can be 3 bytes.
-    if (kept_ + (entries_.size() + 1) * sizeof(Entry) > max_kept_ || visits_ > max_visits_) {
+    // (The bytes of the entries so far, without a division by sizeof(Entry).)
+    const uint64_t held = reinterpret_cast<const char*>(entries_.data() + entries_.size()) -
+                          reinterpret_cast<const char*>(entries_.data());
+    if (kept_ + held + sizeof(Entry) > max_kept_ || visits_ > max_visits_) {
       return Decline("near NormalizeLimits");
     }
     if (!ReadEntry()) return false;
