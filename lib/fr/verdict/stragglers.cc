@@ -86,7 +86,10 @@ std::vector<Straggler> FindStragglers(const LoadedTrace& trace, const JobIndex& 
         const auto& [t, r] = times[m];
         if (member_slot[m] == kNoSlot) {
           auto [it, inserted] = slot_of_rank.try_emplace(r, static_cast<uint32_t>(per_slot.size()));
-          if (inserted) per_slot.push_back({.rank = r});
+          if (inserted) {
+            per_slot.emplace_back();
+            per_slot.back().rank = r;
+          }
           member_slot[m] = it->second;
         }
         Lateness& lateness = per_slot[member_slot[m]];
