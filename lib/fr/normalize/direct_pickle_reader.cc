@@ -689,7 +689,7 @@ class Reader {
   bool entries_read_ = false;
   std::vector<PendingStatus> pending_status_;
   std::vector<uint32_t> group_of_name_;
-  absl::flat_hash_map<uint32_t, std::vector<int64_t>> ranks_by_slot_;
+  absl::flat_hash_map<uint32_t, SharedRanks> ranks_by_slot_;
 
   // The normalizer's layout state (see the top of this file).
   std::array<uint32_t, 32> layout_keys_;
@@ -878,7 +878,10 @@ bool Reader::ReadPgConfig() {
     auto [it, inserted] = ranks_by_slot_.try_emplace(ranks);
     if (inserted) {
       VisitText(ranks);
-      if (!ParseRanksString(Text(ranks), &it->second)) return Decline("unparseable pg ranks");
+      // Shared with the other dumps read on this thread (and so with the general path's lists).
+      if (!ParseRanksStringShared(Text(ranks), &it->second)) {
+        return Decline("unparseable pg ranks");
+      }
       for (int64_t rank : it->second) {
         if (rank < 0 || rank > std::numeric_limits<int32_t>::max()) {
           return Decline("rank out of range");

@@ -1658,6 +1658,10 @@ class Normalizer {
 
 }  // namespace
 
+bool ParseRanksStringShared(std::string_view text, SharedRanks* ranks) {
+  return ParseLongRanksStringOnce(text, ranks);
+}
+
 bool ParseRanksString(std::string_view text, std::vector<int64_t>* ranks) {
   ranks->clear();
   size_t at = 0;

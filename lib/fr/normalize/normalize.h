@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "fr/decode/document.h"
 #include "fr/model/rank_dump.h"
+#include "fr/model/shared_ranks.h"
 
 namespace fr {
 
@@ -61,6 +62,10 @@ absl::StatusOr<RankDump> NormalizeDump(const Document& document, int64_t rank,
 // Parses a pg_config "ranks" string, "[0, 1, 2]" (PyTorch) or "[0,1,2]" (torchcomms), without any
 // eval. Returns false when it is not a bracketed list of non-negative integers.
 bool ParseRanksString(std::string_view text, std::vector<int64_t>* ranks);
+// The same into a list the dumps read on this thread share: the last few long strings parsed are
+// remembered, and the next dump that spells out the same world group (thousands of ranks, in
+// every dump of a job) gets the same list without parsing it again.
+bool ParseRanksStringShared(std::string_view text, SharedRanks* ranks);
 
 }  // namespace fr
 
