@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "fr/decode/pickle_decoder.h"
+#include "fr/normalize/profiling_name.h"
 #include "fr/normalize/recorder_semantics.h"
 #include "simdjson.h"
 
@@ -1459,31 +1460,13 @@ void Reader::AssignGroup(Entry& entry) {
 
 const ParsedName& Reader::ParseName(StringId name) {
   if (name < name_parsed_.size() && name_parsed_[name]) return parsed_names_[name];
-  std::string_view text = dump_.strings.view(name);
-  std::string_view backend;
-  std::string_view rest = text;
-  if (size_t colon = text.find(':'); colon != std::string_view::npos) {
-    backend = text.substr(0, colon);
-    rest = text.substr(colon + 1);
-  }
-  std::string_view op = rest;
-  std::string_view args;
-  if (size_t space = rest.find(' '); space != std::string_view::npos) {
-    op = rest.substr(0, space);
-    args = rest.substr(space + 1);
-  }
+  // Split as the normalizer splits it, interned in the same order (backend, then op).
+  ProfilingNameParts parts = SplitProfilingName(dump_.strings.view(name));
   ParsedName parsed;
-  parsed.backend = dump_.strings.Intern(backend);
-  parsed.op_name = dump_.strings.Intern(op);
-  parsed.op = ParseOpKind(op);
-  if (IsPointToPoint(parsed.op)) {
-    std::string_view arrow = parsed.op == OpKind::kSend ? "->" : "<-";
-    size_t at = args.find(arrow);
-    int64_t peer_local;
-    if (at != std::string_view::npos && ParseInt(args.substr(at + 2), &peer_local)) {
-      parsed.peer_local = peer_local;
-    }
-  }
+  parsed.backend = dump_.strings.Intern(parts.backend);
+  parsed.op_name = dump_.strings.Intern(parts.op);
+  parsed.op = parts.kind;
+  parsed.peer_local = parts.peer_local;
   if (name >= parsed_names_.size()) {
     parsed_names_.resize(name + 1);
     name_parsed_.resize(name + 1, false);

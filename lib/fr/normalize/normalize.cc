@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "fmt/format.h"
 #include "fr/base/status_macros.h"
+#include "fr/normalize/profiling_name.h"
 #include "fr/normalize/recorder_semantics.h"
 
 namespace fr {
@@ -1241,32 +1242,13 @@ class Normalizer {
 
   const ParsedName& ParseName(StringId name) {
     if (name < name_parsed_.size() && name_parsed_[name]) return parsed_names_[name];
-    std::string_view text = dump_.strings.view(name);
-    std::string_view backend;
-    std::string_view rest = text;
-    if (size_t colon = text.find(':'); colon != std::string_view::npos) {
-      backend = text.substr(0, colon);
-      rest = text.substr(colon + 1);
-    }
-    std::string_view op = rest;
-    std::string_view args;
-    if (size_t space = rest.find(' '); space != std::string_view::npos) {
-      op = rest.substr(0, space);
-      args = rest.substr(space + 1);
-    }
+    // Views into the table stay valid while it grows (its blocks never move).
+    ProfilingNameParts parts = SplitProfilingName(dump_.strings.view(name));
     ParsedName parsed;
-    parsed.backend = dump_.strings.Intern(backend);
-    parsed.op_name = dump_.strings.Intern(op);
-    parsed.op = ParseOpKind(op);
-    if (IsPointToPoint(parsed.op)) {
-      // send "src->dst", recv "dst<-src": the peer is the number after the arrow.
-      std::string_view arrow = parsed.op == OpKind::kSend ? "->" : "<-";
-      size_t at = args.find(arrow);
-      int64_t peer_local;
-      if (at != std::string_view::npos && ParseInt(args.substr(at + 2), &peer_local)) {
-        parsed.peer_local = peer_local;
-      }
-    }
+    parsed.backend = dump_.strings.Intern(parts.backend);
+    parsed.op_name = dump_.strings.Intern(parts.op);
+    parsed.op = parts.kind;
+    parsed.peer_local = parts.peer_local;
     if (name >= parsed_names_.size()) {
       parsed_names_.resize(name + 1);
       name_parsed_.resize(name + 1, false);
