@@ -261,10 +261,8 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs)
       std::unique(index.unreadable_ranks.begin(), index.unreadable_ranks.end()),
       index.unreadable_ranks.end());
   // Identity is name plus rank set; dumps that do not know a group's ranks join it by name.
-  std::map<std::pair<std::string, std::vector<int64_t>>, uint32_t> by_identity;
-  // The same, for lists shared between dumps (SharedRanks): a long list is compared once, not
-  // once per member.
-  absl::flat_hash_map<std::pair<std::string, const void*>, uint32_t> by_shared_list;
+  // Keyed by the shared list: a world-size list shared by every dump compares as a pointer.
+  absl::flat_hash_map<std::pair<std::string, SharedRanks>, uint32_t> by_identity;
   std::map<std::string, uint32_t> unknown_ranks_by_name;
   index.group_of_local.resize(trace.ranks.size());
   for (size_t d = 0; d < trace.ranks.size(); ++d) {
@@ -274,25 +272,17 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs)
       std::string name(dump.strings.view(group.name));
       uint32_t g;
       if (group.ranks_known) {
-        auto shared = by_shared_list.find(std::make_pair(name, group.ranks.storage()));
-        if (shared != by_shared_list.end()) {
-          g = shared->second;
-        } else {
-          auto [it, inserted] = by_identity.try_emplace({name, group.ranks.ToVector()},
-                                                        static_cast<uint32_t>(index.groups.size()));
-          if (inserted) {
-            JobGroup job_group;
-            job_group.name = name;
-            job_group.desc = std::string(dump.strings.view(group.desc));
-            job_group.ranks = group.ranks.ToVector();
-            job_group.ranks_known = true;
-            index.groups.push_back(std::move(job_group));
-          }
-          g = it->second;
-          if (group.ranks.storage() != nullptr) {
-            by_shared_list.emplace(std::make_pair(name, group.ranks.storage()), g);
-          }
+        auto [it, inserted] = by_identity.try_emplace({name, group.ranks},
+                                                      static_cast<uint32_t>(index.groups.size()));
+        if (inserted) {
+          JobGroup job_group;
+          job_group.name = name;
+          job_group.desc = std::string(dump.strings.view(group.desc));
+          job_group.ranks = group.ranks.ToVector();
+          job_group.ranks_known = true;
+          index.groups.push_back(std::move(job_group));
         }
+        g = it->second;
       } else {
         auto [it, inserted] =
             unknown_ranks_by_name.try_emplace(name, static_cast<uint32_t>(index.groups.size()));

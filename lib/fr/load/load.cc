@@ -282,21 +282,6 @@ void CollectVersions(LoadedTrace* trace) {
             });
 }
 
-// A group's rank list in some dump, hashed by a sample (size, first, middle, last): hashing or
-// ordering whole world-size lists once per dump would cost more than the rest of the bookkeeping.
-struct RankListView {
-  std::span<const int64_t> ranks;
-  bool operator==(const RankListView& other) const {
-    return std::equal(ranks.begin(), ranks.end(), other.ranks.begin(), other.ranks.end());
-  }
-  template <typename H>
-  friend H AbslHashValue(H state, const RankListView& list) {
-    size_t n = list.ranks.size();
-    if (n == 0) return H::combine(std::move(state), n);
-    return H::combine(std::move(state), n, list.ranks[0], list.ranks[n / 2], list.ranks[n - 1]);
-  }
-};
-
 // Whether some group of `dump` with a known rank list (pg_config) lists its own rank. Nothing
 // when the dump lists none (Gloo's placeholder pg_config, versions before 1.4).
 std::optional<bool> ListsItsOwnRank(const RankDump& dump) {
@@ -350,13 +335,12 @@ void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
   // Every member of a group lists the same group: add each distinct rank list once, or a
   // 4096-rank world group would be inserted 4096 times.
   std::vector<int64_t> listed;
-  absl::flat_hash_set<RankListView> seen_groups;
+  absl::flat_hash_set<SharedRanks> seen_groups;
   int64_t highest_loaded = -1;
   for (const RankDump& dump : trace->ranks) {
     highest_loaded = std::max(highest_loaded, dump.rank);
     for (const ProcessGroup& group : dump.groups) {
-      if (!group.ranks_known || !seen_groups.insert(RankListView{group.ranks.view()}).second)
-        continue;
+      if (!group.ranks_known || !seen_groups.insert(group.ranks).second) continue;
       for (int64_t rank : group.ranks) {
         if (rank >= 0) listed.push_back(rank);
       }

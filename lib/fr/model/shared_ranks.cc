@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/hash/hash.h"
-
 namespace fr {
 
 bool SharedRanks::operator==(const SharedRanks& other) const {
@@ -19,29 +17,14 @@ void RankListPool::Intern(SharedRanks* ranks) {
   // Small lists cost less than their pool entry; only long ones are copied per dump at scale.
   constexpr size_t kPooledFrom = 16;
   if (ranks->size() < kPooledFrom) return;
-  // A sample (size, first, middle, last): hashing whole world-size lists once per dump would cost
-  // as much as comparing them, which a hit does anyway.
-  size_t n = ranks->size();
-  size_t hash = absl::HashOf(n, (*ranks)[0], (*ranks)[n / 2], (*ranks)[n - 1]);
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<SharedRanks>& same_hash = lists_[hash];
-  for (const SharedRanks& pooled : same_hash) {
-    if (pooled.SharesStorageWith(*ranks)) return;
-  }
-  for (const SharedRanks& pooled : same_hash) {
-    if (pooled == *ranks) {
-      *ranks = pooled;
-      return;
-    }
-  }
-  same_hash.push_back(*ranks);
+  auto [pooled, inserted] = lists_.insert(*ranks);
+  if (!inserted) *ranks = *pooled;
 }
 
 size_t RankListPool::distinct_lists() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t count = 0;
-  for (const auto& [hash, lists] : lists_) count += lists.size();
-  return count;
+  return lists_.size();
 }
 
 }  // namespace fr

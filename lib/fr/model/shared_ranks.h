@@ -18,9 +18,10 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace fr {
 
@@ -53,6 +54,15 @@ class SharedRanks {
   // The list's storage: equal for lists that share it, nullptr when empty.
   const void* storage() const { return ranks_.get(); }
 
+  // Hashed by a sample (size, first, middle, last): hashing whole world-size lists once per dump
+  // would cost as much as comparing them, which a hit does anyway (a pointer compare when shared).
+  template <typename H>
+  friend H AbslHashValue(H state, const SharedRanks& list) {
+    size_t n = list.size();
+    if (n == 0) return H::combine(std::move(state), n);
+    return H::combine(std::move(state), n, list[0], list[n / 2], list[n - 1]);
+  }
+
  private:
   std::shared_ptr<const std::vector<int64_t>> ranks_;
 };
@@ -67,8 +77,7 @@ class RankListPool {
 
  private:
   mutable std::mutex mutex_;
-  // By content hash; equal hashes of different lists are kept side by side.
-  absl::flat_hash_map<size_t, std::vector<SharedRanks>> lists_;
+  absl::flat_hash_set<SharedRanks> lists_;
 };
 
 }  // namespace fr
