@@ -276,11 +276,12 @@ std::pair<std::vector<GroupKey>, std::vector<CollectiveRow>> CollectiveTable(
 }
 
 // A dump's entries as a read-only sequence that refers to them: reading `dump.entries` copies
-// nothing, and len() is O(1) (a 2000-entry dump was copied whole on every access).
+// nothing, and len() is O(1) (a 2000-entry dump was copied whole on every access). Items are
+// copies, decoded from the dump's packed rows one at a time.
 struct EntriesView {
   const RankDump* dump;
   size_t size() const { return dump->entries.size(); }
-  const Entry& at(py::ssize_t i) const {
+  Entry at(py::ssize_t i) const {
     py::ssize_t n = static_cast<py::ssize_t>(size());
     if (i < 0) i += n;
     if (i < 0 || i >= n) throw py::index_error("entry index out of range");
@@ -377,7 +378,7 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<EntriesView>(m, "Entries")
       .def("__len__", &EntriesView::size)
-      .def("__getitem__", &EntriesView::at, py::return_value_policy::reference_internal)
+      .def("__getitem__", &EntriesView::at)
       .def(
           "__iter__",
           [](const EntriesView& v) {

@@ -133,7 +133,7 @@ TEST(DirectPickleReaderTest, DifferenceIsFound) {
   RankDump a = *ReadTorchPickleDirect(bytes, 1).dump;
   RankDump b = *ReadTorchPickleDirect(bytes, 1).dump;
   EXPECT_EQ(DescribeRankDumpDifference(a, b), "");
-  b.entries[3].stack = a.entries[4].stack + 1;
+  b.entries.mutable_entry(3).stack = a.entries[4].stack + 1;
   EXPECT_NE(DescribeRankDumpDifference(a, b), "");
   RankDump c = *ReadTorchPickleDirect(bytes, 1).dump;
   c.strings.Intern("an extra string");

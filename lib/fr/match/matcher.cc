@@ -4,6 +4,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -706,19 +707,19 @@ class GroupMatcher {
       OpKind partner_kind = entry.op == OpKind::kSend ? OpKind::kRecv : OpKind::kSend;
       int64_t position = pending_on_channel(member, entry.op, entry.peer_rank, e, true);
       const RankDump& peer_dump = *DumpOf(peer);
-      const Entry* partner = nullptr;
+      std::optional<Entry> partner;
       uint32_t partner_index = 0;
       int64_t seen = 0;
       for (uint32_t pe : peer.p2p_entries) {
         const Entry& candidate = peer_dump.entries[pe];
         if (candidate.op == partner_kind && candidate.peer_rank == member.rank &&
             !EntryFinished(candidate) && ++seen == position) {
-          partner = &candidate;
+          partner = candidate;
           partner_index = pe;
           break;
         }
       }
-      if (partner == nullptr) {
+      if (!partner.has_value()) {
         current.partner = PartnerState::kAbsent;
       } else if (partner->state == EntryState::kScheduled &&
                  BlockedBehindEarlierOp(peer, partner_index)) {

@@ -35,7 +35,7 @@ bool RecordedWithoutEvents(const Entry& entry) {
 
 // Gives the members of each coalesced group or p2p batch the state of the entry that closes it.
 int64_t ResolveCoalescedMembers(RankDump* dump) {
-  auto& entries = dump->entries;
+  EntryStore::Vector& entries = dump->entries.open_vector();
   int64_t resolved = 0;
   for (size_t end = 0; end < entries.size(); ++end) {
     Entry& closing = entries[end];

@@ -338,8 +338,9 @@ class Analyzer {
   }
 
   // The culprit's last entry anywhere: what it was doing when everything stopped.
-  const Entry* LastEntry(const RankDump& dump) const {
-    return dump.entries.empty() ? nullptr : &dump.entries.back();
+  std::optional<Entry> LastEntry(const RankDump& dump) const {
+    if (dump.entries.empty()) return std::nullopt;
+    return dump.entries.back();
   }
 
   std::string DescribeEntry(const RankDump& dump, const Entry& entry) const {
@@ -369,24 +370,24 @@ class Analyzer {
   }
 
   // The entry `rank` recorded as collective `seq` of `group`, or nullptr.
-  const Entry* EntryAt(const JobGroup& group, int64_t rank, int64_t seq,
-                       const RankDump** dump_out) const {
+  std::optional<Entry> EntryAt(const JobGroup& group, int64_t rank, int64_t seq,
+                               const RankDump** dump_out) const {
     for (const GroupMember& member : group.members) {
       if (member.rank != rank || member.dump < 0) continue;
       auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
                                  [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
-      if (it == member.units.end() || it->seq != seq) return nullptr;
+      if (it == member.units.end() || it->seq != seq) return std::nullopt;
       *dump_out = &trace_.ranks[member.dump];
-      return &(*dump_out)->entries[it->first_entry];
+      return (*dump_out)->entries[it->first_entry];
     }
-    return nullptr;
+    return std::nullopt;
   }
 
   // The stack of `rank` at collective `seq` of `group`, when it recorded one.
   void AddStackAt(const JobGroup& group, int64_t rank, int64_t seq, Finding* finding) const {
     const RankDump* dump = nullptr;
-    const Entry* entry = EntryAt(group, rank, seq, &dump);
-    if (entry == nullptr) return;
+    std::optional<Entry> entry = EntryAt(group, rank, seq, &dump);
+    if (!entry.has_value()) return;
     AddStack(*dump, *entry, finding);
     if (finding->stack_size() > 0) finding->set_stack_at(ValidUtf8(DescribeEntry(*dump, *entry)));
   }
@@ -396,8 +397,8 @@ class Analyzer {
                         Finding* finding) const {
     for (int64_t rank : majority) {
       const RankDump* dump = nullptr;
-      const Entry* entry = EntryAt(group, rank, seq, &dump);
-      if (entry == nullptr || entry->stack == kNoStack) continue;
+      std::optional<Entry> entry = EntryAt(group, rank, seq, &dump);
+      if (!entry.has_value() || entry->stack == kNoStack) continue;
       Finding scratch;
       AddStack(*dump, *entry, &scratch);
       finding->set_majority_rank(static_cast<int32_t>(rank));
@@ -569,8 +570,8 @@ class Analyzer {
           finding->add_evidence(fmt::format("rank {}: no dump", culprit));
           continue;
         }
-        const Entry* last = LastEntry(*dump);
-        if (last == nullptr) {
+        std::optional<Entry> last = LastEntry(*dump);
+        if (!last.has_value()) {
           finding->add_evidence(fmt::format("rank {}: dump has no entries", culprit));
           continue;
         }
@@ -591,7 +592,7 @@ class Analyzer {
         AddMajorityStack(group, block.waiters, block.seq, finding);
       } else if (const RankDump* dump = DumpOf(cause.culprits.front()); dump != nullptr) {
         // Where the culprit stopped: its last op anywhere.
-        if (const Entry* last = LastEntry(*dump)) {
+        if (std::optional<Entry> last = LastEntry(*dump)) {
           AddStack(*dump, *last, finding);
           finding->set_stack_at(ValidUtf8("its last op, " + DescribeEntry(*dump, *last)));
         }
@@ -1111,18 +1112,18 @@ class Analyzer {
     for (int32_t r : report->inputs().ranks_missing()) all.insert(r);
     // Each dump's oldest op that did not complete, else its newest: a pass over every entry of a
     // healthy job, one dump per core.
-    std::vector<const Entry*> shown_of_dump(trace_.ranks.size(), nullptr);
+    std::vector<std::optional<Entry>> shown_of_dump(trace_.ranks.size());
     ParallelFor(
         trace_.ranks.size(), options_.jobs,
         [&](size_t d) {
           const auto& entries = trace_.ranks[d].entries;
           for (const Entry& entry : entries) {
             if (entry.state != EntryState::kCompleted) {
-              shown_of_dump[d] = &entry;
+              shown_of_dump[d] = entry;
               return;
             }
           }
-          if (!entries.empty()) shown_of_dump[d] = &entries.back();
+          if (!entries.empty()) shown_of_dump[d] = entries.back();
         },
         /*cancel=*/nullptr, /*min_items_per_thread=*/64);
     for (int64_t rank : all) {
@@ -1136,8 +1137,8 @@ class Analyzer {
       out->set_role(role);
       if (dump != nullptr) out->set_host(ValidUtf8(dump->host));
       if (dump != nullptr) {
-        const Entry* shown = shown_of_dump[dump - trace_.ranks.data()];
-        if (shown != nullptr) out->set_last_op(DescribeEntry(*dump, *shown));
+        const std::optional<Entry>& shown = shown_of_dump[dump - trace_.ranks.data()];
+        if (shown.has_value()) out->set_last_op(DescribeEntry(*dump, *shown));
       }
     }
   }
