@@ -156,8 +156,10 @@ TEST(EntryStoreTest, FieldsThatNeverChangeTakeNoSpace) {
   EntryStore store;
   store.assign(entries.begin(), entries.end());
   store.Pack();
-  // Every column is constant: the rows are empty, only the padding is left.
-  EXPECT_LE(store.MemoryBytes(), 8u);
+  // Every column is constant: the rows are empty, only the layout and padding are left.
+  EntryStore empty;
+  empty.Pack();
+  EXPECT_EQ(store.MemoryBytes(), empty.MemoryBytes());
   EXPECT_EQ(PackedDifference(entries), "");
 }
 
@@ -173,8 +175,31 @@ TEST(EntryStoreTest, UnknownMixedWithANarrowRangeStaysNarrow) {
   EntryStore store;
   store.assign(entries.begin(), entries.end());
   store.Pack();
+  EntryStore empty;
+  empty.Pack();
   // Two bytes a row would hold 400 codes; the full distance would need eight.
-  EXPECT_LE(store.MemoryBytes(), entries.size() * 2 + 8);
+  EXPECT_EQ(store.MemoryBytes(), empty.MemoryBytes() + entries.size() * 2);
+  EXPECT_EQ(PackedDifference(entries), "");
+}
+
+TEST(EntryStoreTest, DurationsRecordedAsFloatsTakeFourBytes) {
+  // PyTorch keeps duration_ms as a float; the dump widens it to a double. Some ops never
+  // completed and have none (NaN).
+  std::vector<Entry> entries(300);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    entries[i].record_id = static_cast<int64_t>(i);
+    entries[i].duration_ms = i % 3 ? static_cast<float>(0.37 * i + 1e-3 * (i % 7))
+                                   : std::numeric_limits<double>::quiet_NaN();
+  }
+  EntryStore store;
+  store.assign(entries.begin(), entries.end());
+  store.Pack();
+  EntryStore empty;
+  empty.Pack();
+  EXPECT_LE(store.MemoryBytes(), empty.MemoryBytes() + entries.size() * 4);
+  EXPECT_EQ(PackedDifference(entries), "");
+  // One duration that is no float's value: all of them keep their double bits, exactly.
+  entries[7].duration_ms = 0.1;
   EXPECT_EQ(PackedDifference(entries), "");
 }
 

@@ -317,7 +317,8 @@ constexpr int64_t kMaxRankGap = 16384;
 
 void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
   if (check_own_rank) {
-    std::vector<RankDump> kept;
+    // In place: a second vector of 100k dumps would be a transient copy of every dump's header.
+    size_t kept = 0;
     for (RankDump& dump : trace->ranks) {
       if (ListsItsOwnRank(dump) == std::optional<bool>(false)) {
         SetAside(dump,
@@ -327,9 +328,11 @@ void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
                  trace);
         continue;
       }
-      kept.push_back(std::move(dump));
+      if (&trace->ranks[kept] != &dump) trace->ranks[kept] = std::move(dump);
+      ++kept;
     }
-    trace->ranks = std::move(kept);
+    trace->ranks.erase(trace->ranks.begin() + static_cast<std::ptrdiff_t>(kept),
+                       trace->ranks.end());
   }
 
   // Every member of a group lists the same group: add each distinct rank list once, or a
@@ -513,6 +516,16 @@ void KeepCompactly(RankListPool* pool, FileResult* result) {
   dump.entries.Pack();
 }
 
+// Distinct ranks among discovered files (sorted by rank): what the trace reserves, so that
+// 100k dumps are not moved and left with up to as many slots unused again as the vector grows.
+size_t CountRanks(const std::vector<DiscoveredFile>& files) {
+  size_t ranks = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i == 0 || files[i].rank != files[i - 1].rank) ++ranks;
+  }
+  return ranks;
+}
+
 // The trace from every discovered file's result (`results[i]` is `discovery.files[i]`'s):
 // settles each rank's files, then the world.
 LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<FileResult> results,
@@ -522,6 +535,7 @@ LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<F
   trace.skipped = std::move(discovery.skipped);
   const std::vector<DiscoveredFile>& files = discovery.files;
   const size_t count = files.size();
+  trace.ranks.reserve(CountRanks(files));
   for (size_t begin = 0, end = 0; begin < count; begin = end) {
     end = begin + 1;
     while (end < count && files[end].rank == files[begin].rank) ++end;
@@ -681,6 +695,7 @@ absl::StatusOr<LoadedTrace> LoadTraceFromBytes(
   }
   // The caller chose each rank: whatever is not a readable dump is rejected under it.
   LoadedTrace trace;
+  trace.ranks.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     AddTimings(results[i], &trace);
     if (!results[i].dump.has_value()) continue;

@@ -16,9 +16,21 @@ static_assert(kNoStack == 0xffff'ffff && kNoString == 0xffff'ffff);
 // Bytes that hold every value from 0 to `span`.
 int BytesFor(uint64_t span) { return span == 0 ? 0 : (std::bit_width(span) + 7) / 8; }
 
+// Whether every duration is a float's value (or the NaN that stands for none), bit for bit.
+bool DurationsAreFloats(const EntryStore::Vector& entries) {
+  const uint64_t none = std::bit_cast<uint64_t>(std::numeric_limits<double>::quiet_NaN());
+  for (const Entry& entry : entries) {
+    const uint64_t bits = std::bit_cast<uint64_t>(entry.duration_ms);
+    if (bits == none) continue;
+    const double back = static_cast<float>(entry.duration_ms);
+    if (std::bit_cast<uint64_t>(back) != bits) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-EntryStore::Row EntryStore::ColumnsOf(const Entry& e, size_t i) {
+EntryStore::Row EntryStore::ColumnsOf(const Entry& e, size_t i, bool durations_as_float) {
   Row row;
   // Modulo 2^64, as the reader adds it back: lossless for any record id.
   row[kRecordId] = FromSigned(e.record_id) - i;
@@ -31,6 +43,9 @@ EntryStore::Row EntryStore::ColumnsOf(const Entry& e, size_t i) {
   row[kTimeCompleted] = FromSigned(e.time_discovered_completed_ns);
   row[kTimeoutMs] = FromSigned(e.timeout_ms);
   row[kDurationMs] = std::bit_cast<uint64_t>(e.duration_ms);
+  if (durations_as_float && row[kDurationMs] != SpecialOf(kDurationMs)) {
+    row[kDurationMs] = std::bit_cast<uint32_t>(static_cast<float>(e.duration_ms));
+  }
   row[kPeerRank] = FromSigned(e.peer_rank);
   row[kGroup] = e.group;
   row[kProfilingName] = e.profiling_name;
@@ -51,7 +66,7 @@ EntryStore::Row EntryStore::ColumnsOf(const Entry& e, size_t i) {
 }
 
 EntryStore::Vector& EntryStore::Open() {
-  if (packed_) {
+  if (packed_ != nullptr) {
     // A programming error, not bad input: nothing may edit a dump after the loader kept it.
     std::fputs("fr::EntryStore: building on a packed store\n", stderr);
     std::abort();
@@ -61,20 +76,14 @@ EntryStore::Vector& EntryStore::Open() {
 
 void EntryStore::clear() {
   Vector().swap(open_);
-  packed_ = false;
-  packed_size_ = 0;
-  row_bytes_ = 0;
-  width_ = {};
-  position_ = {};
-  zero_is_special_ = {};
-  base_ = {};
-  mask_ = {};
-  rows_.reset();
+  packed_.reset();
 }
 
 void EntryStore::Pack() {
-  if (packed_) return;
+  if (packed_ != nullptr) return;
+  auto layout = std::make_unique<Layout>();
   const size_t count = open_.size();
+  layout->durations_as_float = DurationsAreFloats(open_);
   // Per column: the range of all values, and of the values other than its special one.
   Row low, high, low_plain, high_plain;
   low.fill(std::numeric_limits<uint64_t>::max());
@@ -85,7 +94,7 @@ void EntryStore::Pack() {
   for (int c = 0; c < kColumnCount; ++c) special[c] = SpecialOf(c);
   std::array<bool, kColumnCount> has_special{};
   for (size_t i = 0; i < count; ++i) {
-    const Row row = ColumnsOf(open_[i], i);
+    const Row row = ColumnsOf(open_[i], i, layout->durations_as_float);
     for (int c = 0; c < kColumnCount; ++c) {
       low[c] = std::min(low[c], row[c]);
       high[c] = std::max(high[c], row[c]);
@@ -99,10 +108,9 @@ void EntryStore::Pack() {
   }
   uint32_t row_bytes = 0;
   for (int c = 0; c < kColumnCount; ++c) {
-    zero_is_special_[c] = false;
+    uint8_t width = 0;
     if (count == 0 || low[c] == high[c]) {
-      width_[c] = 0;
-      base_[c] = count == 0 ? 0 : low[c];
+      layout->base[c] = count == 0 ? 0 : low[c];
     } else {
       const int plain_bytes = BytesFor(high[c] - low[c]);
       const bool some_plain = low_plain[c] <= high_plain[c];
@@ -110,45 +118,48 @@ void EntryStore::Pack() {
       // Offset 0 is the special value, so the ordinary ones need one more code.
       if (has_special[c] && some_plain && plain_span != std::numeric_limits<uint64_t>::max() &&
           BytesFor(plain_span + 1) < plain_bytes) {
-        zero_is_special_[c] = true;
-        width_[c] = static_cast<uint8_t>(BytesFor(plain_span + 1));
-        base_[c] = low_plain[c];
+        layout->zero_is_special[c] = true;
+        width = static_cast<uint8_t>(BytesFor(plain_span + 1));
+        layout->base[c] = low_plain[c];
       } else {
-        width_[c] = static_cast<uint8_t>(plain_bytes);
-        base_[c] = low[c];
+        width = static_cast<uint8_t>(plain_bytes);
+        layout->base[c] = low[c];
       }
     }
-    position_[c] = static_cast<uint8_t>(row_bytes);
-    row_bytes += width_[c];
-    mask_[c] = width_[c] == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * width_[c])) - 1;
+    layout->width[c] = width;
+    layout->position[c] = static_cast<uint8_t>(row_bytes);
+    layout->mask[c] = width == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
+    row_bytes += width;
   }
-  row_bytes_ = row_bytes;
+  layout->row_bytes = row_bytes;
   const size_t bytes = count * row_bytes + sizeof(uint64_t);
-  rows_ = std::make_unique_for_overwrite<uint8_t[]>(bytes);
-  std::memset(rows_.get() + count * row_bytes, 0, sizeof(uint64_t));
-  uint8_t* out = rows_.get();
+  layout->rows = std::make_unique_for_overwrite<uint8_t[]>(bytes);
+  std::memset(layout->rows.get() + count * row_bytes, 0, sizeof(uint64_t));
+  uint8_t* out = layout->rows.get();
   for (size_t i = 0; i < count; ++i) {
-    const Row row = ColumnsOf(open_[i], i);
+    const Row row = ColumnsOf(open_[i], i, layout->durations_as_float);
     for (int c = 0; c < kColumnCount; ++c) {
-      if (width_[c] == 0) continue;
-      uint64_t offset = row[c] - base_[c];
-      if (zero_is_special_[c]) offset = row[c] == special[c] ? 0 : offset + 1;
+      if (layout->width[c] == 0) continue;
+      uint64_t offset = row[c] - layout->base[c];
+      if (layout->zero_is_special[c]) offset = row[c] == special[c] ? 0 : offset + 1;
       // Little-endian: the low `width` bytes of the offset are the field.
-      std::memcpy(out + position_[c], &offset, width_[c]);
+      std::memcpy(out + layout->position[c], &offset, layout->width[c]);
     }
     out += row_bytes;
   }
   // Readers add the offset to the base directly (Value()).
   for (int c = 0; c < kColumnCount; ++c) {
-    if (zero_is_special_[c]) base_[c] -= 1;
+    if (layout->zero_is_special[c]) layout->base[c] -= 1;
   }
-  packed_size_ = count;
-  packed_ = true;
+  layout->size = count;
+  packed_ = std::move(layout);
   Vector().swap(open_);
 }
 
 size_t EntryStore::MemoryBytes() const {
-  if (packed_) return packed_size_ * row_bytes_ + sizeof(uint64_t);
+  if (packed_ != nullptr) {
+    return sizeof(Layout) + packed_->size * packed_->row_bytes + sizeof(uint64_t);
+  }
   return open_.capacity() * sizeof(Entry);
 }
 

@@ -48,7 +48,7 @@ class EntryStore {
   EntryStore& operator=(const EntryStore&) = delete;
 
   // Reading, packed or not. Entries come back by value: bind them to `const Entry&` or copy.
-  size_t size() const { return packed_ ? packed_size_ : open_.size(); }
+  size_t size() const { return packed_ ? packed_->size : open_.size(); }
   bool empty() const { return size() == 0; }
   // Inlined so that a caller reading one field decodes only that field.
   [[gnu::always_inline]] Entry operator[](size_t i) const { return packed_ ? Unpack(i) : open_[i]; }
@@ -74,7 +74,7 @@ class EntryStore {
   // Packs the entries into rows and frees the vector. Idempotent. Entries read the same before
   // and after.
   void Pack();
-  bool packed() const { return packed_; }
+  bool packed() const { return packed_ != nullptr; }
   // Bytes held (rows or vector capacity), for memory accounting.
   size_t MemoryBytes() const;
 
@@ -116,7 +116,7 @@ class EntryStore {
   static constexpr uint64_t kSignFlip = uint64_t{1} << 63;
   static uint64_t FromSigned(int64_t v) { return static_cast<uint64_t>(v) ^ kSignFlip; }
   static int64_t ToSigned(uint64_t v) { return static_cast<int64_t>(v ^ kSignFlip); }
-  static Row ColumnsOf(const Entry& entry, size_t row);
+  static Row ColumnsOf(const Entry& entry, size_t row, bool durations_as_float);
   // The value each column most often holds apart from its ordinary range (kUnknown, kNoStack,
   // NaN): a column that mixes it with a narrow range stores it as offset 0 instead of widening.
   static constexpr uint64_t SpecialOf(int column) {
@@ -144,42 +144,70 @@ class EntryStore {
 
   Vector& Open();
 
-  // Branch-free: a column of width 0 has mask 0 and reads as its base; one whose offset 0 stands
-  // for its special value keeps its base less one.
-  [[gnu::always_inline]] uint64_t Value(const uint8_t* row, int column) const {
+  // How a packed store lays out its rows. Held apart from the store, so that a dump (of which a
+  // job holds thousands, and the loader briefly two copies of each) stays small.
+  struct Layout {
+    size_t size = 0;
+    uint32_t row_bytes = 0;
+    // Durations are stored as the float bits they came from (PyTorch records a float) when every
+    // one survives the round trip, else as the double's bits.
+    bool durations_as_float = false;
+    std::array<uint8_t, kColumnCount> width{};     // bytes per row; 0: every row holds base
+    std::array<uint8_t, kColumnCount> position{};  // byte offset within a row
+    std::array<bool, kColumnCount> zero_is_special{};
+    // What a row's offset is added to (less one where zero_is_special: offsets then start at 1).
+    std::array<uint64_t, kColumnCount> base{};
+    std::array<uint64_t, kColumnCount> mask{};  // the low `width` bytes
+    // `size` rows of `row_bytes`, then 8 bytes of padding so that every field is read with one
+    // unaligned 8-byte load.
+    std::unique_ptr<uint8_t[]> rows;
+  };
+
+  // Branch-free: a column of width 0 has mask 0 and reads as its base.
+  [[gnu::always_inline]] static uint64_t Value(const Layout& layout, const uint8_t* row,
+                                               int column) {
     uint64_t offset;
-    std::memcpy(&offset, row + position_[column], sizeof(offset));
-    offset &= mask_[column];
-    const uint64_t value = base_[column] + offset;
-    return offset == 0 && zero_is_special_[column] ? SpecialOf(column) : value;
+    std::memcpy(&offset, row + layout.position[column], sizeof(offset));
+    offset &= layout.mask[column];
+    const uint64_t value = layout.base[column] + offset;
+    return offset == 0 && layout.zero_is_special[column] ? SpecialOf(column) : value;
+  }
+
+  static double DurationOf(const Layout& layout, uint64_t value) {
+    if (!layout.durations_as_float || value == SpecialOf(kDurationMs)) {
+      return std::bit_cast<double>(value);
+    }
+    return std::bit_cast<float>(static_cast<uint32_t>(value));
   }
 
   [[gnu::always_inline]] Entry Unpack(size_t i) const {
-    const uint8_t* row = rows_.get() + i * row_bytes_;
+    const Layout& layout = *packed_;
+    const uint8_t* row = layout.rows.get() + i * layout.row_bytes;
+    auto value = [&](int column) { return Value(layout, row, column); };
     Entry e;
-    e.record_id = ToSigned(Value(row, kRecordId) + i);
-    e.pg_id = ToSigned(Value(row, kPgId));
-    e.collective_seq_id = ToSigned(Value(row, kCollectiveSeqId));
-    e.p2p_seq_id = ToSigned(Value(row, kP2pSeqId));
-    e.op_id = ToSigned(Value(row, kOpId));
-    e.time_created_ns = ToSigned(Value(row, kTimeCreated));
-    e.time_discovered_started_ns = ToSigned(Value(row, kTimeStarted));
-    e.time_discovered_completed_ns = ToSigned(Value(row, kTimeCompleted));
-    e.timeout_ms = ToSigned(Value(row, kTimeoutMs));
-    e.duration_ms = std::bit_cast<double>(Value(row, kDurationMs));
-    e.peer_rank = ToSigned(Value(row, kPeerRank));
-    e.group = static_cast<uint32_t>(Value(row, kGroup));
-    e.profiling_name = static_cast<StringId>(Value(row, kProfilingName));
-    e.backend = static_cast<StringId>(Value(row, kBackend));
-    e.op_name = static_cast<StringId>(Value(row, kOpName));
-    e.thread_name = static_cast<StringId>(Value(row, kThreadName));
-    e.thread_id = static_cast<StringId>(Value(row, kThreadId));
-    e.input_sizes = static_cast<ShapeListId>(Value(row, kInputSizes));
-    e.output_sizes = static_cast<ShapeListId>(Value(row, kOutputSizes));
-    e.input_dtypes = static_cast<DtypeListId>(Value(row, kInputDtypes));
-    e.output_dtypes = static_cast<DtypeListId>(Value(row, kOutputDtypes));
-    e.stack = static_cast<StackId>(Value(row, kStack));
-    const uint64_t flags = Value(row, kFlags);
+    e.record_id = ToSigned(value(kRecordId) + i);
+    e.pg_id = ToSigned(value(kPgId));
+    e.collective_seq_id = ToSigned(value(kCollectiveSeqId));
+    e.p2p_seq_id = ToSigned(value(kP2pSeqId));
+    e.op_id = ToSigned(value(kOpId));
+    e.time_created_ns = ToSigned(value(kTimeCreated));
+    e.time_discovered_started_ns = ToSigned(value(kTimeStarted));
+    e.time_discovered_completed_ns = ToSigned(value(kTimeCompleted));
+    e.timeout_ms = ToSigned(value(kTimeoutMs));
+    e.duration_ms = DurationOf(layout, value(kDurationMs));
+    e.peer_rank = ToSigned(value(kPeerRank));
+    e.group = static_cast<uint32_t>(value(kGroup));
+    e.profiling_name = static_cast<StringId>(value(kProfilingName));
+    e.backend = static_cast<StringId>(value(kBackend));
+    e.op_name = static_cast<StringId>(value(kOpName));
+    e.thread_name = static_cast<StringId>(value(kThreadName));
+    e.thread_id = static_cast<StringId>(value(kThreadId));
+    e.input_sizes = static_cast<ShapeListId>(value(kInputSizes));
+    e.output_sizes = static_cast<ShapeListId>(value(kOutputSizes));
+    e.input_dtypes = static_cast<DtypeListId>(value(kInputDtypes));
+    e.output_dtypes = static_cast<DtypeListId>(value(kOutputDtypes));
+    e.stack = static_cast<StackId>(value(kStack));
+    const uint64_t flags = value(kFlags);
     e.retired = flags & 1;
     e.is_p2p = (flags >> 1) & 1;
     e.state_from_batch = (flags >> 2) & 1;
@@ -188,19 +216,8 @@ class EntryStore {
     return e;
   }
 
-  Vector open_;
-  bool packed_ = false;
-  size_t packed_size_ = 0;
-  uint32_t row_bytes_ = 0;
-  std::array<uint8_t, kColumnCount> width_{};     // bytes per row; 0: every row holds base_
-  std::array<uint8_t, kColumnCount> position_{};  // byte offset within a row
-  std::array<bool, kColumnCount> zero_is_special_{};
-  // What a row's offset is added to (less one where zero_is_special_: offsets then start at 1).
-  std::array<uint64_t, kColumnCount> base_{};
-  std::array<uint64_t, kColumnCount> mask_{};  // the low width_ bytes
-  // packed_size_ rows of row_bytes_, then 8 bytes of padding so that every field is read with
-  // one unaligned 8-byte load.
-  std::unique_ptr<uint8_t[]> rows_;
+  Vector open_;                     // while building
+  std::unique_ptr<Layout> packed_;  // once packed; open_ is then empty
 };
 
 // Iterates by value: `for (const Entry& e : store)` binds each decoded entry for one iteration.

@@ -1356,7 +1356,8 @@ std::optional<DumpSpec> SimulatedJob::RankDump(int64_t rank) const {
     }
     if (o.timing && started) {
       e.time_discovered_started_ns = r.started + lag + in.skew_ns;
-      if (completed) e.duration_ms = static_cast<double>(r.completed - r.started) / 1e6;
+      // PyTorch keeps the duration as a float (CUDA's event timer) and writes it out widened.
+      if (completed) e.duration_ms = static_cast<float>((r.completed - r.started) / 1e6);
     }
     e.timeout_ms = o.timeout_ms;
     // PyTorch writes is_p2p false on the entry closing a p2p batch (pytorch/pytorch#139280).
