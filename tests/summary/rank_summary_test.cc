@@ -1,6 +1,7 @@
 // Summaries end to end: every fault the simulator injects, written to disk, loaded once from the
 // files and once from per-file summaries (what Dask workers return), must give the same report
-// byte for byte; damaged summaries are their file's error, never a crash.
+// byte for byte, as must the same dumps with their entries unpacked; damaged summaries are their
+// file's error, never a crash.
 #include "fr/summary/rank_summary.h"
 
 #include <unistd.h>
@@ -94,6 +95,16 @@ TEST_P(SummariesGiveTheSameReportTest, ForEveryInjectedFault) {
   std::string from_files = ReportOf(*files, dir.string());
   EXPECT_EQ(ReportOf(*summaries, dir.string()), from_files);
   EXPECT_THAT(from_files, HasSubstr("\"failure_class\""));
+  // The loader keeps entries packed; the same entries as plain vectors give the same report.
+  absl::StatusOr<LoadedTrace> unpacked = LoadTrace(dir.string());
+  ASSERT_TRUE(unpacked.ok()) << unpacked.status();
+  for (RankDump& dump : unpacked->ranks) {
+    ASSERT_TRUE(dump.entries.packed());
+    EntryStore entries;
+    for (const Entry& entry : dump.entries) entries.push_back(entry);
+    dump.entries = std::move(entries);
+  }
+  EXPECT_EQ(ReportOf(*unpacked, dir.string()), from_files);
   fs::remove_all(dir);
 }
 

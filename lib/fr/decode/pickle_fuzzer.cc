@@ -2,7 +2,8 @@
 // hang or unbounded allocation, and a Document must be internally consistent. A document is then
 // normalized within small budgets, which shared references must not escape. The same bytes go
 // through the direct reader of PyTorch's layout (ReadTorchPickleDirect): whenever it accepts them,
-// the general path must accept them too and normalize to the identical RankDump.
+// the general path must accept them too and normalize to the identical RankDump, which must read
+// the same once its entries are packed as the loader keeps them.
 //
 //   CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DFR_BUILD_FUZZERS=ON
 //   cmake --build build-fuzz --target pickle_fuzzer
@@ -124,6 +125,9 @@ void CheckDirectReader(std::string_view bytes, const absl::StatusOr<fr::Document
     Check(doc.ok());
     absl::StatusOr<fr::RankDump> general = fr::NormalizeDump(*doc, 3, limits);
     Check(general.ok());
+    Check(fr::DescribeRankDumpDifference(*direct.dump, *general).empty());
+    // What the loader keeps: the same entries, packed, must read back exactly.
+    general->entries.Pack();
     Check(fr::DescribeRankDumpDifference(*direct.dump, *general).empty());
   }
 }
