@@ -18,7 +18,9 @@
 // 8 bytes. Rows stay fixed-width, so entry `i` is found in O(1).
 //
 // Building (emplace_back, push_back, reserve, assign, mutable_entry...) is allowed only before
-// Pack(); afterwards the store is read-only (building on a packed store aborts).
+// Pack(); afterwards the store is read-only (building on a packed store aborts). A packed entry
+// has no address: keep indices or copies, never a pointer to the `e` of a loop (it dangles at
+// the end of the iteration).
 #ifndef FR_MODEL_ENTRY_STORE_H_
 #define FR_MODEL_ENTRY_STORE_H_
 
