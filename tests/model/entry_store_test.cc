@@ -26,6 +26,17 @@ std::string PackedDifference(const std::vector<Entry>& entries) {
   return DescribeRankDumpDifference(built, packed);
 }
 
+// Bytes the packed rows of `entries` take: what a packed store holds beyond an empty one (the
+// layout and padding).
+size_t PackedRowBytes(const std::vector<Entry>& entries) {
+  EntryStore store;
+  store.assign(entries.begin(), entries.end());
+  store.Pack();
+  EntryStore empty;
+  empty.Pack();
+  return store.MemoryBytes() - empty.MemoryBytes();
+}
+
 // What a healthy rank's ring buffer looks like: counters that count up, one timeout and thread
 // per group, a handful of ops and shapes, timestamps of a job running for an hour.
 std::vector<Entry> RingBufferLikeTorchWrites(int count) {
@@ -153,13 +164,8 @@ TEST(EntryStoreTest, FieldsThatNeverChangeTakeNoSpace) {
   // Identical entries but for the record id, which counts up by one as PyTorch's does.
   std::vector<Entry> entries(1000, RingBufferLikeTorchWrites(1)[0]);
   for (size_t i = 0; i < entries.size(); ++i) entries[i].record_id = 700 + i;
-  EntryStore store;
-  store.assign(entries.begin(), entries.end());
-  store.Pack();
   // Every column is constant: the rows are empty, only the layout and padding are left.
-  EntryStore empty;
-  empty.Pack();
-  EXPECT_EQ(store.MemoryBytes(), empty.MemoryBytes());
+  EXPECT_EQ(PackedRowBytes(entries), 0u);
   EXPECT_EQ(PackedDifference(entries), "");
 }
 
@@ -172,13 +178,8 @@ TEST(EntryStoreTest, UnknownMixedWithANarrowRangeStaysNarrow) {
     entries[i].time_discovered_completed_ns =
         i % 2 ? kUnknown : 1'764'000'000'000'000'000 + static_cast<int64_t>(i);
   }
-  EntryStore store;
-  store.assign(entries.begin(), entries.end());
-  store.Pack();
-  EntryStore empty;
-  empty.Pack();
   // Two bytes a row would hold 400 codes; the full distance would need eight.
-  EXPECT_EQ(store.MemoryBytes(), empty.MemoryBytes() + entries.size() * 2);
+  EXPECT_EQ(PackedRowBytes(entries), entries.size() * 2);
   EXPECT_EQ(PackedDifference(entries), "");
 }
 
@@ -191,12 +192,7 @@ TEST(EntryStoreTest, DurationsRecordedAsFloatsTakeFourBytes) {
     entries[i].duration_ms = i % 3 ? static_cast<float>(0.37 * i + 1e-3 * (i % 7))
                                    : std::numeric_limits<double>::quiet_NaN();
   }
-  EntryStore store;
-  store.assign(entries.begin(), entries.end());
-  store.Pack();
-  EntryStore empty;
-  empty.Pack();
-  EXPECT_LE(store.MemoryBytes(), empty.MemoryBytes() + entries.size() * 4);
+  EXPECT_LE(PackedRowBytes(entries), entries.size() * 4);
   EXPECT_EQ(PackedDifference(entries), "");
   // One duration that is no float's value: all of them keep their double bits, exactly.
   entries[7].duration_ms = 0.1;

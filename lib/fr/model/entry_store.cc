@@ -107,8 +107,9 @@ void EntryStore::Pack() {
     }
   }
   uint32_t row_bytes = 0;
+  std::array<uint8_t, kColumnCount> widths{};  // bytes per row
   for (int c = 0; c < kColumnCount; ++c) {
-    uint8_t width = 0;
+    uint8_t& width = widths[c];
     if (count == 0 || low[c] == high[c]) {
       layout->base[c] = count == 0 ? 0 : low[c];
     } else {
@@ -126,7 +127,6 @@ void EntryStore::Pack() {
         layout->base[c] = low[c];
       }
     }
-    layout->width[c] = width;
     layout->position[c] = static_cast<uint8_t>(row_bytes);
     layout->mask[c] = width == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
     row_bytes += width;
@@ -139,11 +139,11 @@ void EntryStore::Pack() {
   for (size_t i = 0; i < count; ++i) {
     const Row row = ColumnsOf(open_[i], i, layout->durations_as_float);
     for (int c = 0; c < kColumnCount; ++c) {
-      if (layout->width[c] == 0) continue;
+      if (widths[c] == 0) continue;
       uint64_t offset = row[c] - layout->base[c];
       if (layout->zero_is_special[c]) offset = row[c] == special[c] ? 0 : offset + 1;
       // Little-endian: the low `width` bytes of the offset are the field.
-      std::memcpy(out + layout->position[c], &offset, layout->width[c]);
+      std::memcpy(out + layout->position[c], &offset, widths[c]);
     }
     out += row_bytes;
   }

@@ -154,12 +154,12 @@ class EntryStore {
     // Durations are stored as the float bits they came from (PyTorch records a float) when every
     // one survives the round trip, else as the double's bits.
     bool durations_as_float = false;
-    std::array<uint8_t, kColumnCount> width{};     // bytes per row; 0: every row holds base
     std::array<uint8_t, kColumnCount> position{};  // byte offset within a row
     std::array<bool, kColumnCount> zero_is_special{};
     // What a row's offset is added to (less one where zero_is_special: offsets then start at 1).
     std::array<uint64_t, kColumnCount> base{};
-    std::array<uint64_t, kColumnCount> mask{};  // the low `width` bytes
+    // The low bytes a row holds of each column's offset; 0: every row holds base.
+    std::array<uint64_t, kColumnCount> mask{};
     // `size` rows of `row_bytes`, then 8 bytes of padding so that every field is read with one
     // unaligned 8-byte load.
     std::unique_ptr<uint8_t[]> rows;

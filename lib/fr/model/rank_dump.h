@@ -24,7 +24,6 @@
 #include "fr/model/entry.h"
 #include "fr/model/entry_store.h"
 #include "fr/model/op_kind.h"
-#include "fr/model/prefaulted_allocator.h"
 #include "fr/model/shared_ranks.h"
 #include "fr/model/string_table.h"
 
