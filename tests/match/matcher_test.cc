@@ -128,6 +128,30 @@ TEST(MatcherTest, EveryoneInsideAndNoneDoneIsAStuckCollective) {
   EXPECT_TRUE(m.result.stuck[0].all_started);
 }
 
+TEST(MatcherTest, YoungOpInADesyncedCollectiveStillWaitsForTheCulprit) {
+  // Rank 1 issued broadcast where rank 0 issued all_reduce. Rank 0 was late: when rank 1 gave
+  // up and exited, rank 0's op was seconds old, and rank 0 dumped before its failed op was
+  // retired. Young as it is, the op can never complete, so rank 0 waits there for rank 1.
+  Matched m;
+  m.trace.ranks.push_back(
+      Rank(0, 2, {{"all_reduce", 1, "completed"}, {"all_reduce", 2, "scheduled"}}));
+  m.trace.ranks.push_back(
+      Rank(1, 2, {{"all_reduce", 1, "completed"}, {"broadcast", 2, "scheduled"}}));
+  // Op 2 was created at kStart + 2 s on both ranks (the Rank helper); its timeout is 10 min.
+  m.trace.ranks[0].file_mtime_ns = kStart + 5 * kSecond;
+  m.trace.ranks[1].file_mtime_ns = kLater;
+  m.index = BuildJobIndex(m.trace);
+  m.result = MatchJob(m.trace, m.index);
+  ASSERT_EQ(m.result.mismatches.size(), 1u);
+  EXPECT_EQ(m.result.in_flight_ops, 0);
+  ASSERT_EQ(m.result.blocks.size(), 1u);
+  const Block& block = m.result.blocks[0];
+  EXPECT_EQ(block.reason, BlockReason::kOpMismatch);
+  EXPECT_EQ(block.seq, 2);
+  EXPECT_THAT(block.waiters, ElementsAre(0));
+  EXPECT_THAT(block.blockers, ElementsAre(1));
+}
+
 TEST(MatcherTest, SendWithoutItsRecvIsUnmatched) {
   Matched m = Match(Rank(0, 2, {{"send 0->1", 1, "started"}}),
                     Rank(1, 2, {{"all_reduce", 1, "completed"}}));

@@ -84,3 +84,32 @@ def test_report_matches_golden(cli, case, tmp_path):
         golden.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     assert golden.exists(), f"no golden report for {case_id(case)}: run with FR_UPDATE_GOLDEN=1"
     assert report == json.loads(golden.read_text())
+
+
+def test_late_victim_that_dumped_before_its_failed_op_retired(cli, tmp_path):
+    # A loaded CI machine produced this order in a live capture: the late rank's op was younger
+    # than its timeout when the culprit's exit ended it, and the rank dumped before Gloo retired
+    # that op. The captured case is rewritten to that order (one flag of the late rank's newest
+    # entry); the culprit is still the one injected, and the late rank is not a second culprit.
+    case = DATA / "2.13.0" / "op_mismatch_json_late_victim"
+    expected = json.loads((case / "expected.json").read_text())
+    late = expected["late_rank"]
+    dumps = stage(case, tmp_path)
+    packed = dumps / f"nccl_trace_rank_{late}.zst"
+    mtime = packed.stat().st_mtime_ns
+    decoded = subprocess.run([cli, "dump", str(packed)], capture_output=True, text=True, check=True)
+    doc = json.loads(decoded.stdout)
+    newest = max(doc["entries"], key=lambda e: e["record_id"])
+    # What makes the order hard: the op the late rank stopped in is younger than its timeout.
+    assert mtime - newest["time_created_ns"] < newest["timeout_ms"] * 1_000_000
+    assert newest["retired"] and newest["state"] != "completed"
+    newest["retired"] = False
+    packed.unlink()
+    rewritten = dumps / f"nccl_trace_rank_{late}"
+    rewritten.write_text(json.dumps(doc))
+    os.utime(rewritten, ns=(mtime, mtime))
+    _, report = analyze(cli, tmp_path)
+    verdict = report["verdict"]
+    assert verdict["failure_class"] == expected["failure_class"], verdict.get("summary")
+    assert verdict.get("culprit_ranks", []) == expected["culprit_ranks"], verdict.get("summary")
+    assert late in verdict.get("victim_ranks", []), verdict.get("summary")

@@ -474,6 +474,12 @@ class GroupMatcher {
     return dump_time - entry.time_created_ns >= timeout_ms * 1'000'000;
   }
 
+  // True when the members disagreed about collective `seq` (matched before heads are judged).
+  bool Desynced(int64_t seq) const {
+    return std::any_of(result_.mismatches.begin(), result_.mismatches.end(),
+                       [&](const Mismatch& m) { return m.group == group_index_ && m.seq == seq; });
+  }
+
   // Each member's stream head in this group: its oldest op that did not complete. Heads of the
   // same collective seq are judged together; p2p heads per op.
   void FindBlockedHeads() {
@@ -505,8 +511,12 @@ class GroupMatcher {
         continue;
       }
       if (coll_first) {
-        // An op that ended in an error is where the rank stopped, however young it was.
-        if (!coll->retired_failed && !IsStuck(member, dump->entries[coll->first_entry])) {
+        // An op that ended in an error is where the rank stopped, however young it was; so is
+        // one whose collective another member issued differently: it can never complete. (A
+        // late rank's op can be younger than its timeout when the culprit's exit ends it and the
+        // rank dumps before Gloo retires the failed op.)
+        if (!coll->retired_failed && !IsStuck(member, dump->entries[coll->first_entry]) &&
+            !Desynced(coll->seq)) {
           ++result_.in_flight_ops;
           continue;
         }

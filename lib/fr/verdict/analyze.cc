@@ -861,11 +861,15 @@ class Analyzer {
     if (lead != nullptr) {
       failure_class = *ParseFailureClass(lead->kind());
       confidence = lead->confidence();
-      if (culprits.size() > static_cast<size_t>(lead->ranks_size()) &&
-          failure_class != FailureClass::kStuckCollective) {
-        summary =
-            fmt::format("{} Other independent culprits: {}.", lead->summary(),
-                        FormatRankSet(std::vector<int64_t>(culprits.begin(), culprits.end())));
+      std::vector<int64_t> others;
+      for (int64_t r : culprits) {
+        if (std::find(lead->ranks().begin(), lead->ranks().end(), r) == lead->ranks().end()) {
+          others.push_back(r);
+        }
+      }
+      if (!others.empty() && failure_class != FailureClass::kStuckCollective) {
+        summary = fmt::format("{} Other independent culprits: {}.", lead->summary(),
+                              FormatRankSet(others));
       } else {
         summary = lead->summary();
       }
