@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "fr/base/parallel_for.h"
@@ -165,24 +166,46 @@ std::vector<int64_t> Sorted(std::vector<int64_t> ranks) {
   return ranks;
 }
 
+// One group's collective stream heads (each member's oldest unfinished collective), kept after
+// the group is matched: MatchJob may take a young head for a wait after all (PromoteYoungHeads).
+struct GroupHeads {
+  std::map<int64_t, std::vector<size_t>> judged;  // seq -> members judged waiting there
+  std::vector<std::pair<int64_t, size_t>> young;  // (seq, member): younger than their timeout
+};
+
 class GroupMatcher {
  public:
-  // Findings go to `result` (which may hold other groups' too), the group's standing to `match`.
+  // Findings go to `result` (which may hold other groups' too), the group's standing to `match`,
+  // its collective heads to `heads`.
   GroupMatcher(const LoadedTrace& trace, const JobIndex& index, uint32_t group_index,
-               MatchResult* result, GroupMatch* match)
+               MatchResult* result, GroupMatch* match, GroupHeads* heads)
       : trace_(trace),
         index_(index),
         first_pending_(index.first_unfinished_entry),
         group_(index.groups[group_index]),
         group_index_(group_index),
         result_(*result),
-        match_(*match) {}
+        match_(*match),
+        heads_(*heads) {
+    timing_known_ = TimingKnown();
+  }
 
   void Run() {
-    timing_known_ = TimingKnown();
     CompareIssuedCollectives();
     FindBlockedHeads();
     DescribeMemberStates();
+  }
+
+  // Judges collective `seq` again with the members now in `heads.judged[seq]`, replacing the
+  // blocks and stuck ops its first judgement left.
+  void JudgeAgain(int64_t seq) {
+    std::erase_if(result_.blocks, [&](const Block& b) {
+      return !b.is_p2p && b.group == group_index_ && b.seq == seq;
+    });
+    std::erase_if(result_.stuck, [&](const StuckOp& o) {
+      return !o.is_p2p && o.group == group_index_ && o.seq == seq;
+    });
+    JudgeCollectiveHead(seq, heads_.judged.at(seq));
   }
 
  private:
@@ -483,8 +506,8 @@ class GroupMatcher {
   // Each member's stream head in this group: its oldest op that did not complete. Heads of the
   // same collective seq are judged together; p2p heads per op.
   void FindBlockedHeads() {
-    std::map<int64_t, std::vector<size_t>> collective_heads;  // seq -> waiting members
-    std::vector<std::pair<size_t, uint32_t>> p2p_heads;       // (member, entry)
+    std::map<int64_t, std::vector<size_t>>& collective_heads = heads_.judged;
+    std::vector<std::pair<size_t, uint32_t>> p2p_heads;  // (member, entry)
     for (size_t m = 0; m < group_.members.size(); ++m) {
       const GroupMember& member = group_.members[m];
       const RankDump* dump = DumpOf(member);
@@ -518,6 +541,7 @@ class GroupMatcher {
         if (!coll->retired_failed && !IsStuck(member, dump->entries[coll->first_entry]) &&
             !Desynced(coll->seq)) {
           ++result_.in_flight_ops;
+          heads_.young.emplace_back(coll->seq, m);
           continue;
         }
         collective_heads[coll->seq].push_back(m);
@@ -888,8 +912,53 @@ class GroupMatcher {
   uint32_t group_index_;
   MatchResult& result_;
   GroupMatch& match_;
+  GroupHeads& heads_;
   bool timing_known_ = false;
 };
+
+// A young op is in flight only while its rank is free to go on. When ranks stuck for good wait
+// for a rank whose op is younger than its timeout, that op is where the rank waits, not a sign
+// that it waits on nothing: a rank whose dump came early (Gloo ends a peer's ops at once when it
+// exits, and the rank dumps within a second) would otherwise be named a culprit that "never
+// issued" what its waiters are in. So the young heads of waited-for ranks are judged like stuck
+// ones, and so on down the chain. Young heads nobody waits on stay in flight (a healthy job
+// dumped on demand has many). Collective heads only: a young send/recv stays in flight.
+void PromoteYoungHeads(const LoadedTrace& trace, const JobIndex& index,
+                       std::vector<GroupHeads>* heads, std::vector<MatchResult>* found,
+                       std::vector<GroupMatch>* matches) {
+  absl::flat_hash_map<int64_t, std::vector<std::pair<uint32_t, size_t>>> young_of_rank;
+  for (uint32_t g = 0; g < heads->size(); ++g) {
+    const GroupHeads& group = (*heads)[g];
+    for (size_t i = 0; i < group.young.size(); ++i) {
+      young_of_rank[index.groups[g].members[group.young[i].second].rank].emplace_back(g, i);
+    }
+  }
+  if (young_of_rank.empty()) return;
+  // Waited-for ranks with young heads, each taken once (the chain may come back to a rank).
+  std::vector<int64_t> queue;
+  absl::flat_hash_set<int64_t> queued;
+  auto enqueue_blockers = [&](const std::vector<Block>& blocks) {
+    for (const Block& block : blocks) {
+      for (int64_t r : block.blockers) {
+        if (young_of_rank.contains(r) && queued.insert(r).second) queue.push_back(r);
+      }
+    }
+  };
+  for (const MatchResult& group : *found) enqueue_blockers(group.blocks);
+  while (!queue.empty()) {
+    int64_t rank = queue.back();
+    queue.pop_back();
+    for (const auto& [g, i] : young_of_rank.at(rank)) {
+      GroupHeads& group = (*heads)[g];
+      const auto [seq, member] = group.young[i];
+      std::vector<size_t>& judged = group.judged[seq];
+      judged.insert(std::upper_bound(judged.begin(), judged.end(), member), member);
+      --(*found)[g].in_flight_ops;
+      GroupMatcher(trace, index, g, &(*found)[g], &(*matches)[g], &group).JudgeAgain(seq);
+      enqueue_blockers((*found)[g].blocks);
+    }
+  }
+}
 
 }  // namespace
 
@@ -977,12 +1046,16 @@ MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, int jobs) 
   // parallel, each into a result of its own, and the results joined in group order: the same
   // lists, in the same order, as one after the other.
   std::vector<MatchResult> found(index.groups.size());
+  std::vector<GroupHeads> heads(index.groups.size());
   ParallelFor(
       index.groups.size(), jobs,
       [&](size_t g) {
-        GroupMatcher(trace, index, static_cast<uint32_t>(g), &found[g], &result.groups[g]).Run();
+        GroupMatcher(trace, index, static_cast<uint32_t>(g), &found[g], &result.groups[g],
+                     &heads[g])
+            .Run();
       },
       /*cancel=*/nullptr, /*min_items_per_thread=*/8);
+  PromoteYoungHeads(trace, index, &heads, &found, &result.groups);
   for (MatchResult& group : found) {
     std::move(group.mismatches.begin(), group.mismatches.end(),
               std::back_inserter(result.mismatches));

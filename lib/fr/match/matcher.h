@@ -124,7 +124,8 @@ struct MatchResult {
   std::vector<Mismatch> mismatches;
   std::vector<Block> blocks;
   std::vector<StuckOp> stuck;
-  // Members with a pending op younger than its timeout: in flight, not stuck.
+  // Members with a pending op younger than its timeout that no stuck rank waits for: in
+  // flight, not stuck. (A young op of a rank that stuck ranks wait for is where it waits.)
   int64_t in_flight_ops = 0;
   int64_t collectives_checked = 0;
   int64_t p2p_ops_checked = 0;
