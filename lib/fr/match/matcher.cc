@@ -197,7 +197,8 @@ class GroupMatcher {
   }
 
   // Judges collective `seq` again with the members now in `heads.judged[seq]`, replacing the
-  // blocks and stuck ops its first judgement left.
+  // blocks and stuck ops its first judgement left, and describes the members again (where
+  // they stand depends on the group's blocks).
   void JudgeAgain(int64_t seq) {
     std::erase_if(result_.blocks, [&](const Block& b) {
       return !b.is_p2p && b.group == group_index_ && b.seq == seq;
@@ -206,6 +207,8 @@ class GroupMatcher {
       return !o.is_p2p && o.group == group_index_ && o.seq == seq;
     });
     JudgeCollectiveHead(seq, heads_.judged.at(seq));
+    match_.members.clear();
+    DescribeMemberStates();
   }
 
  private:
