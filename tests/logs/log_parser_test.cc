@@ -431,9 +431,13 @@ TEST(Hostile, HugeLinesNulsAndInvalidUtf8) {
   text += std::string(kBinary, sizeof(kBinary) - 1);
   text += "no newline at the end: loss: nan";
   LogSet logs = Parse(text);
-  // The first line's Xid lies past the line cap and is not seen; the second is.
-  ASSERT_THAT(Kinds(logs), ElementsAre("xid", "non_finite_loss"));
-  EXPECT_EQ(logs.events[0].xid, 13);
+  // The first line is read in pieces of at most the line cap: its Xid, 10 MiB in, is seen, on
+  // the line it is on.
+  ASSERT_THAT(Kinds(logs), ElementsAre("xid", "xid", "non_finite_loss"));
+  EXPECT_EQ(logs.events[0].xid, 79);
+  EXPECT_EQ(logs.events[0].line, 1);
+  EXPECT_EQ(logs.events[1].xid, 13);
+  EXPECT_EQ(logs.events[1].line, 2);
   EXPECT_EQ(logs.files[0].long_lines, 1);
   EXPECT_EQ(logs.files[0].lines, 3);
   for (const LogEvent& e : logs.events) EXPECT_LE(e.text.size(), 512u);

@@ -6,6 +6,7 @@ deadline, and checks what the user would see: the verdict, the exit status, what
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -302,3 +303,89 @@ def test_a_rank_past_32_bits_is_invalid_input_not_a_small_rank(cli, hung_json_jo
     assert "pg_config" in rejected[0]["error"]
     assert 3 not in report["verdict"]["culprit_ranks"]
     assert 4294967299 not in report["inputs"]["ranks_missing"]
+
+
+def test_one_nranks_claim_does_not_untie_ranks_from_gpus(cli, tmp_path):
+    """A 16-rank job whose root cause is an Xid known only by its GPU's bus id: NCCL's init
+    lines tie that bus id to a rank. One extra init line claiming a 32-rank communicator must
+    not override what the other 16 ranks' lines agree on, and no host may be named ''."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
+    import logsim
+
+    job = tmp_path / "job"
+    expected = logsim.simulate(str(job), 16, "xid", "per_host", seed=5, nccl_info=True)
+    target = None
+    for path in sorted(job.rglob("*")):
+        if path.is_file() and "Init COMPLETE" in path.read_text(errors="replace"):
+            target = path
+            break
+    assert target is not None, "the simulated logs carry NCCL init lines"
+    line = next(l for l in target.read_text().splitlines()
+                if "Init COMPLETE" in l and " nranks 16 " in l)
+    with open(target, "a") as f:
+        f.write(line.replace(" nranks 16 ", " nranks 32 ") + "\n")
+    result = run(cli, "analyze", job, "--format", "json")
+    report = json.loads(result.stdout)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "xid", cause["summary"]
+    assert cause["ranks"] == expected["culprit_ranks"]
+    assert all(h["host"] for h in report["timeline"]["hosts"]), report["timeline"]["hosts"]
+
+
+def logsim_xid_job(directory):
+    """A 16-rank job on two hosts whose rank 8's GPU fell off the bus: every rank's log and each
+    host's kernel log (tests/logsim), with what was injected."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
+    import logsim
+
+    return logsim.simulate(str(directory), 16, "xid", "per_host", seed=7)
+
+
+def nul_padded(data):
+    # What a crash leaves: the file's last block allocated and never written.
+    return data + b"\0" * (4096 - len(data) % 4096)
+
+
+def utf16(data):
+    return data.decode("utf-8").encode("utf-16")  # with its byte order mark
+
+
+def long_first_line(data):
+    return b"x" * 9000 + b"\n" + data
+
+
+@pytest.mark.parametrize("damage", [nul_padded, utf16, long_first_line], ids=lambda d: d.__name__)
+def test_a_padded_or_utf16_kernel_log_keeps_its_xid(cli, tmp_path, damage):
+    job = tmp_path / "job"
+    expected = logsim_xid_job(job)
+    evidence = expected["evidence"][0]
+    kernel_log = job / evidence["file"]
+    kernel_log.write_bytes(damage(kernel_log.read_bytes()))
+
+    report = verdict(cli, job)
+    cause = report["verdict"]["root_cause"]
+    assert (cause["kind"], cause["confidence"]) == (expected["kind"], "high"), cause["summary"]
+    assert cause["ranks"] == expected["culprit_ranks"]
+    xid_line = next(line for line in cause["evidence"] if evidence["contains"] in line["text"])
+    assert xid_line["file"] == str(kernel_log)
+    assert xid_line["line"] == evidence["line"] + (1 if damage is long_first_line else 0)
+    assert "\0" not in xid_line["text"]
+    read_as = {f["path"]: f["read_as"] for f in report["inputs"]["files_skipped"]}
+    assert read_as[str(kernel_log)] == "log"
+
+
+def test_every_file_set_aside_is_listed_with_why(cli, tmp_path):
+    job = tmp_path / "job"
+    expected = logsim_xid_job(job)
+    (job / "notes.bin").write_bytes(random.Random(1).randbytes(4096))
+    (job / "node001" / "dmesg.0").write_bytes(b"\0" * 8192)  # a kernel log never written
+    report = verdict(cli, job)
+    assert report["verdict"]["root_cause"]["kind"] == "xid"
+    skipped = {os.path.relpath(f["path"], job): f for f in report["inputs"]["files_skipped"]}
+    for log in expected["files"]:
+        assert skipped[log]["read_as"] == "log", skipped[log]
+    assert {path for path, f in skipped.items() if not f["read_as"]} == {
+        "notes.bin", "node001/dmesg.0", "expected.json"}
+    assert "not a log: binary data" in skipped["notes.bin"]["reason"]
+    assert "NUL or control bytes and no text" in skipped["node001/dmesg.0"]["reason"]
+    assert "not a log: JSON" in skipped["expected.json"]["reason"]

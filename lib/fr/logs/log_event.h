@@ -151,7 +151,20 @@ struct LogSet {
   std::vector<LogEvent> events;  // in file order, then line order
   // Files that looked like logs but could not be read, with the reason (path: error).
   std::vector<std::string> errors;
+  // Every file offered as a log (given, or found beside the dumps) that was not read as one,
+  // with why, so that a report can say what became of each file.
+  struct SetAside {
+    std::string path;
+    std::string reason;  // "binary data: ...", "an ELF core file or executable", a read error
+  };
+  std::vector<SetAside> set_aside;
 };
+
+// The size of the job's world communicator as the NCCL init lines agree on it: the `nranks`
+// whose lines name the most distinct communicator ranks (the larger size on a tie: a host's
+// lines show as many of its world ranks as of its local communicators' ranks). One line's claim
+// cannot outvote the others. -1 when no init line was read.
+int32_t WorldCommunicatorSize(const std::vector<LogEvent>& events);
 
 // The report's name of a kind ("xid", "watchdog_timeout", ...): lower snake case of the enum.
 const char* LogEventKindName(LogEventKind kind);

@@ -11,6 +11,7 @@
 #include "fr/base/buffer.h"
 #include "fr/base/utf8.h"
 #include "fr/logs/line_prefix.h"
+#include "fr/logs/log_text.h"
 #include "fr/logs/text_scan.h"
 #include "fr/read/input_file.h"
 
@@ -195,6 +196,18 @@ class FileParser {
 
   void Feed(std::string_view bytes) {
     file().bytes += static_cast<int64_t>(bytes.size());
+    FeedText(decoder_.Decode(bytes, &decoded_));
+  }
+
+  void Finish() {
+    FeedText(decoder_.Finish(&decoded_));
+    FinishLines();
+  }
+
+ private:
+  // Splits decoded text into lines. A line longer than max_line_bytes is read in pieces of at
+  // most that many bytes, which keep its line number (see AppendToCarry).
+  void FeedText(std::string_view bytes) {
     while (!bytes.empty()) {
       const void* newline = std::memchr(bytes.data(), '\n', bytes.size());
       size_t length = newline == nullptr
@@ -205,13 +218,14 @@ class FileParser {
         AppendToCarry(piece);
         return;
       }
-      if (!carry_.empty() || carry_long_) {
+      if (!carry_.empty() || carry_long_ || piece.size() > options_.max_line_bytes) {
         AppendToCarry(piece);
         std::string line = std::move(carry_);
         carry_.clear();
         bool was_long = carry_long_;
         carry_long_ = false;
         Line(line, was_long);
+        continuing_line_ = false;
       } else {
         Line(piece, false);
       }
@@ -219,7 +233,7 @@ class FileParser {
     }
   }
 
-  void Finish() {
+  void FinishLines() {
     // The last line stays alive until the end: prefix_ points into it, and the table and
     // tracebacks flushed below are emitted with it.
     std::string last_line;
@@ -228,6 +242,7 @@ class FileParser {
       carry_.clear();
       Line(last_line, carry_long_);
       carry_long_ = false;
+      continuing_line_ = false;
     }
     FlushTable();
     for (auto& [writer, traceback] : tracebacks_) {
@@ -247,7 +262,6 @@ class FileParser {
     f.format = LineFormatName(static_cast<LineFormat>(best));
   }
 
- private:
   struct Traceback {
     enum State { kFrames, kAfterException } state = kFrames;
     int64_t first_line = 0;
@@ -272,24 +286,38 @@ class FileParser {
 
   LogFile& file() { return out_->files[file_index_]; }
 
+  // Adds `piece` to the line being carried. Whenever the line outgrows max_line_bytes, what it
+  // holds so far is read as a piece of its own, cut after its last '\r' when it has one
+  // (progress bars redraw a line with '\r', and what a dying process prints comes after the
+  // last redraw), so that no part of a long line goes unread and memory stays bounded.
   void AppendToCarry(std::string_view piece) {
-    size_t room =
-        options_.max_line_bytes > carry_.size() ? options_.max_line_bytes - carry_.size() : 0;
-    if (piece.size() > room) {
+    const size_t max_bytes = std::max<size_t>(options_.max_line_bytes, 1);
+    while (true) {
+      size_t room = max_bytes > carry_.size() ? max_bytes - carry_.size() : 0;
+      if (piece.size() <= room) break;
+      carry_.append(piece.data(), room);
+      piece.remove_prefix(room);
+      size_t cut = carry_.rfind('\r');
+      cut = cut == std::string::npos || cut == 0 ? carry_.size() : cut + 1;
+      std::string head = carry_.substr(0, cut);
+      carry_.erase(0, cut);
       carry_long_ = true;
-      piece = piece.substr(0, room);
+      Line(head, /*long_line=*/true);
+      continuing_line_ = true;
     }
     carry_.append(piece.data(), piece.size());
   }
 
   void Line(std::string_view line, bool long_line) {
-    ++line_no_;
-    ++file().lines;
+    if (!continuing_line_) {
+      ++line_no_;
+      ++file().lines;
+    }
     if (line.size() > options_.max_line_bytes) {
       line = line.substr(0, options_.max_line_bytes);
       long_line = true;
     }
-    if (long_line) ++file().long_lines;
+    if (long_line && !continuing_line_) ++file().long_lines;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() && tracebacks_.empty()) return;
     ParseLinePrefix(line, &prefix_);
@@ -1044,6 +1072,10 @@ class FileParser {
   int64_t line_no_ = 0;
   std::string carry_;
   bool carry_long_ = false;
+  // The line being read continues a piece already read (AppendToCarry): same line number.
+  bool continuing_line_ = false;
+  LogTextDecoder decoder_;
+  std::string decoded_;  // the decoder's output when it had to change something
   LinePrefix prefix_;
   // The time of the last line that carried one: when an untimed line was printed, at the
   // earliest; and the untimed events waiting for the next timed line, their latest.
@@ -1106,7 +1138,11 @@ bool LooksLikeLog(std::string_view head) {
     return false;  // zstd skippable frame
   }
   if (bytes[0] == 0x80) return false;  // pickle protocol 2+
-  std::string_view t = head;
+  // The text as the parser reads it: UTF-16 decoded, NUL padding and other binary runs dropped
+  // (log_text.h). Binary data is what keeps a control byte every few bytes.
+  LogTextSample sample = DecodeLogSample(head);
+  if (!SampleIsText(sample)) return false;
+  std::string_view t = sample.text;
   ConsumeLiteral(&t, "\xEF\xBB\xBF");
   size_t first = t.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return false;
@@ -1151,20 +1187,7 @@ bool LooksLikeLog(std::string_view head) {
       if (identifier) return false;
     }
   }
-  // Mostly printable: NULs and other control bytes are rare in text.
-  size_t control = 0, nul = 0;
-  for (unsigned char c : head) {
-    if (c == 0) {
-      ++nul;
-    } else if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b) {
-      ++control;
-    } else if (c == 0x7f) {
-      ++control;
-    }
-  }
-  if (nul * 100 > head.size() || (control + nul) * 20 > head.size()) return false;
-  // Text of 8 KiB without a single line break is not a log.
-  if (head.size() >= 8192 && head.find('\n') == std::string_view::npos) return false;
+  // A first line longer than the sample is still a log: the parser reads long lines in pieces.
   return true;
 }
 
@@ -1206,6 +1229,7 @@ absl::StatusOr<LogSet> ParseLogFiles(const std::vector<std::string>& paths,
     absl::StatusOr<std::shared_ptr<const Buffer>> file = Buffer::ReadFile(path);
     if (!file.ok()) {
       logs.errors.push_back(Cat({path, ": ", std::string(file.status().message())}));
+      logs.set_aside.push_back({path, std::string(file.status().message())});
       continue;
     }
     std::shared_ptr<const Buffer> bytes = *std::move(file);
@@ -1218,12 +1242,16 @@ absl::StatusOr<LogSet> ParseLogFiles(const std::vector<std::string>& paths,
           Decompress(bytes->bytes(), *compression, read_options);
       if (!plain.ok()) {
         logs.errors.push_back(Cat({path, ": ", std::string(plain.status().message())}));
+        logs.set_aside.push_back({path, std::string(plain.status().message())});
         continue;
       }
       bytes = *std::move(plain);
     }
-    if (!bytes->bytes().empty() && !LooksLikeLog(bytes->bytes().substr(0, 8192))) {
-      logs.errors.push_back(Cat({path, ": not a log: ", DescribeNonDump(bytes->bytes())}));
+    std::string_view head = LogHead(bytes->bytes(), 8192);
+    if (!bytes->bytes().empty() && !LooksLikeLog(head)) {
+      std::string why = DescribeNonLog(head);
+      logs.errors.push_back(Cat({path, ": not a log: ", why}));
+      logs.set_aside.push_back({path, Cat({"not a log: ", why})});
       continue;
     }
     FileParser parser(path, &logs, options);

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "fr/base/utf8.h"
 #include "fr/clock/job_clock.h"
 #include "fr/logs/log_parser.h"
+#include "fr/logs/log_text.h"
 #include "fr/model/op_kind.h"
 #include "fr/verdict/analyze.h"
 #include "fr/verdict/root_cause.h"
@@ -94,15 +96,37 @@ std::vector<RankAnchor> DumpAnchors(const LoadedTrace& trace) {
   return anchors;
 }
 
-// Opens a file discovery set aside that may be read (not a dump, not a pipe or device) and reads
-// its first 4 KB into `head`, by which its kind is judged; false when it cannot be opened.
+// Whether a file discovery set aside may be read as other evidence (not a dump, not a pipe,
+// device or link out of the directory).
+bool MayRead(const SkippedFile& file) { return file.rank < 0 && !NeverRead(file.reason); }
+
+// Opens a file that MayRead and reads its first 4 KB into `head`, by which its kind is judged;
+// false when it cannot be opened. Leading NUL bytes are skipped (up to 64 MiB of them): a log
+// truncated in place while its writer went on starts with a hole.
 bool OpenWithHead(const SkippedFile& file, std::ifstream* in, std::string* head) {
-  if (file.rank >= 0 || NeverRead(file.reason)) return false;
+  if (!MayRead(file)) return false;
   in->open(file.path, std::ios::binary);
   if (!*in) return false;
-  head->assign(4096, '\0');
-  in->read(head->data(), static_cast<std::streamsize>(head->size()));
-  head->resize(static_cast<size_t>(in->gcount()));
+  constexpr size_t kHeadBytes = 4096;
+  constexpr int kMaxHoleBlocks = (64 << 20) / kHeadBytes;
+  std::string block;
+  for (int blocks = 0; blocks < kMaxHoleBlocks; ++blocks) {
+    block.assign(kHeadBytes, '\0');
+    in->read(block.data(), static_cast<std::streamsize>(block.size()));
+    block.resize(static_cast<size_t>(in->gcount()));
+    if (block.empty()) break;  // nothing but NULs: the head is the last of them
+    *head = block;
+    size_t first = head->find_first_not_of('\0');
+    if (first == std::string::npos && head->size() == kHeadBytes) continue;
+    if (first != std::string::npos && first > 0) {
+      // The head starts at the first text byte, and holds up to 4 KB from there.
+      head->erase(0, first);
+      std::string more(first, '\0');
+      in->read(more.data(), static_cast<std::streamsize>(more.size()));
+      head->append(more.data(), static_cast<size_t>(in->gcount()));
+    }
+    break;
+  }
   return true;
 }
 
@@ -110,21 +134,44 @@ bool OpenWithHead(const SkippedFile& file, std::ifstream* in, std::string* head)
 
 LogSet ReadLogsBeside(const LoadedTrace& trace) {
   std::vector<std::string> paths;
+  // Files looked at and not read as logs, with why: the report lists what became of each file.
+  std::vector<LogSet::SetAside> set_aside;
   for (const SkippedFile& file : trace.skipped) {
+    if (!MayRead(file)) continue;
     std::ifstream in;
     std::string head;
-    if (!OpenWithHead(file, &in, &head)) continue;
-    if (IsOwnReport(head) || MonitorFormatOf(head) != MonitorFormat::kNone) continue;
+    if (!OpenWithHead(file, &in, &head)) {
+      set_aside.push_back({file.path, "not read as a log: it cannot be opened"});
+      continue;
+    }
+    if (MonitorFormatOf(head) != MonitorFormat::kNone) continue;  // ReadMonitorsBeside's
+    if (IsOwnReport(head)) {
+      set_aside.push_back({file.path,
+                           "an fr-analyze report, not read as a log (the lines it "
+                           "quotes are read from their own files)"});
+      continue;
+    }
     bool named_log = file.reason == "log file";
-    if (LooksLikeLog(head) || (named_log && Compressed(head))) paths.push_back(file.path);
+    if (LooksLikeLog(head) || (named_log && Compressed(head))) {
+      paths.push_back(file.path);
+    } else {
+      set_aside.push_back({file.path, fmt::format("not a log: {}", DescribeNonLog(head))});
+    }
   }
-  if (paths.empty()) return LogSet();
+  if (paths.empty()) {
+    LogSet none;
+    none.set_aside = std::move(set_aside);
+    return none;
+  }
   absl::StatusOr<LogSet> logs = ParseLogFiles(paths);
   if (!logs.ok()) {
     LogSet failed;
     failed.errors.push_back(std::string(logs.status().message()));
+    failed.set_aside = std::move(set_aside);
     return failed;
   }
+  logs->set_aside.insert(logs->set_aside.end(), std::make_move_iterator(set_aside.begin()),
+                         std::make_move_iterator(set_aside.end()));
   for (LogFile& file : logs->files) {
     struct stat info;
     if (::stat(file.path.c_str(), &info) == 0) {
@@ -172,8 +219,45 @@ MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string&
   return snapshots;
 }
 
+namespace {
+
+// Says what became of each file the loader set aside as no dump: read as a log or a GPU monitor
+// snapshot, or, for a file that may be read but was not, why it is not a log either. Without
+// this a log that could not be read would be listed like one that was.
+void SayWhatSkippedFilesWereReadAs(const LoadedTrace& trace, const LogSet* logs,
+                                   const MonitorSnapshots* monitors, report::Report* report) {
+  std::set<std::string> logs_read, monitors_read;
+  std::map<std::string, std::string> not_read;
+  if (logs != nullptr) {
+    for (const LogFile& file : logs->files) logs_read.insert(file.path);
+    for (const LogSet::SetAside& file : logs->set_aside) not_read.emplace(file.path, file.reason);
+  }
+  if (monitors != nullptr) monitors_read.insert(monitors->files.begin(), monitors->files.end());
+  std::map<std::string, const SkippedFile*> may_read;
+  for (const SkippedFile& file : trace.skipped) {
+    if (MayRead(file)) may_read.emplace(ValidUtf8(file.path), &file);
+  }
+  for (report::SkippedFile& out : *report->mutable_inputs()->mutable_files_skipped()) {
+    auto it = may_read.find(out.path());
+    if (it == may_read.end()) continue;  // its reason says why it is never read
+    const std::string& path = it->second->path;
+    if (logs_read.contains(path)) {
+      out.set_read_as("log");
+    } else if (monitors_read.contains(path)) {
+      out.set_read_as("gpu_monitor");
+    } else if (auto reason = not_read.find(path); reason != not_read.end()) {
+      out.set_reason(ValidUtf8(fmt::format("{}; {}", out.reason(), reason->second)));
+    } else if (logs != nullptr) {
+      out.set_reason(fmt::format("{}; not read as a log or GPU monitor snapshot", out.reason()));
+    }
+  }
+}
+
+}  // namespace
+
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {
   report::Report report = Analyze(trace, options);
+  SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, &report);
   if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
   ClockHints hints;
   // The dumps' time dates year-less log lines when no log line carries a year.
