@@ -184,3 +184,87 @@ def test_transformation_keeps_class_and_culprits(cli, jobs, fault, transform, tm
     order = {"high": 2, "medium": 1, "low": 0}
     if transform not in (zero_all_mtimes,):
         assert order[report["verdict"]["confidence"]] <= order[base_report["verdict"]["confidence"]]
+
+
+# --- The same for a job's logs: how a log was stored must not change the root cause -----------
+
+LOG_FAULTS = ["xid", "host_oom", "cuda_oom", "python_exception", "segfault", "cuda_error"]
+
+
+def logsim():
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
+    import logsim as module
+
+    return module
+
+
+def root_cause(cli, directory):
+    _, culprits, report = analyze(cli, directory)
+    cause = report["verdict"]["root_cause"]
+    return cause["kind"], cause["ranks"], culprits, cause["confidence"]
+
+
+@pytest.fixture(scope="module")
+def log_jobs(cli, tmp_path_factory):
+    """Each fault's logs (a 16-rank job on two hosts, every rank's log and each host's kernel
+    log), with the injected truth and the baseline analysis."""
+    made = {}
+    for fault in LOG_FAULTS:
+        directory = tmp_path_factory.mktemp(fault) / "logs"
+        expected = logsim().simulate(str(directory), 16, fault, "per_host", seed=7)
+        made[fault] = (directory, expected, root_cause(cli, directory))
+    return made
+
+
+def log_files(directory):
+    return [path for path in sorted(directory.rglob("*.log")) if path.is_file()]
+
+
+def nul_padded_logs(directory):
+    # A crash leaves the last block of a file allocated and never written: NULs to its end.
+    for path in log_files(directory):
+        data = path.read_bytes()
+        path.write_bytes(data + b"\0" * (4096 - len(data) % 4096))
+
+
+def nul_holes_between_lines(directory):
+    # A log truncated in place while its writer went on (copytruncate) starts with a hole, and a
+    # host that crashed twice has one between its runs.
+    for path in log_files(directory):
+        lines = path.read_bytes().split(b"\n")
+        middle = len(lines) // 2
+        path.write_bytes(b"\0" * 5000 + b"\n".join(lines[:middle]) + b"\n" + b"\0" * 300 +
+                         b"\n".join(lines[middle:]))
+
+
+def utf16_logs(directory):
+    for path in log_files(directory):
+        path.write_bytes(path.read_bytes().decode("utf-8").encode("utf-16"))  # with its BOM
+
+
+def utf16_be_logs(directory):
+    for path in log_files(directory):
+        path.write_bytes(b"\xfe\xff" + path.read_bytes().decode("utf-8").encode("utf-16-be"))
+
+
+LOG_TRANSFORMS = [nul_padded_logs, nul_holes_between_lines, utf16_logs, utf16_be_logs]
+
+
+@pytest.mark.parametrize("fault", LOG_FAULTS)
+def test_log_baseline_matches_the_injected_fault(log_jobs, fault):
+    _, expected, (kind, ranks, culprits, _) = log_jobs[fault]
+    assert kind == expected["kind"]
+    assert ranks == expected["culprit_ranks"] == culprits
+
+
+@pytest.mark.parametrize("transform", LOG_TRANSFORMS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("fault", LOG_FAULTS)
+def test_log_transformation_keeps_the_root_cause(cli, log_jobs, fault, transform, tmp_path):
+    source, _, (kind, ranks, culprits, confidence) = log_jobs[fault]
+    directory = tmp_path / "logs"
+    shutil.copytree(source, directory)
+    transform(directory)
+    got = root_cause(cli, directory)
+    assert got == (kind, ranks, culprits, confidence), got
