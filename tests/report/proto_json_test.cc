@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fr/report.pb.h"
+#include "fr/report/report_format.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -70,6 +71,23 @@ TEST(ProtoJsonTest, EveryFieldIsPrintedButUnsetOptionalsAndMapsAreSorted) {
   report.mutable_findings(0)->clear_majority_rank();
   EXPECT_THAT(ProtoToJson(report), ::testing::Not(HasSubstr("majority_rank")));
   EXPECT_EQ(ProtoToJson(report).back(), '\n');
+}
+
+// Whatever bytes reached a string (a damaged worker summary, a file name), every rendering of the
+// report is UTF-8: Python decodes the JSON strictly, and protobuf's readers refuse the binary
+// message otherwise.
+TEST(ProtoJsonTest, StringsThatAreNotUtf8AreWrittenAsValidUtf8) {
+  report::Report report = SampleReport();
+  report.mutable_findings(0)->set_stack(0, "train\xfdstep (train.py:12)");
+  (*report.mutable_stats()->mutable_counters())["key\xc3"] = 1;
+  std::string json = ProtoToJson(report);
+  EXPECT_THAT(json, HasSubstr("\"train\xef\xbf\xbdstep (train.py:12)\""));
+  EXPECT_THAT(json, HasSubstr("\"key\xef\xbf\xbd\": 1"));
+  report::Report parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) << json;
+  report::Report from_proto;
+  ASSERT_TRUE(from_proto.ParseFromString(FormatReportProto(report)));
+  EXPECT_EQ(from_proto.findings(0).stack(0), "train\xef\xbf\xbdstep (train.py:12)");
 }
 
 }  // namespace

@@ -254,6 +254,32 @@ TEST(RankSummaryTest, OutOfRangeIdsAreRefusedWithTheField) {
   EXPECT_THAT(bad.status().message(), HasSubstr("groups.ranks"));
 }
 
+// A worker's summary whose strings are not UTF-8 (a frame name with a byte 0xfd) was accepted, and
+// Python then failed to decode the report. The decoders accept only UTF-8, so such a summary was
+// damaged on the way: it is its file's error, naming the file and the field.
+TEST(RankSummaryTest, StringsThatAreNotUtf8AreRefusedWithTheField) {
+  RankDump dump;
+  dump.rank = 3;
+  dump.path = "rank3";
+  dump.version = "2.10";
+  StringId name = dump.strings.Intern("train_step");
+  dump.frames.push_back({.name = name, .filename = name, .line = 1});
+  ASSERT_TRUE(ParseRankDump(SerializeRankDump(dump), "rank3").ok());
+  std::string bytes = SerializeRankDump(dump);
+  bytes.replace(bytes.find("train_step") + 5, 1, "\xfd");
+  absl::StatusOr<RankDump> bad = ParseRankDump(bytes, "rank3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("rank3"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("'strings'"));
+  for (std::string* field : {&dump.version, &dump.comm_lib_version}) {
+    *field = "2.\xff";
+    EXPECT_FALSE(ParseRankDump(SerializeRankDump(dump), "rank3").ok());
+    *field = "2.10";
+  }
+  dump.oddities.emplace_back("unknown_key:\xc3", 1);
+  EXPECT_FALSE(ParseRankDump(SerializeRankDump(dump), "rank3").ok());
+}
+
 // Every dump lists the default group's whole world (and each DP group its strided ranks): written
 // out, 300 KB per summary at 100k ranks, so regular lists travel as (first, step, count) runs and
 // come back as they were; irregular ones are written out.

@@ -32,6 +32,19 @@ size_t SequenceLength(std::string_view text) {
 
 }  // namespace
 
+bool IsValidUtf8(std::string_view text) {
+  while (!text.empty()) {
+    if (static_cast<uint8_t>(text[0]) < 0x80) {  // ASCII, most of any report
+      text.remove_prefix(1);
+      continue;
+    }
+    size_t length = SequenceLength(text);
+    if (length == 0) return false;
+    text.remove_prefix(length);
+  }
+  return true;
+}
+
 std::string ValidUtf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -14,6 +14,9 @@ namespace fr {
 // back unchanged.
 std::string ValidUtf8(std::string_view text);
 
+// Whether `text` is well-formed UTF-8 as ValidUtf8 defines it (ValidUtf8 would return it as is).
+bool IsValidUtf8(std::string_view text);
+
 // `text` made safe to print on a terminal as one line: ValidUtf8, then every control character
 // (C0 including newline and tab, DEL, C1) and every bidirectional override or isolate
 // (U+202A..U+202E, U+2066..U+2069) written as an escape ("\x1b", "\n", "\u202e"). A hostile

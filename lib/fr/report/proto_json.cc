@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "fr/base/utf8.h"
 
 namespace fr {
 namespace {
@@ -14,7 +15,15 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-void AppendString(std::string_view text, std::string* out) {
+void AppendString(std::string_view raw, std::string* out) {
+  // JSON is UTF-8: whatever a file or a worker's summary put into a string, what is written is
+  // valid (a reader such as Python's json fails on the first bad byte otherwise).
+  std::string repaired;
+  std::string_view text = raw;
+  if (!IsValidUtf8(raw)) {
+    repaired = ValidUtf8(raw);
+    text = repaired;
+  }
   *out += '"';
   for (char ch : text) {
     unsigned char c = static_cast<unsigned char>(ch);

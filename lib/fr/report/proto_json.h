@@ -17,8 +17,9 @@
 
 namespace fr {
 
-// Never fails: the project's messages hold only strings (UTF-8, see ValidUtf8), integers, bools,
-// doubles, submessages, repeated fields and maps with string keys. Ends with a newline.
+// Never fails: the project's messages hold only strings, integers, bools, doubles, submessages,
+// repeated fields and maps with string keys. A string that is not UTF-8 is written as ValidUtf8
+// makes it, so the output is always valid JSON. Ends with a newline.
 std::string ProtoToJson(const google::protobuf::Message& message);
 
 }  // namespace fr

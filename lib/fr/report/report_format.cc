@@ -16,9 +16,10 @@ using report::Report;
 constexpr int kHealthyGroupsShown = 8;
 constexpr int kStatesPerGroupShown = 6;
 
-// Every string of `message` and its submessages made TerminalSafe: the text report quotes
-// frame names, group descs and paths from files that anyone could have written.
-void MakeTerminalSafe(google::protobuf::Message* message) {
+// Every string of `message` and its submessages replaced by `rewrite` of it: TerminalSafe for the
+// text report, which quotes frame names, group descs and paths from files that anyone could have
+// written; ValidUtf8 for the binary message, whose strings readers require to be UTF-8.
+void RewriteStrings(google::protobuf::Message* message, std::string (*rewrite)(std::string_view)) {
   const google::protobuf::Reflection* reflection = message->GetReflection();
   std::vector<const google::protobuf::FieldDescriptor*> fields;
   reflection->ListFields(*message, &fields);
@@ -27,24 +28,24 @@ void MakeTerminalSafe(google::protobuf::Message* message) {
     if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
       if (field->is_repeated()) {
         for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          reflection->SetRepeatedString(
-              message, field, i, TerminalSafe(reflection->GetRepeatedString(*message, field, i)));
+          reflection->SetRepeatedString(message, field, i,
+                                        rewrite(reflection->GetRepeatedString(*message, field, i)));
         }
       } else {
-        reflection->SetString(message, field, TerminalSafe(reflection->GetString(*message, field)));
+        reflection->SetString(message, field, rewrite(reflection->GetString(*message, field)));
       }
     } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
       if (field->is_map()) {
         // Maps hold counters keyed by oddity names, which may quote a key from a file.
         for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          MakeTerminalSafe(reflection->MutableRepeatedMessage(message, field, i));
+          RewriteStrings(reflection->MutableRepeatedMessage(message, field, i), rewrite);
         }
       } else if (field->is_repeated()) {
         for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          MakeTerminalSafe(reflection->MutableRepeatedMessage(message, field, i));
+          RewriteStrings(reflection->MutableRepeatedMessage(message, field, i), rewrite);
         }
       } else {
-        MakeTerminalSafe(reflection->MutableMessage(message, field));
+        RewriteStrings(reflection->MutableMessage(message, field), rewrite);
       }
     }
   }
@@ -273,7 +274,7 @@ void AppendInputs(const Report& report, std::string* out) {
 
 std::string FormatReportText(const Report& unsafe) {
   Report report = unsafe;
-  MakeTerminalSafe(&report);
+  RewriteStrings(&report, TerminalSafe);
   std::string out;
   AppendRootCause(report, &out);
   AppendVerdict(report, &out);
@@ -292,7 +293,9 @@ absl::StatusOr<std::string> FormatReportJson(const Report& report) {
   return FormatProtoJson(report);
 }
 
-std::string FormatReportProto(const Report& report) {
+std::string FormatReportProto(const Report& unchecked) {
+  Report report = unchecked;
+  RewriteStrings(&report, ValidUtf8);
   std::string bytes;
   // Deterministic map order, so that the same report always gives the same bytes.
   {

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
+#include "fr/base/utf8.h"
 
 namespace fr {
 namespace {
@@ -238,9 +239,15 @@ absl::StatusOr<RankDump> FromRankSummary(const summary::RankSummary& in, const s
   dump.comm_lib_version = in.comm_lib_version();
   dump.has_entries_key = in.has_entries_key();
   dump.has_stacks = in.has_stacks();
+  // Strings come from the dump's decoder, which accepts only UTF-8 (paths and hosts are the file
+  // system's bytes and are not checked): anything else was damaged on the way, and would reach
+  // the report and every reader of it.
+  check.Fails(!IsValidUtf8(in.version()), "version");
+  check.Fails(!IsValidUtf8(in.comm_lib_version()), "comm_lib_version");
   // Id 0 is the empty string in every table, so the first one read must be it.
   check.Fails(in.strings_size() == 0 || !in.strings(0).empty(), "strings");
   for (int i = 1; i < in.strings_size(); ++i) {
+    check.Fails(!IsValidUtf8(in.strings(i)), "strings");
     check.Fails(dump.strings.Intern(in.strings(i)) != static_cast<StringId>(i), "strings");
   }
   const size_t strings = dump.strings.size();
@@ -388,10 +395,13 @@ absl::StatusOr<RankDump> FromRankSummary(const summary::RankSummary& in, const s
   }
   check.Fails(in.comm_state_keys_size() != in.comm_state_values_size(), "comm_state");
   for (int i = 0; i < in.comm_state_keys_size() && i < in.comm_state_values_size(); ++i) {
+    check.Fails(!IsValidUtf8(in.comm_state_keys(i)) || !IsValidUtf8(in.comm_state_values(i)),
+                "comm_state");
     dump.comm_state.emplace_back(in.comm_state_keys(i), in.comm_state_values(i));
   }
   check.Fails(in.oddity_names_size() != in.oddity_counts_size(), "oddities");
   for (int i = 0; i < in.oddity_names_size() && i < in.oddity_counts_size(); ++i) {
+    check.Fails(!IsValidUtf8(in.oddity_names(i)), "oddity_names");
     dump.oddities.emplace_back(in.oddity_names(i), in.oddity_counts(i));
   }
   if (!check.status().ok()) return check.status();
