@@ -14,6 +14,7 @@ report, never a failed run.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, List, Sequence, Tuple
 
 from fr_analyze import _core
@@ -28,7 +29,8 @@ FILES_PER_TASK = 16
 
 def summarize_files(tasks: Sequence[Task]) -> List[bytes]:
     """Runs on a worker: one summary per file, in order."""
-    return [_core.summarize_file(path, open_path, rank, hash_content)
+    # Paths travel as Python spells file names (surrogate escapes for bytes that are not UTF-8).
+    return [_core.summarize_file(os.fsencode(path), os.fsencode(open_path), rank, hash_content)
             for path, open_path, rank, hash_content in tasks]
 
 

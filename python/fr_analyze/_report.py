@@ -188,10 +188,15 @@ class Report:
         failure, the groups with problems, the findings with their stacks on click. No scripts,
         nothing fetched. fragment=True gives one <div> to embed (what a notebook shows).
         Needs the trace the report was made from (a report of a pasted log has none)."""
-        return _core.html_report(self.trace._loaded, self._core, fragment)
+        from fr_analyze import _args
+
+        return _core.html_report(self.trace._loaded, self._core, _args.flag(fragment, "fragment"))
 
     def write_html(self, path: str) -> int:
         """Writes to_html() to `path`; returns the bytes written."""
+        from fr_analyze import _args
+
+        path = _args.file_name(path, "path")
         data = self.to_html().encode()
         with open(path, "wb") as f:
             f.write(data)

@@ -6,7 +6,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence
 
-from fr_analyze import _core
+from fr_analyze import _args, _core
 from fr_analyze._paths import LoadRoot, PathsArg, resolve
 from fr_analyze._progress import ProgressArg, make_progress
 from fr_analyze.errors import NoDumpsError
@@ -119,6 +119,7 @@ class Trace:
 
     def rank(self, rank: int) -> "_core.RankDump":
         """The dump of global rank `rank`; KeyError when it was not loaded."""
+        _args.integer(rank, "rank", -2**63, 2**63 - 1)
         for dump in self._loaded.ranks:
             if dump.rank == rank:
                 return dump
@@ -170,14 +171,18 @@ class Trace:
         return len(self._loaded.ranks)
 
     def __str__(self) -> str:
-        return self._root.display(self._loaded.summary_text(self.source))
+        return self._root.display(self._loaded.summary_text(self._core_source()))
 
     def __repr__(self) -> str:
         return f"<Trace {len(self)} ranks from {self.source!r}>"
 
     def summary(self) -> dict:
         """What was loaded, as a dict (the same content as `fr-analyze load DIR --format json`)."""
-        return json.loads(self._root.display(self._loaded.summary_json(self.source)))
+        return json.loads(self._root.display(self._loaded.summary_json(self._core_source())))
+
+    def _core_source(self) -> bytes:
+        # What the core is told the source is: a path's bytes (its surrogate escapes undone).
+        return os.fsencode(self.source)
 
     # Analysis and views.
 
@@ -193,8 +198,9 @@ class Trace:
         """
         from fr_analyze._report import Report
 
-        core, events = _core.analyze_with_logs(self._loaded, self.source, list(pg_filter or []),
-                                               -1 if dump_time_ns is None else int(dump_time_ns))
+        core, events = _core.analyze_with_logs(self._loaded, self._core_source(),
+                                               _args.names(pg_filter, "pg_filter"),
+                                               _args.dump_time_ns(dump_time_ns))
         report = Report(core, trace=self, events=events)
         if not self._loaded.ranks and not report._fields.get("log_files"):
             reasons = "".join(f"\n  {r.error}" for r in self.rejected)
@@ -207,9 +213,10 @@ class Trace:
         on the corrected clock, log events as instants, flows from each victim to the rank it
         waits for. format: "perfetto" (Perfetto's protobuf trace, for ui.perfetto.dev) or
         "chrome-json" (chrome://tracing). Returns the bytes written."""
-        if format not in ("perfetto", "chrome-json"):
+        if not isinstance(format, str) or format not in ("perfetto", "chrome-json"):
             raise ValueError(f"unknown timeline format {format!r} (perfetto, chrome-json)")
-        data = _core.timeline(self._loaded, self.source, format)
+        path = _args.file_name(path, "path")
+        data = _core.timeline(self._loaded, self._core_source(), format)
         with open(path, "wb") as f:
             f.write(data)
         return len(data)
@@ -252,26 +259,38 @@ def load(
 
     Files that cannot be read are listed in `Trace.rejected`, not raised. Raises
     DumpNotFoundError when the path does not exist or a glob matches nothing, Error for a bad
-    rank pattern, KeyboardInterrupt on Ctrl-C (the load stops within a file).
+    rank pattern, KeyboardInterrupt on Ctrl-C (the load stops within a file); TypeError or
+    ValueError, naming the argument, for an argument of the wrong kind or out of range (jobs as
+    the command line's -j: 0 to 1024).
     """
+    path_or_paths = _args.paths(path_or_paths, "path_or_paths")
+    prefix = _args.optional_file_name(prefix, "prefix")
+    rank_pattern = _args.optional_text(rank_pattern, "rank_pattern")
+    jobs = _args.jobs(jobs)
+    progress = _args.progress(progress)
+    client = _args.client(client)
     root = resolve(path_or_paths)
+    files = [os.fsencode(f) for f in root.files]
     if client is not None:
         from fr_analyze._dask import load_on_cluster
 
-        loaded = load_on_cluster(client, root.root, prefix or "", rank_pattern or "", root.files)
+        loaded = load_on_cluster(client, os.fsencode(root.root), prefix, rank_pattern, files)
         return Trace(loaded, root.source, root)
     callback, close = make_progress(progress)
     try:
-        loaded = _core.load(root.root, prefix or "", rank_pattern or "", jobs or 0, callback,
-                            root.files, False)
+        loaded = _core.load(os.fsencode(root.root), prefix, rank_pattern, jobs, callback, files,
+                            False)
     finally:
         close()
     return Trace(loaded, root.source, root)
 
 
 def loads(dumps: Mapping[int, bytes], *, jobs: Optional[int] = None) -> Trace:
-    """Loads dumps held in memory, keyed by global rank (for dumps fetched over HTTP)."""
-    return Trace(_core.load_bytes({int(k): bytes(v) for k, v in dumps.items()}, jobs or 0),
+    """Loads dumps held in memory, keyed by global rank (for dumps fetched over HTTP).
+
+    A rank is an int from 0 to 2^31-1, as everywhere in fr-analyze; another key, or a value
+    that is not bytes, raises ValueError or TypeError naming it."""
+    return Trace(_core.load_bytes(_args.dumps_by_rank(dumps, "dumps"), _args.jobs(jobs)),
                  "<memory>")
 
 
@@ -292,8 +311,10 @@ def analyze(
 
 
 def analyze_log(text: str) -> "Report":
-    """Analyses one log pasted from a terminal, with nothing else (`fr-analyze analyze -`)."""
+    """Analyses one log pasted from a terminal, with nothing else (`fr-analyze analyze -`).
+    `text` is a str, or the bytes of a log file (read like one: UTF-16 and NUL padding too)."""
     from fr_analyze._report import Report
 
+    text = _args.log_text(text, "text")
     core, events = _core.analyze_with_logs(_core.LoadedTrace(), "<pasted>", [], -1, text)
     return Report(core, events=events)

@@ -42,6 +42,15 @@ namespace {
   throw py::error_already_set();
 }
 
+// A path (or a message quoting one) as Python spells file names, os.fsdecode: bytes that are not
+// UTF-8 become surrogate escapes, which os.fsencode turns back, instead of a UnicodeDecodeError.
+py::str FsStr(const std::string& bytes) {
+  PyObject* text =
+      PyUnicode_DecodeFSDefaultAndSize(bytes.data(), static_cast<py::ssize_t>(bytes.size()));
+  if (text == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(text);
+}
+
 template <typename T>
 T ValueOrThrow(absl::StatusOr<T> result) {
   if (!result.ok()) ThrowStatus(result.status());
@@ -405,7 +414,7 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<RankDump>(m, "RankDump")
       .def_readonly("rank", &RankDump::rank)
-      .def_readonly("path", &RankDump::path)
+      .def_property_readonly("path", [](const RankDump& d) { return FsStr(d.path); })
       .def_readonly("version", &RankDump::version)
       .def_readonly("comm_lib_version", &RankDump::comm_lib_version)
       .def_readonly("has_entries_key", &RankDump::has_entries_key)
@@ -438,15 +447,19 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<RejectedFile>(m, "RejectedFile")
-      .def_readonly("path", &RejectedFile::path)
+      .def_property_readonly("path", [](const RejectedFile& f) { return FsStr(f.path); })
       .def_readonly("rank", &RejectedFile::rank)
-      .def_readonly("error", &RejectedFile::error);
+      .def_property_readonly("error", [](const RejectedFile& f) { return FsStr(f.error); });
   py::class_<SkippedFile>(m, "SkippedFile")
-      .def_readonly("path", &SkippedFile::path)
-      .def_readonly("reason", &SkippedFile::reason);
+      .def_property_readonly("path", [](const SkippedFile& f) { return FsStr(f.path); })
+      .def_property_readonly("reason", [](const SkippedFile& f) { return FsStr(f.reason); });
   py::class_<RankConflict>(m, "RankConflict")
       .def_readonly("rank", &RankConflict::rank)
-      .def_readonly("paths", &RankConflict::paths);
+      .def_property_readonly("paths", [](const RankConflict& c) {
+        py::list paths;
+        for (const std::string& path : c.paths) paths.append(FsStr(path));
+        return paths;
+      });
 
   py::class_<LoadedTrace>(m, "LoadedTrace")
       .def(py::init<>())  // no dumps: a pasted log analysed alone
@@ -513,8 +526,8 @@ PYBIND11_MODULE(_core, m) {
         // (path, open_path, rank, hash_content) per file, in the order Assemble expects.
         py::list tasks;
         for (const SummaryTask& task : PlanSummaries(discovery)) {
-          tasks.append(py::make_tuple(task.file.path, task.file.open_path, task.file.rank,
-                                      task.hash_content));
+          tasks.append(py::make_tuple(FsStr(task.file.path), FsStr(task.file.open_path),
+                                      task.file.rank, task.hash_content));
         }
         return tasks;
       });
