@@ -389,3 +389,56 @@ def test_every_file_set_aside_is_listed_with_why(cli, tmp_path):
     assert "not a log: binary data" in skipped["notes.bin"]["reason"]
     assert "NUL or control bytes and no text" in skipped["node001/dmesg.0"]["reason"]
     assert "not a log: JSON" in skipped["expected.json"]["reason"]
+
+
+def peak_rss_run(cli, *args):
+    """Runs fr-analyze; returns (exit status, peak RSS in KiB, stdout). Measured from a small helper
+    process: a child's peak RSS includes what it had when it was forked, which from a large test
+    process is that process's size."""
+    helper = ("import os, subprocess, sys\n"
+              "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)\n"
+              "out = p.stdout.read()\n"
+              "_, status, usage = os.wait4(p.pid, 0)\n"
+              "sys.stderr.write(f'{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}\\n')\n"
+              "sys.stdout.write(out.decode())\n")
+    measured = subprocess.run([sys.executable, "-c", helper, cli, *map(str, args)],
+                              capture_output=True, text=True, timeout=DEADLINE_S)
+    status, max_rss_kib = map(int, measured.stderr.split()[-2:])
+    return status, max_rss_kib, measured.stdout
+
+
+def gzip_bomb(path):
+    """216 MB of JSON ("{}," and a little noise) as a 226 KB .gz: 955x, under gzip's ~1030x."""
+    import zlib
+
+    noise = random.Random(1)
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [packer.compress(b'{"version": "2.10", "entries": [')]
+    chunk, total = b"{}," * 333_333, 0
+    while total < 216_000_000:
+        parts.append(packer.compress(chunk))
+        parts.append(packer.compress(b'{"x": "' + noise.randbytes(48).hex().encode() + b'"},'))
+        total += len(chunk) + 105
+    parts.append(packer.compress(b"{}]}") + packer.flush())
+    path.write_bytes(b"".join(parts))
+    return total
+
+
+def test_a_gzip_bomb_is_refused_within_a_few_megabytes(cli, hung_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(hung_job, job)
+    (job / "backup").mkdir()
+    bomb = job / "backup" / "nccl_trace_rank_2.gz"
+    expands_to = gzip_bomb(bomb)
+    assert bomb.stat().st_size < 250_000 and expands_to / bomb.stat().st_size > 900
+    started = time.monotonic()
+    status, max_rss_kib, out = peak_rss_run(cli, job, "--format", "json")
+    assert time.monotonic() - started < 5
+    assert status == 1
+    report = json.loads(out)
+    assert report["verdict"]["culprit_ranks"] == [5]
+    skipped = {os.path.relpath(f["path"], job): f["reason"]
+               for f in report["inputs"]["files_skipped"]}
+    assert "gzip data expands more than 100x" in skipped["backup/nccl_trace_rank_2.gz"]
+    # 1000x let it reach 216 MB, and decoding that took 5 GB.
+    assert max_rss_kib < 100 * 1024

@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -245,7 +246,7 @@ TEST(InputFileTest, ExpansionBombIsRefusedAtTheLimit) {
     EXPECT_EQ(file.status().code(), absl::StatusCode::kResourceExhausted) << file.status();
     EXPECT_THAT(Message(file.status()), HasSubstr("max_decompressed_bytes"));
   }
-  // The expansion ratio alone (default 1000x) refuses it as well.
+  // The expansion ratio alone (default 100x) refuses it as well.
   absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(streamed));
   EXPECT_EQ(file.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(Message(file.status()), HasSubstr("max_expansion_ratio"));
@@ -258,6 +259,44 @@ TEST(InputFileTest, ExpansionBombIsRefusedAtTheLimit) {
   options.max_decompressed_bytes = 1 << 20;
   absl::StatusOr<std::shared_ptr<const Buffer>> bytes = Decompress(gz, Compression::kGzip, options);
   EXPECT_EQ(bytes.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// A 216 KB .gz of "{}," (955x) was decompressed to 216 MB of JSON, which the decoder then read
+// into 3.4 GB before refusing it. Real dumps compress 6-25x: the ratio now stops such a file
+// after 100x its size, before any decoding.
+TEST(InputFileTest, GzipBombIsRefusedWithinAHundredTimesItsSize) {
+  std::string json = "{\"version\": \"2.10\", \"entries\": [";
+  uint64_t state = 1;  // a little noise keeps the ratio under gzip's maximum (~1030x)
+  while (json.size() < (216u << 20)) {
+    for (int i = 0; i < 333'333; ++i) json += "{},";
+    json += "{\"x\": \"";
+    for (int i = 0; i < 96; ++i) {
+      state = state * 6364136223846793005u + 1442695040888963407u;
+      json += "0123456789abcdef"[state >> 60];
+    }
+    json += "\"},";
+  }
+  json += "{}]}";
+  const uint64_t json_size = json.size();
+  WriteFile(TempPath("bomb.json"), json);
+  RunTool("gzip -9 -c " + TempPath("bomb.json") + " > " + TempPath("bomb.json.gz"));
+  std::remove(TempPath("bomb.json").c_str());
+  json.clear();
+  json.shrink_to_fit();
+  std::string gz = ReadFile(TempPath("bomb.json.gz"));
+  std::remove(TempPath("bomb.json.gz").c_str());
+  ASSERT_LT(gz.size(), 300u << 10);
+  // Under the old 1000x, over the new 100x.
+  ASSERT_GT(json_size / gz.size(), 500u);
+  ASSERT_LT(json_size / gz.size(), 1000u);
+  absl::StatusOr<InputFile> file = ReadInputBytes(Buffer::FromString(gz));
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kResourceExhausted) << file.status();
+  EXPECT_THAT(Message(file.status()), HasSubstr("expands more than 100x"));
+  // What a real dump compresses to is read.
+  std::string dump = "{\"version\": \"2.10\", \"entries\": []}";
+  WriteFile(TempPath("small.json"), dump);
+  RunTool("gzip -9 -c " + TempPath("small.json") + " > " + TempPath("small.json.gz"));
+  EXPECT_TRUE(ReadInputBytes(Buffer::FromString(ReadFile(TempPath("small.json.gz")))).ok());
 }
 
 TEST(InputFileTest, JsonIsDetectedAfterWhitespaceAndBom) {

@@ -1238,6 +1238,7 @@ absl::StatusOr<LogSet> ParseLogFiles(const std::vector<std::string>& paths,
     if (compression.ok() && *compression != Compression::kNone) {
       ReadOptions read_options;
       read_options.max_decompressed_bytes = options.max_decompressed_bytes;
+      read_options.max_expansion_ratio = options.max_expansion_ratio;
       absl::StatusOr<std::shared_ptr<const Buffer>> plain =
           Decompress(bytes->bytes(), *compression, read_options);
       if (!plain.ok()) {

@@ -34,8 +34,11 @@ struct LogParseOptions {
   // Only the first this many bytes of a line are looked at (LogFile::long_lines counts the
   // longer ones); the rest is skipped in linear time.
   size_t max_line_bytes = size_t{64} << 10;
-  // Compressed logs (.gz / .zst, recognized by magic bytes) expand to at most this many bytes.
+  // Compressed logs (.gz / .zst, recognized by magic bytes) expand to at most this many bytes,
+  // and to at most max_expansion_ratio times their size: repetitive NCCL chatter compresses far
+  // better than dumps, and a log is only scanned (memory: the decompressed bytes, once).
   uint64_t max_decompressed_bytes = uint64_t{16} << 30;
+  uint64_t max_expansion_ratio = 1000;
 };
 
 // Whether `head` (the first few KB of a file) is text that a log parser should read: mostly
