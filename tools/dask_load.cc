@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -22,14 +24,30 @@ extern char** environ;
 namespace fr {
 namespace {
 
-// Runs `argv` and waits; its output goes to this process's stdout and stderr.
-absl::StatusOr<int> Run(const std::vector<std::string>& argv) {
+// Runs the Python helper `argv` and waits; its output goes to this process's stdout and stderr.
+// The command is often run from inside a job directory copied from a shared cluster, and
+// `python -m` puts the current directory first on sys.path: a planted `fr_analyze/` or
+// `argparse.py` there would run with the user's rights. So the helper starts in "/" (relative
+// PYTHONPATH entries and the script directory then point nowhere the input controls) with
+// PYTHONSAFEPATH=1 (Python >= 3.11 then adds no directory at all).
+absl::StatusOr<int> RunIsolatedPython(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> environment = {"PYTHONSAFEPATH=1"};
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    if (std::strncmp(*variable, "PYTHONSAFEPATH=", 15) != 0) environment.push_back(*variable);
+  }
+  std::vector<char*> envp;
+  for (std::string& variable : environment) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addchdir_np(&actions, "/");
   pid_t pid = 0;
-  if (int error = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
-      error != 0) {
+  int error = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
     return absl::FailedPreconditionError(fmt::format(
         "--dask: cannot run {} ({}); set FR_ANALYZE_PYTHON to a python with fr_analyze and "
         "distributed",
@@ -72,11 +90,27 @@ absl::StatusOr<std::map<std::string, std::string>> ReadBundle(const std::string&
 
 }  // namespace
 
+std::string AbsoluteInputPath(const std::string& path) {
+  std::error_code error;
+  std::string absolute = std::filesystem::absolute(path, error).lexically_normal().string();
+  if (error) return path;
+  if (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  return absolute;
+}
+
 absl::StatusOr<LoadedTrace> LoadTraceOnDask(const std::string& root, const LoadOptions& options,
                                             const std::string& scheduler) {
-  FR_ASSIGN_OR_RETURN(Discovery discovery, DiscoverDumps(root, options.discover));
+  // The helper runs in "/" and the workers see the files at the same absolute paths.
+  const std::string absolute_root = AbsoluteInputPath(root);
+  std::error_code error;
+  FR_ASSIGN_OR_RETURN(Discovery discovery, DiscoverDumps(absolute_root, options.discover));
   const char* tmpdir = std::getenv("TMPDIR");
-  std::string bundle = fmt::format("{}/fr-analyze-dask-XXXXXX", tmpdir ? tmpdir : "/tmp");
+  std::string bundle =
+      std::filesystem::absolute(
+          fmt::format("{}/fr-analyze-dask-XXXXXX", tmpdir != nullptr && *tmpdir ? tmpdir : "/tmp"),
+          error)
+          .string();
+  if (error) return absl::InternalError("--dask: cannot place a temporary file");
   int fd = ::mkstemp(bundle.data());
   if (fd < 0) return absl::InternalError("--dask: cannot create a temporary file");
   ::close(fd);
@@ -93,8 +127,8 @@ absl::StatusOr<LoadedTrace> LoadTraceOnDask(const std::string& root, const LoadO
                                    "--rank-pattern",
                                    options.discover.rank_pattern};
   if (options.discover.follow_links_out_of_root) argv.push_back("--follow-links");
-  argv.push_back(root);
-  absl::StatusOr<int> exit = Run(argv);
+  argv.push_back(absolute_root);
+  absl::StatusOr<int> exit = RunIsolatedPython(argv);
   absl::StatusOr<std::map<std::string, std::string>> by_path =
       exit.ok() && *exit == 0 ? ReadBundle(bundle) : absl::UnknownError("");
   ::unlink(bundle.c_str());
@@ -110,7 +144,7 @@ absl::StatusOr<LoadedTrace> LoadTraceOnDask(const std::string& root, const LoadO
     auto it = by_path->find(file.path);
     summaries.push_back(it == by_path->end() ? std::string() : std::move(it->second));
   }
-  return AssembleTrace(root, std::move(discovery), summaries);
+  return AssembleTrace(absolute_root, std::move(discovery), summaries);
 }
 
 }  // namespace fr

@@ -13,6 +13,11 @@
 
 namespace fr {
 
+// `path` made absolute and normal ("." -> "/home/me/job"), as the cluster's workers name it;
+// `path` itself when the current directory cannot be read.
+std::string AbsoluteInputPath(const std::string& path);
+
+// `root` must be absolute (AbsoluteInputPath): the helper runs in "/".
 absl::StatusOr<LoadedTrace> LoadTraceOnDask(const std::string& root, const LoadOptions& options,
                                             const std::string& scheduler);
 

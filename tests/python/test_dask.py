@@ -86,3 +86,35 @@ def test_the_command_line_reads_on_the_cluster(cli, client, job):
     assert missing.returncode == 2
     assert missing.stdout == ""
     assert "the Dask scheduler at tcp://127.0.0.1:9" in missing.stderr
+
+
+def test_code_planted_in_the_job_directory_never_runs(cli, client, job, tmp_path):
+    """Run from inside a copied job directory, `--dask` starts its Python helper; modules planted
+    there (`fr_analyze/`, `argparse.py`, `distributed/`) must not be imported by it, and a relative
+    DIR still names the job (the helper runs elsewhere)."""
+    import shutil
+    import sys
+
+    planted = tmp_path / "copied-job"
+    shutil.copytree(job, planted)
+    marker = tmp_path / "planted-code-ran"
+    payload = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    (planted / "fr_analyze").mkdir()
+    (planted / "fr_analyze" / "__init__.py").write_text(payload)
+    (planted / "fr_analyze" / "_dask.py").write_text(payload)
+    (planted / "distributed").mkdir()
+    (planted / "distributed" / "__init__.py").write_text(payload)
+    (planted / "argparse.py").write_text(payload)
+    env = dict(os.environ, FR_ANALYZE_PYTHON=sys.executable, PYTHONPATH=":".join(
+        [os.environ.get("PYTHONPATH", ""), "."]))
+    on_cluster = subprocess.run([cli, "analyze", ".", "--format", "json", "--dask",
+                                 client.scheduler.address], cwd=planted, capture_output=True,
+                                text=True, env=env, timeout=300)
+    assert not marker.exists(), f"planted code ran: {marker.read_text()}"
+    # With --dask the files are named by their absolute paths (the workers see them there).
+    local = subprocess.run([cli, "analyze", str(planted), "--format", "json"],
+                           capture_output=True, text=True, timeout=300)
+    assert on_cluster.returncode == local.returncode == 1, on_cluster.stderr
+    assert on_cluster.stdout == local.stdout
+    import json
+    assert json.loads(on_cluster.stdout)["verdict"]["culprit_ranks"] == [37]
