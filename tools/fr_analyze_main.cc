@@ -449,7 +449,10 @@ Command SimulateCommand(SimulateArgs* args) {
   };
 }
 
-int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
+int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
+  // On a Dask cluster the workers see the files at the same absolute paths, and the report names
+  // them so.
+  const std::string path = args.dask.empty() ? given_path : AbsoluteInputPath(given_path);
   LoadOptions options;
   options.discover.prefix = args.prefix;
   options.discover.rank_pattern = args.rank_pattern;
@@ -480,14 +483,17 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
   }
   std::vector<std::string> inputs = FilesRead(*trace);
   for (const LogFile& file : logs.files) inputs.push_back(file.path);
-  if (trace->ranks.empty() && (mode != Mode::kAnalyze || logs.files.empty())) {
-    if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
+  auto no_readable_dump = [&] {
     std::fprintf(stderr, "fr-analyze: no readable flight-recorder dump under %s\n", path.c_str());
     for (const RejectedFile& file : trace->rejected) {
       // Errors may quote a key from the file: never raw escapes on a terminal.
       std::fprintf(stderr, "  %s\n", TerminalSafe(file.error).c_str());
     }
     return kExitUsage;
+  };
+  if (trace->ranks.empty() && (mode != Mode::kAnalyze || logs.files.empty())) {
+    if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
+    return no_readable_dump();
   }
   if (mode == Mode::kLoad) {
     if (format == "text") return WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
@@ -541,6 +547,11 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& path) {
   analyze.monitors = &monitor;
   auto analysis_started = std::chrono::steady_clock::now();
   report::Report report = Analyze(*trace, &logs, analyze);
+  // Dumps were there and none could be read: logs that show no failure do not make the job
+  // healthy (the dumps may hold the failure), so this is the same error as without the logs.
+  if (trace->ranks.empty() && !trace->rejected.empty() && !IsFailure(report)) {
+    return no_readable_dump();
+  }
   if (args.timings) {
     // On stderr, so that the report stays byte-for-byte deterministic.
     double analysis_ms = std::chrono::duration<double, std::milli>(

@@ -202,7 +202,10 @@ class Trace:
                                                _args.names(pg_filter, "pg_filter"),
                                                _args.dump_time_ns(dump_time_ns))
         report = Report(core, trace=self, events=events)
-        if not self._loaded.ranks and not report._fields.get("log_files"):
+        # Dumps that could not be read are never outweighed by logs that show no failure.
+        unreadable_and_quiet = bool(self.rejected) and not report.is_failure
+        if not self._loaded.ranks and (not report._fields.get("log_files") or
+                                       unreadable_and_quiet):
             reasons = "".join(f"\n  {r.error}" for r in self.rejected)
             raise NoDumpsError(
                 f"no readable flight-recorder dump or log under {self.source}{reasons}")
@@ -256,6 +259,8 @@ def load(
       workers (each must have fr_analyze and see the files at the same paths) and only the
       summaries come back; the trace, and so the report, is the one a local load gives.
       `jobs` and `progress` are then unused (Dask's dashboard shows the progress).
+      Trust: Dask sends results from the workers to the client as pickles, so a scheduler or
+      worker can run code on this machine; use only a cluster you control.
 
     Files that cannot be read are listed in `Trace.rejected`, not raised. Raises
     DumpNotFoundError when the path does not exist or a glob matches nothing, Error for a bad
@@ -304,7 +309,8 @@ def analyze(
     client: Any = None,
 ) -> "Report":
     """load(...) then Trace.analyze(): the report `fr-analyze analyze` prints, as an object.
-    With `client` (a dask.distributed Client) the dumps are read on its workers."""
+    With `client` (a dask.distributed Client) the dumps are read on its workers; Dask unpickles
+    what they return, so use only a cluster you control."""
     trace = load(path_or_paths, prefix=prefix, rank_pattern=rank_pattern, jobs=jobs,
                  progress=progress, client=client)
     return trace.analyze()

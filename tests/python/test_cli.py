@@ -158,3 +158,27 @@ def test_file_names_that_are_not_utf8_still_give_valid_json(cli, example_job, tm
         report = json.loads(result.stdout.decode("utf-8"))  # strict: raises on invalid UTF-8
         skipped = report["files_skipped"] if command == ["load"] else report["inputs"]["files_skipped"]
         assert [os.path.basename(f["path"]) for f in skipped] == ["notes-\ufffd.txt"]
+
+
+def test_unreadable_dumps_beside_a_quiet_log_are_never_healthy(cli, example_job, tmp_path):
+    """Every dump unreadable: exit 2 with or without a text file beside them (a log that shows
+    no failure cannot stand in for the dumps); a log that shows a failure is still reported."""
+    job = tmp_path / "job"
+    job.mkdir()
+    for dump in sorted(example_job.iterdir())[:4]:
+        (job / dump.name).write_bytes(dump.read_bytes()[:40])
+    alone = run(cli, "analyze", job)
+    assert alone.returncode == 2
+    (job / "notes.txt").write_text("copied from the cluster on Tuesday\nall ranks were running\n")
+    with_notes = run(cli, "analyze", job, "--format", "json")
+    assert with_notes.returncode == 2, with_notes.stdout
+    assert with_notes.stdout == ""
+    assert "no readable flight-recorder dump" in with_notes.stderr
+    # A real kernel OOM line (the README's example wording): the logs now say why, exit 1.
+    (job / "dmesg.txt").write_text(
+        "[1475006.280997] Memory cgroup out of memory: Killed process 3021834 (pt_main_thread) "
+        "total-vm:235929600kB, anon-rss:1048576kB, file-rss:0kB, shmem-rss:0kB, UID:0 "
+        "pgtables:4096kB oom_score_adj:0\n")
+    with_oom = run(cli, "analyze", job, "--format", "json")
+    assert with_oom.returncode == 1, with_oom.stderr
+    assert '"host_oom"' in with_oom.stdout

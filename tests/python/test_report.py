@@ -162,6 +162,10 @@ def test_bad_input_raises_typed_errors(tmp_path, simulated_job):
     (bad / "nccl_trace_rank_0").write_bytes(b"\x80\x02}q\x00")
     with pytest.raises(fr_analyze.NoDumpsError, match="nccl_trace_rank_0"):
         fr_analyze.analyze(bad)
+    # A text file beside the unreadable dump does not make the job healthy.
+    (bad / "notes.txt").write_text("nothing to see here\n")
+    with pytest.raises(fr_analyze.NoDumpsError, match="nccl_trace_rank_0"):
+        fr_analyze.analyze(bad)
     with pytest.raises(fr_analyze.Error):
         fr_analyze.load(simulated_job, rank_pattern="(unclosed")
 
