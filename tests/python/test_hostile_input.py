@@ -442,3 +442,46 @@ def test_a_gzip_bomb_is_refused_within_a_few_megabytes(cli, hung_job, tmp_path):
     assert "gzip data expands more than 100x" in skipped["backup/nccl_trace_rank_2.gz"]
     # 1000x let it reach 216 MB, and decoding that took 5 GB.
     assert max_rss_kib < 100 * 1024
+
+
+def test_a_pg_config_claiming_a_million_ranks_is_reported_as_a_claim(cli, hung_json_job):
+    def claim_a_million(data):
+        data["pg_config"]["0"]["ranks"] = "[" + ", ".join(map(str, range(10**6))) + "]"
+
+    rewrite_json_dump(hung_json_job / "nccl_trace_rank_0", claim_a_million)
+    status, max_rss_kib, out = peak_rss_run(cli, hung_json_job, "--format", "json")
+    assert status == 1
+    report = json.loads(out)
+    verdict = report["verdict"]
+    assert (verdict["culprit_ranks"], verdict["confidence"]) == ([5], "high"), verdict["summary"]
+    assert "1000000" not in verdict["summary"]
+    inputs = report["inputs"]
+    assert inputs["ranks_missing"] == []
+    assert report["stats"]["ranks_expected"] == 8
+    assert inputs["ranks_claimed_count"] == 10**6 - 8
+    assert inputs["ranks_claimed"] == list(range(8, 1008))
+    assert len(report["ranks"]) == 8
+    for group in report["process_groups"]:
+        for state in group["states"]:
+            assert len(state["ranks"]) <= 1000
+    # The claim's own text is 6.9 MB: the report may list its group once (120 MB before: a row,
+    # a missing rank and a state per claimed rank).
+    claim = len(", ".join(map(str, range(10**6))))
+    assert len(out) < 2 * claim, len(out)
+    assert max_rss_kib < 400 * 1024
+    text = run(cli, hung_json_job).stdout
+    assert "claimed: 999992 ranks" in text
+
+
+def test_a_rank_whose_file_was_rejected_is_unreadable_not_missing(cli, hung_json_job):
+    def forge_rank(data):
+        group = next(iter(data["pg_config"].values()))
+        group["ranks"] = "[0, 4294967299]"
+
+    rewrite_json_dump(hung_json_job / "nccl_trace_rank_0", forge_rank)
+    report = verdict(cli, hung_json_job)
+    assert [f["rank"] for f in report["inputs"]["files_rejected"]] == [0]
+    assert report["inputs"]["ranks_missing"] == []
+    assert {r["rank"]: r["role"] for r in report["ranks"]}[0] == "unreadable"
+    assert report["stats"]["ranks_expected"] == 8
+    assert "missing: 0" not in run(cli, hung_json_job).stdout

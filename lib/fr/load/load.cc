@@ -15,6 +15,7 @@
 #include <thread>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
@@ -311,6 +312,10 @@ std::optional<bool> ListsItsOwnRank(const RankDump& dump) {
 //     rank of this job: set aside (without lists, as from Gloo, it still counts);
 //   - ranks far beyond all others (a gap of more than kMaxRankGap, or 8 ranks per rank below)
 //     are set aside: nothing but a name vouches for them;
+//   - a rank above every file's rank that only one dump's groups list, while other dumps list
+//     their groups too, is a claim (a forged or damaged pg_config, a dump of another job): it is
+//     kept in `claimed_ranks`, not taken as a rank of the job. Every member of a group lists it,
+//     so a group of the job is listed by each of its members that left a dump;
 //   - what remains expected and has no file is missing.
 // Everything here is proportional to the lists and files read, never to a rank number.
 constexpr int64_t kMaxRankGap = 16384;
@@ -336,21 +341,56 @@ void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
   }
 
   // Every member of a group lists the same group: add each distinct rank list once, or a
-  // 4096-rank world group would be inserted 4096 times.
-  std::vector<int64_t> listed;
-  absl::flat_hash_set<SharedRanks> seen_groups;
+  // 4096-rank world group would be inserted 4096 times. How many dumps list each one decides
+  // whether its ranks are vouched for or only claimed.
+  absl::flat_hash_map<SharedRanks, int64_t> listed_by;
   int64_t highest_loaded = -1;
+  int64_t dumps_with_lists = 0;
   for (const RankDump& dump : trace->ranks) {
     highest_loaded = std::max(highest_loaded, dump.rank);
+    absl::flat_hash_set<SharedRanks> own;
     for (const ProcessGroup& group : dump.groups) {
-      if (!group.ranks_known || !seen_groups.insert(group.ranks).second) continue;
-      for (int64_t rank : group.ranks) {
-        if (rank >= 0) listed.push_back(rank);
-      }
+      if (group.ranks_known && own.insert(group.ranks).second) ++listed_by[group.ranks];
+    }
+    dumps_with_lists += own.empty() ? 0 : 1;
+  }
+  const int64_t vouching_dumps = std::min<int64_t>(2, dumps_with_lists);
+  std::vector<int64_t> listed, claimed;
+  for (const auto& [ranks, dumps] : listed_by) {
+    for (int64_t rank : ranks) {
+      if (rank >= 0) (dumps >= vouching_dumps ? listed : claimed).push_back(rank);
     }
   }
   std::sort(listed.begin(), listed.end());
   listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  // A rank some file names, or at most the highest loaded one, is the job's whoever lists it.
+  int64_t highest_file = highest_loaded;
+  for (const RejectedFile& file : trace->rejected) {
+    if (std::binary_search(listed.begin(), listed.end(), file.rank)) {
+      highest_file = std::max(highest_file, file.rank);
+    }
+  }
+  std::sort(claimed.begin(), claimed.end());
+  claimed.erase(std::unique(claimed.begin(), claimed.end()), claimed.end());
+  std::vector<int64_t> vouched_claims;
+  trace->claimed_ranks.clear();
+  trace->claimed_ranks_count = 0;
+  std::vector<int64_t> with_files;
+  for (const RejectedFile& file : trace->rejected) with_files.push_back(file.rank);
+  std::sort(with_files.begin(), with_files.end());
+  for (int64_t rank : claimed) {
+    if (std::binary_search(listed.begin(), listed.end(), rank)) continue;
+    if (rank <= highest_file || std::binary_search(with_files.begin(), with_files.end(), rank)) {
+      vouched_claims.push_back(rank);
+      continue;
+    }
+    if (trace->claimed_ranks.size() < kMaxClaimedRanksListed) trace->claimed_ranks.push_back(rank);
+    ++trace->claimed_ranks_count;
+  }
+  if (!vouched_claims.empty()) {
+    listed.insert(listed.end(), vouched_claims.begin(), vouched_claims.end());
+    std::sort(listed.begin(), listed.end());
+  }
   auto is_listed = [&](int64_t rank) {
     return std::binary_search(listed.begin(), listed.end(), rank);
   };

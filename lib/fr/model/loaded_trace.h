@@ -49,6 +49,8 @@ struct LoadTimings {
   int64_t wall_ns = 0;
 };
 
+inline constexpr size_t kMaxClaimedRanksListed = 1000;
+
 struct LoadedTrace {
   LoadedTrace() = default;
   LoadedTrace(LoadedTrace&&) = default;
@@ -71,6 +73,12 @@ struct LoadedTrace {
   // every rank up to the highest loaded one) that have no usable file. Rejected ranks are not
   // included. A name alone never adds ranks here: see SettleWorld in load.cc.
   std::vector<int64_t> missing_ranks;
+  // Ranks that one dump's process groups list while the other dumps' groups do not, above every
+  // rank with a file: a claim (a damaged or forged pg_config, a dump of another job), not ranks
+  // of the job, so neither missing nor expected. Ascending, at most kMaxClaimedRanksListed of
+  // them; claimed_ranks_count counts them all.
+  std::vector<int64_t> claimed_ranks;
+  int64_t claimed_ranks_count = 0;
   std::vector<std::string> versions;  // distinct dump versions, ascending
   uint64_t bytes_on_disk = 0;
   uint64_t bytes_decoded = 0;  // after decompression

@@ -102,6 +102,12 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
   out += fmt::format("  ranks loaded:   {}\n", loaded.empty() ? "none" : FormatRankSet(loaded));
   out += fmt::format("  ranks missing:  {}\n",
                      trace.missing_ranks.empty() ? "none" : FormatRankSet(trace.missing_ranks));
+  if (trace.claimed_ranks_count > 0) {
+    out += fmt::format(
+        "  ranks claimed:  {} that only one dump's process groups list, not counted "
+        "(from {})\n",
+        trace.claimed_ranks_count, FormatRankSet(trace.claimed_ranks));
+  }
   out += fmt::format("  versions:       {}\n",
                      trace.versions.empty()
                          ? "none"
@@ -179,6 +185,8 @@ report::LoadSummary BuildLoadSummary(const LoadedTrace& trace, const std::string
   for (const RankDump& dump : trace.ranks)
     summary.add_ranks_loaded(static_cast<int32_t>(dump.rank));
   for (int64_t rank : trace.missing_ranks) summary.add_ranks_missing(static_cast<int32_t>(rank));
+  for (int64_t rank : trace.claimed_ranks) summary.add_ranks_claimed(static_cast<int32_t>(rank));
+  summary.set_ranks_claimed_count(trace.claimed_ranks_count);
   for (const std::string& version : trace.versions) summary.add_versions(ValidUtf8(version));
   for (const RejectedFile& file : trace.rejected) {
     report::RejectedFile* out = summary.add_files_rejected();

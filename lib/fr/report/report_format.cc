@@ -244,6 +244,12 @@ void AppendInputs(const Report& report, std::string* out) {
       FormatRankSet(Ranks(in.ranks_loaded())), in.source().empty() ? "-" : in.source(),
       in.ranks_missing_size() == 0 ? "none" : FormatRankSet(Ranks(in.ranks_missing())),
       in.versions_size() == 0 ? "-" : fmt::format("{}", fmt::join(in.versions(), ", ")));
+  if (in.ranks_claimed_count() > 0) {
+    *out += fmt::format(
+        "  claimed: {} ranks that only one dump's process groups list and no file shows (from "
+        "{}), not counted as the job's\n",
+        in.ranks_claimed_count(), FormatRankSet(Ranks(in.ranks_claimed())));
+  }
   for (const auto& file : in.files_rejected())
     *out += fmt::format("  rejected: {}\n", file.error());
   if (in.files_skipped_size() > 0) {

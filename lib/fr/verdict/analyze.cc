@@ -104,17 +104,55 @@ class Analyzer {
     return it == dump_of_rank_.end() ? nullptr : &trace_.ranks[it->second];
   }
 
+  // Ranks whose only files could not be read (ascending, distinct): not missing, unreadable.
+  std::vector<int64_t> UnreadableRanks() const {
+    std::vector<int64_t> ranks;
+    for (const RejectedFile& file : trace_.rejected) {
+      if (file.rank != kUnknown && DumpOf(file.rank) == nullptr) ranks.push_back(file.rank);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    return ranks;
+  }
+
+  // Ranks without a readable dump: missing, or whose files could not be read.
+  std::vector<int64_t> AbsentRanks(const Report& report) const {
+    std::vector<int64_t> absent(report.inputs().ranks_missing().begin(),
+                                report.inputs().ranks_missing().end());
+    for (int64_t r : UnreadableRanks()) absent.push_back(r);
+    std::sort(absent.begin(), absent.end());
+    return absent;
+  }
+
+  // "missing: 8-15", "missing: 8-15; unreadable: 3", "unreadable: 3".
+  std::string MissingAndUnreadable(const std::vector<int64_t>& missing) const {
+    std::vector<std::string> parts;
+    if (!missing.empty()) parts.push_back(fmt::format("missing: {}", FormatRankSet(missing)));
+    std::vector<int64_t> unreadable = UnreadableRanks();
+    if (!unreadable.empty()) {
+      parts.push_back(fmt::format("unreadable: {}", FormatRankSet(unreadable)));
+    }
+    return fmt::format("{}", fmt::join(parts, "; "));
+  }
+
+  // Whether `rank` is known only from a claim: no file, not missing (LoadedTrace::claimed_ranks).
+  bool Claimed(int64_t rank) const {
+    return trace_.claimed_ranks_count > 0 && DumpOf(rank) == nullptr &&
+           !std::binary_search(trace_.missing_ranks.begin(), trace_.missing_ranks.end(), rank) &&
+           !index_.Unreadable(rank);
+  }
+
   void FillInputs(Report* report) {
     auto* inputs = report->mutable_inputs();
     // Paths are filesystem bytes; report strings must be UTF-8 (see ValidUtf8).
     inputs->set_source(ValidUtf8(options_.source));
     for (const RankDump& dump : trace_.ranks) inputs->add_ranks_loaded(dump.rank);
+    // A rank whose file could not be read is not missing: files_rejected says what its file is.
     std::set<int64_t> missing(trace_.missing_ranks.begin(), trace_.missing_ranks.end());
-    for (const RejectedFile& file : trace_.rejected) {
-      if (file.rank != kUnknown) missing.insert(file.rank);
-    }
     for (const RankConflict& conflict : trace_.conflicts) missing.insert(conflict.rank);
     for (int64_t r : missing) inputs->add_ranks_missing(static_cast<int32_t>(r));
+    for (int64_t r : trace_.claimed_ranks) inputs->add_ranks_claimed(static_cast<int32_t>(r));
+    inputs->set_ranks_claimed_count(trace_.claimed_ranks_count);
     for (const RejectedFile& file : trace_.rejected) {
       auto* rejected = inputs->add_files_rejected();
       rejected->set_path(ValidUtf8(file.path));
@@ -852,8 +890,9 @@ class Analyzer {
         }
       }
     }
-    size_t expected =
-        trace_.ranks.size() + static_cast<size_t>(report->inputs().ranks_missing_size());
+    size_t expected = trace_.ranks.size() +
+                      static_cast<size_t>(report->inputs().ranks_missing_size()) +
+                      UnreadableRanks().size();
     bool too_few = trace_.ranks.size() < 2 || trace_.ranks.size() * 2 < expected;
     FailureClass failure_class = FailureClass::kNone;
     std::string confidence = "high";
@@ -883,8 +922,10 @@ class Analyzer {
                                      report->inputs().ranks_missing().end());
         bool blamed_have_dumps = std::all_of(lead->ranks().begin(), lead->ranks().end(),
                                              [&](int64_t r) { return DumpOf(r) != nullptr; });
-        std::string limit = fmt::format("Only {} of {} ranks' dumps could be read (missing: {}).",
-                                        trace_.ranks.size(), expected, FormatRankSet(missing));
+        std::string limit =
+            fmt::format("Only {} of {} ranks' dumps could be read ({}).", trace_.ranks.size(),
+                        expected, MissingAndUnreadable(missing));
+        missing = AbsentRanks(*report);  // whose dumps would settle it
         if (blamed_have_dumps) {
           summary = fmt::format("{} From them: {}", limit, summary);
         } else {
@@ -908,9 +949,7 @@ class Analyzer {
       summary = fmt::format(
           "Only {} of {} ranks' dumps could be read: too few to tell culprits from victims. The "
           "dumps of ranks {} would settle it.",
-          trace_.ranks.size(), expected,
-          FormatRankSet(std::vector<int64_t>(report->inputs().ranks_missing().begin(),
-                                             report->inputs().ranks_missing().end())));
+          trace_.ranks.size(), expected, FormatRankSet(AbsentRanks(*report)));
     } else if (!unreadable_sinks_.empty()) {
       failure_class = FailureClass::kInsufficientEvidence;
       confidence = "low";
@@ -983,8 +1022,8 @@ class Analyzer {
     context.timing_recordable = !OnlyGloo();
     context.timing_known = TimingSeen();
     context.buffer_wrapped = BufferWrapped();
-    context.ranks_missing.assign(report->inputs().ranks_missing().begin(),
-                                 report->inputs().ranks_missing().end());
+    // Ranks whose files could not be read too: a readable copy is what is missing.
+    context.ranks_missing = AbsentRanks(*report);
     context.has_stragglers = report->stragglers_size() > 0;
     for (const std::string& action : NextActions(context)) verdict->add_next_actions(action);
     AddChains(graph, verdict);
@@ -1087,8 +1126,12 @@ class Analyzer {
       // Keyed by the state's name, so that equal-sized sets are listed alphabetically by state.
       std::map<std::tuple<std::string, int64_t, std::string>, std::vector<int64_t>> grouped;
       for (const MemberState& state : match.members) {
-        grouped[{std::string(MemberProgressName(state.state)), state.seq, state.op}].push_back(
-            state.rank);
+        // A member that no file shows and only a claim lists (LoadedTrace::claimed_ranks) is not
+        // a missing rank of the job.
+        std::string name(state.state == MemberProgress::kDumpMissing && Claimed(state.rank)
+                             ? "claimed"
+                             : MemberProgressName(state.state));
+        grouped[{std::move(name), state.seq, state.op}].push_back(state.rank);
       }
       // Largest set first: "[0-4095 except 17] started ..." then "[17] ...".
       std::vector<std::pair<std::tuple<std::string, int64_t, std::string>, std::vector<int64_t>>>
@@ -1098,7 +1141,11 @@ class Analyzer {
       });
       for (const auto& [key, ranks] : sorted) {
         auto* state = out->add_states();
-        for (int64_t r : ranks) state->add_ranks(static_cast<int32_t>(r));
+        // A claim may list a million ranks: its list is cut, ranks_text says them all.
+        size_t listed = std::get<0>(key) == "claimed" ? kMaxClaimedRanksListed : ranks.size();
+        for (size_t i = 0; i < std::min(listed, ranks.size()); ++i) {
+          state->add_ranks(static_cast<int32_t>(ranks[i]));
+        }
         state->set_ranks_text(FormatRankSetWithin(ranks, group.ranks));
         state->set_state(std::get<0>(key));
         state->set_seq_id(std::get<1>(key));
@@ -1114,6 +1161,7 @@ class Analyzer {
     std::set<int64_t> all;
     for (const RankDump& dump : trace_.ranks) all.insert(dump.rank);
     for (int32_t r : report->inputs().ranks_missing()) all.insert(r);
+    for (int64_t r : UnreadableRanks()) all.insert(r);
     // Each dump's oldest op that did not complete, else its newest: a pass over every entry of a
     // healthy job, one dump per core.
     std::vector<std::optional<Entry>> shown_of_dump(trace_.ranks.size());
@@ -1134,10 +1182,11 @@ class Analyzer {
       auto* out = report->add_ranks();
       out->set_rank(static_cast<int32_t>(rank));
       const RankDump* dump = DumpOf(rank);
-      std::string role = culprits.contains(rank)  ? "culprit"
-                         : victims.contains(rank) ? "victim"
-                         : dump == nullptr        ? "missing"
-                                                  : "healthy";
+      std::string role = culprits.contains(rank)   ? "culprit"
+                         : victims.contains(rank)  ? "victim"
+                         : dump != nullptr         ? "healthy"
+                         : index_.Unreadable(rank) ? "unreadable"
+                                                   : "missing";
       out->set_role(role);
       if (dump != nullptr) out->set_host(ValidUtf8(dump->host));
       if (dump != nullptr) {
@@ -1150,8 +1199,8 @@ class Analyzer {
   void FillStats(Report* report) {
     auto* stats = report->mutable_stats();
     stats->set_ranks_loaded(static_cast<int32_t>(trace_.ranks.size()));
-    stats->set_ranks_expected(
-        static_cast<int32_t>(trace_.ranks.size() + report->inputs().ranks_missing_size()));
+    stats->set_ranks_expected(static_cast<int32_t>(
+        trace_.ranks.size() + report->inputs().ranks_missing_size() + UnreadableRanks().size()));
     stats->set_entries(index_.entries);
     stats->set_process_groups(static_cast<int32_t>(index_.groups.size()));
     stats->set_collectives_checked(static_cast<int32_t>(matched_.collectives_checked));
