@@ -485,3 +485,34 @@ def test_a_rank_whose_file_was_rejected_is_unreadable_not_missing(cli, hung_json
     assert {r["rank"]: r["role"] for r in report["ranks"]}[0] == "unreadable"
     assert report["stats"]["ranks_expected"] == 8
     assert "missing: 0" not in run(cli, hung_json_job).stdout
+
+
+def test_a_52_mb_json_dump_fits_in_less_memory_and_says_when_it_does_not(cli, tmp_path):
+    job = tmp_path / "big"
+    subprocess.run([cli, "simulate", str(job), "--json", "--steps", "1700", "--buffer", "200000",
+                    "--tp", "2", "--pp", "1", "--dp", "1", "--fault", "none"], check=True,
+                   capture_output=True)
+    (job / "nccl_trace_rank_1").unlink()
+    dump = job / "nccl_trace_rank_0"
+    assert dump.stat().st_size > 50_000_000
+
+    def load_within(megabytes):
+        import resource
+
+        def cap():
+            limit = megabytes << 20
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        return subprocess.run([cli, "load", str(job), "--format", "json", "-j", "1"],
+                              capture_output=True, text=True, timeout=60, preexec_fn=cap)
+
+    # Both of simdjson's parsers were alive at once: 1.33 GB of address space, and under a 1 GB
+    # limit the file failed with "byte 0: Error allocating memory".
+    loaded = load_within(1000)
+    assert loaded.returncode == 0, loaded.stdout + loaded.stderr
+    assert json.loads(loaded.stdout)["ranks_loaded"] == [0]
+    # Below what it needs, the file's error says that memory ran out, and names the file.
+    starved = load_within(400)
+    assert starved.returncode == 2
+    assert f"{dump}: byte 0: ran out of memory decoding" in starved.stderr
+    assert "Error allocating memory" not in starved.stderr

@@ -25,10 +25,13 @@ namespace fr {
 // Decoding takes about kJsonBytesPerInputByte bytes of memory per input byte at its peak:
 // simdjson's validating pass (tape 8, structural indexes 4, strings 5/3), its On Demand pass
 // (indexes 4, strings 5/3), the padded copy (1) and the document (up to one 24-byte value per two
-// input bytes).
+// input bytes). Above kJsonFreeValidatorAboveBytes the validating pass is freed before the rest
+// is allocated, and the peak is the larger of the two phases: kLargeJsonBytesPerInputByte.
 inline constexpr uint64_t kJsonBytesPerInputByte = 34;
+inline constexpr uint64_t kLargeJsonBytesPerInputByte = 20;
+inline constexpr uint64_t kJsonFreeValidatorAboveBytes = uint64_t{8} << 20;
 // JSON dumps hold no stacks: a full 20000-entry ring buffer is some 12 MB. Twenty times that
-// is accepted by default (about 9 GB while decoding).
+// is accepted by default (about 5 GB while decoding).
 inline constexpr uint64_t kMaxJsonInputSize = uint64_t{256} << 20;
 
 struct JsonLimits {
