@@ -283,6 +283,11 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
     ("nccl_cuda_failure.log", "cuda_error"), # NCCL WARN Cuda failure 700
     ("slurm_time_limit.log", "host_kill"),   # CANCELLED ... DUE TO TIME LIMIT, node redacted
     ("slurm_step_cancelled.log", "unknown"), # a step ended after its task died: the cascade
+    ("xid63_notice.log", "none"),            # row remapping recorded: a notice, not a fault
+    ("xid13_application.log", "cuda_error"), # Xid 13: the program's fault, not the GPU's
+    ("gloo_connection_closed.log", "unknown"),     # a victim's view of its peer, nothing more
+    ("torchelastic_death_signal.log", "host_kill"),  # the agent itself was SIGTERMed
+    ("debug_server_dumper_keyerror.log", "none"),  # a logged traceback; the rank trained on
 ])
 def test_real_log_lines_pasted(cli, fixture, kind):
     """Lines printed by real jobs, from public issues (each fixture names its source)."""

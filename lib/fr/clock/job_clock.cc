@@ -194,10 +194,7 @@ void ResolveIdentities(LogSet* logs) {
   }
   // The world communicator's init lines tie each rank to its host, device, bus id and pid: in
   // the communicator with every rank, the communicator's rank is the global rank.
-  int32_t world = -1;
-  for (const LogEvent& event : events) {
-    if (event.kind == LogEventKind::kNcclInit) world = std::max(world, event.nranks);
-  }
+  const int32_t world = WorldCommunicatorSize(events);
   for (LogEvent& event : events) {
     if (event.kind == LogEventKind::kNcclInit && event.nranks == world && event.rank < 0) {
       event.rank = event.comm_rank;
@@ -425,10 +422,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   for (size_t i = 0; i < events.size(); ++i) local[i] = reading(events[i].raw_time);
 
   // Groups of events that happen at nearly the same true moment wherever they are printed.
-  int32_t world = -1;
-  for (const LogEvent& event : events) {
-    if (event.kind == LogEventKind::kNcclInit) world = std::max(world, event.nranks);
-  }
+  const int32_t world = WorldCommunicatorSize(events);
   std::map<std::string, AnchorGroup> groups;
   for (size_t i = 0; i < events.size(); ++i) {
     const LogEvent& event = events[i];
@@ -472,7 +466,10 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   }
 
   std::set<std::string> hosts;
-  for (const LogEvent& event : events) hosts.insert(ClockOf(event));
+  // Lines of no known host are on no host's clock: an empty name is never a host.
+  for (const LogEvent& event : events) {
+    if (!ClockOf(event).empty()) hosts.insert(ClockOf(event));
+  }
   // Each host's clock reads the consensus time T as T + a + b (T - origin): an offset a at the
   // origin (the latest anchor, nearest the failure) and a drift b. Alternating estimates: each
   // group's true time given the clocks (a median over hosts, so one late watchdog poll or one

@@ -1,5 +1,9 @@
 #include "fr/logs/log_event.h"
 
+#include <map>
+#include <set>
+#include <utility>
+
 namespace fr {
 
 const char* LogEventKindName(LogEventKind kind) {
@@ -50,10 +54,38 @@ const char* LogEventKindName(LogEventKind kind) {
       return "boot_clock";
     case LogEventKind::kLauncherStart:
       return "launcher_start";
+    case LogEventKind::kHostAddress:
+      return "host_address";
     case LogEventKind::kCollectiveEnqueue:
       return "collective_enqueue";
   }
   return "unknown";
+}
+
+int32_t WorldCommunicatorSize(const std::vector<LogEvent>& events) {
+  std::map<int32_t, std::set<std::pair<std::string, int32_t>>> members_of_size;
+  for (const LogEvent& event : events) {
+    // The communicator's rank, or the global rank when the line was already resolved.
+    int32_t member = event.comm_rank >= 0 ? event.comm_rank : event.rank;
+    if (event.kind != LogEventKind::kNcclInit || event.nranks <= 0 || member < 0 ||
+        member >= event.nranks) {
+      continue;
+    }
+    // A communicator's rank seen on a host; the same rank of several communicators of one size
+    // (each node's local one) counts once per host.
+    members_of_size[event.nranks].insert({event.host, member});
+  }
+  int32_t world = -1;
+  size_t best = 0;
+  for (const auto& [size, members] : members_of_size) {
+    std::set<int32_t> distinct;
+    for (const auto& [host, rank] : members) distinct.insert(rank);
+    if (distinct.size() >= best) {
+      best = distinct.size();
+      world = size;
+    }
+  }
+  return world;
 }
 
 }  // namespace fr

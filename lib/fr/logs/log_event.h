@@ -47,6 +47,8 @@ enum class LogEventKind : uint8_t {
   kBootClock,      // kernel at boot: "rtc_cmos 00:04: setting system clock to <ISO> UTC (<epoch>)"
   kLauncherStart,  // torchrun's start banner ("Setting OMP_NUM_THREADS ..."), printed by every
                    // host's agent at nearly the same moment under srun/pdsh
+  kHostAddress,    // NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>: the address peers name this
+                   // host by in their transport errors
 };
 
 // A time as the line wrote it, before any correction.
@@ -112,7 +114,8 @@ struct LogEvent {
   int32_t signal = -1;            // SIGKILL = 9, SIGSEGV = 11 ...
   int64_t bytes = -1;             // bytes requested (CUDA OOM) or killed process's rss (host OOM)
   int32_t peer_rank = -1;         // kDumpSignal: the rank that asked; transport: the peer, if named
-  std::string peer_address;       // transport: the peer as NCCL names it ("10.0.0.5<45678>")
+  std::string peer_address;       // transport: the peer as NCCL names it ("10.0.0.5<45678>");
+                                  // kHostAddress: this host's own address ("10.0.0.5")
   // kNcclInit: the rank within that communicator (equal to the global rank only for the world
   // communicator, which is why it is not put in `rank`) and the communicator's id.
   int32_t comm_rank = -1;
@@ -120,6 +123,12 @@ struct LogEvent {
   // kBootClock: the wall-clock time the line states (ns since the epoch, UTC), which with the
   // line's seconds since boot places the host's boot on its clock.
   int64_t stated_ns = kNoTime;
+  // kPythonException: lines its writer printed after the traceback (in the same file): a
+  // process that kept printing handled and logged the exception; it did not die of it.
+  int32_t lines_after = 0;
+  // kPythonException: raised in the launcher itself (its outermost frame is torchrun's or the
+  // elastic agent's code, or its line is the agent's log), not in a worker.
+  bool in_launcher = false;
   std::string reason;  // kHostKill: "time limit" | "preemption" | "node failure" |
                        // "cancelled"; exceptions: the exception type; Xid: its message
 };

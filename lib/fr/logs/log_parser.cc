@@ -1,6 +1,7 @@
 #include "fr/logs/log_parser.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
@@ -272,6 +273,8 @@ class FileParser {
     LogTime time_before;
     std::string exception_line;
     int blank_lines = 0;
+    bool outermost_frame_seen = false;
+    bool in_launcher = false;  // the outermost frame is torchrun's or the elastic agent's
   };
 
   // One entry of torchrun's ChildFailedError table.
@@ -343,8 +346,14 @@ class FileParser {
     if (!tracebacks_.empty() || StartsWith(body, "Traceback (most recent call last)")) {
       if (TracebackLine(line, body)) return;
     }
+    CloseTracebacksOfProcess();
+    CountLineAfterException(body);
     if (prefix_.nccl_level == 'I') {
-      if (EndsWith(Trim(body), "Init COMPLETE")) OnNcclInit(line, body);
+      if (EndsWith(Trim(body), "Init COMPLETE")) {
+        OnNcclInit(line, body);
+      } else if (Contains(body, " : Using ")) {
+        OnNcclInterface(line, body);
+      }
       return;
     }
     if (prefix_.nccl_level == 'W') {
@@ -382,6 +391,7 @@ class FileParser {
         // Torchrun's agent.
         {"failed (exitcode: ", &FileParser::OnWorkerFailed},
         {"closing signal ", &FileParser::OnSignalSent},
+        {" death signal", &FileParser::OnLauncherSignalled},
         {"Rendezvous complete", &FileParser::OnRendezvous},
         {"Setting OMP_NUM_THREADS environment variable", &FileParser::OnLauncherStart},
         {"setting system clock to ", &FileParser::OnBootClock},
@@ -701,6 +711,17 @@ class FileParser {
     return true;
   }
 
+  // "Received 15 death signal, shutting down workers": the elastic agent itself was signalled
+  // (scancel, preemption, a node draining, or srun ending the step after another task failed).
+  bool OnLauncherSignalled(std::string_view line, std::string_view body) {
+    int64_t signal = IntAfter(body, "Received ");
+    if (signal <= 0 || signal >= 64 || !Contains(body, "shutting down workers")) return false;
+    LogEvent* e = Emit(LogEventKind::kHostKill, line);
+    e->signal = static_cast<int32_t>(signal);
+    e->reason = Cat({"the launcher received signal ", std::to_string(signal)});
+    return true;
+  }
+
   // "Sending process 4567 closing signal SIGTERM"
   bool OnSignalSent(std::string_view line, std::string_view body) {
     if (!Contains(body, "Sending process ")) return false;
@@ -899,6 +920,36 @@ class FileParser {
     e->comm_id = std::string(WordAfter(body, " commId ", " "));
   }
 
+  // The address this host's NCCL bootstraps and connects from, which its peers' transport errors
+  // name: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/Socket : Using [0]ib0:192.168.11.1<0>",
+  // "NET/IB : Using [0]mlx5_10:1/RoCE [1]mlx5_11:1/RoCE [RO]; OOB enp220s0np0:11.1.128.136<0>".
+  void OnNcclInterface(std::string_view line, std::string_view body) {
+    size_t at = body.find("; OOB ");
+    if (at != std::string_view::npos) {
+      at += 6;
+    } else if (Contains(body, "Bootstrap : Using ") || Contains(body, "NET/Socket : Using ")) {
+      at = body.find(" : Using ") + 9;
+    } else {
+      return;
+    }
+    std::string_view rest = body.substr(at);
+    if (ConsumeLiteral(&rest, "[")) {
+      size_t close = rest.find(']');
+      if (close == std::string_view::npos) return;
+      rest.remove_prefix(close + 1);
+    }
+    size_t colon = rest.find(':');
+    size_t angle = rest.find('<');
+    if (colon == std::string_view::npos || angle == std::string_view::npos || angle < colon) {
+      return;
+    }
+    std::string_view address = rest.substr(colon + 1, angle - colon - 1);
+    if (address.empty() || address.size() > 64) return;
+    if (prefix_.host.empty() && file().host.empty()) return;  // an address of no known host
+    LogEvent* e = Emit(LogEventKind::kHostAddress, line);
+    e->peer_address = std::string(address);
+  }
+
   // --- The worker's own faults ----------------------------------------------------------------
 
   bool OnCudaOom(std::string_view line, std::string_view body) {
@@ -966,6 +1017,55 @@ class FileParser {
 
   // --- Python tracebacks ----------------------------------------------------------------------
 
+  // A line of a process whose traceback is finished but still open under another of its names
+  // (its exception line said "[default0]:[rank0]: KeyError", this line only "[default0]:")
+  // ends that traceback: the process went on printing.
+  void CloseTracebacksOfProcess() {
+    if (tracebacks_.empty()) return;
+    std::array<int64_t, 2> keys = ProcessKeys(prefix_);
+    for (auto it = tracebacks_.begin(); it != tracebacks_.end();) {
+      std::array<int64_t, 2> owner = ProcessKeys(it->second.prefix);
+      bool same =
+          it->second.state == Traceback::kAfterException &&
+          std::any_of(keys.begin(), keys.end(), [&](int64_t key) {
+            return key != INT64_MIN && std::find(owner.begin(), owner.end(), key) != owner.end();
+          });
+      if (!same) {
+        ++it;
+        continue;
+      }
+      EmitTraceback(it->second);
+      tracebacks_.erase(it++);
+    }
+  }
+
+  // A line its writer printed after an exception: the process kept running (a handled, logged
+  // exception), unless the line is the writer's own end (torch's and the launcher's messages
+  // about the failure, an exit notice).
+  void CountLineAfterException(std::string_view body) {
+    if (open_exception_of_writer_.empty() || Trim(body).empty()) return;
+    for (int64_t key : ProcessKeys(prefix_)) {
+      if (key == INT64_MIN) continue;
+      auto it = open_exception_of_writer_.find(key);
+      if (it == open_exception_of_writer_.end()) continue;
+      LogEvent& exception = out_->events[it->second];
+      if (exception.lines_after < INT32_MAX) ++exception.lines_after;
+      return;
+    }
+  }
+
+  // The process a line came from, by each name its prefix gives: torchrun's `--tee` prints a
+  // worker's glog and traceback lines as "[default0]:[rank0]:..." and its plain prints as
+  // "[default0]:...", so the rank and the local rank each name it.
+  // A line with neither is the file's own process only in a one-rank file (a combined console
+  // without prefixes interleaves many processes, which cannot be told apart).
+  std::array<int64_t, 2> ProcessKeys(const LinePrefix& prefix) {
+    constexpr int64_t kNone = INT64_MIN;
+    if (prefix.rank < 0 && prefix.local_rank < 0) return {file().rank >= 0 ? -1 : kNone, kNone};
+    return {prefix.rank >= 0 ? prefix.rank : kNone,
+            prefix.local_rank >= 0 ? (int64_t{1} << 40) + prefix.local_rank : kNone};
+  }
+
   // Follows "Traceback (most recent call last):", its frames, and the exception line that ends
   // it, per writer (lines of many ranks interleave under their prefixes). Returns true when the
   // line belonged to a traceback and needs no other look.
@@ -996,6 +1096,12 @@ class FileParser {
     if (it == tracebacks_.end()) return false;
     Traceback& tb = it->second;
     if (tb.state == Traceback::kFrames) {
+      if (!tb.outermost_frame_seen && StartsWith(TrimLeft(body), "File \"")) {
+        tb.outermost_frame_seen = true;
+        tb.in_launcher = Contains(body, "/bin/torchrun\"") ||
+                         Contains(body, "torch/distributed/run.py\"") ||
+                         Contains(body, "torch/distributed/elastic/");
+      }
       if (body.empty() || body[0] == ' ' || body[0] == '\t') return true;
       size_t colon = body.find(':');
       std::string_view type = body.substr(0, colon);
@@ -1031,7 +1137,17 @@ class FileParser {
     std::string_view type = Trim(body.substr(0, colon));
     std::string_view message = colon == std::string_view::npos ? "" : body.substr(colon + 1);
     LogEventKind kind = LogEventKind::kPythonException;
-    if (Contains(type, "OutOfMemoryError") || Contains(message, "CUDA out of memory")) {
+    // Gloo says what it waited for in the exception itself: a timeout is a victim's collective
+    // timeout ("[.../unbound_buffer.cc:81] Timed out waiting 10000ms for recv operation to
+    // complete"), a closed or reset connection a victim's view of its peer ("[.../pair.cc:534]
+    // Connection closed by peer [10.0.0.5]:10895", "Read error [10.0.0.5]:25266: Connection
+    // reset by peer"), whatever exception type carries them.
+    if (Contains(message, "Timed out waiting ") && Contains(message, "ms for ")) {
+      kind = LogEventKind::kWatchdogTimeout;
+    } else if (Contains(message, "by peer [") || Contains(message, "Read error [") ||
+               Contains(message, "Write error [")) {
+      kind = LogEventKind::kRemotePeerGone;
+    } else if (Contains(type, "OutOfMemoryError") || Contains(message, "CUDA out of memory")) {
       kind = LogEventKind::kCudaOom;
     } else if (Contains(message, "CUDA error") || Contains(message, "illegal memory access") ||
                Contains(message, "device-side assert") ||
@@ -1056,6 +1172,27 @@ class FileParser {
     line_no_ = saved_line;
     if (e->raw_time.kind == LogTime::Kind::kNone) e->nearby_time = tb.time_before;
     e->reason = std::string(type);
+    e->in_launcher = tb.in_launcher || Contains(tb.exception_line, "torch/distributed/elastic/");
+    if (kind == LogEventKind::kPythonException && e != &scratch_) {
+      // What the writer prints after it tells a logged exception from a death.
+      for (int64_t key : ProcessKeys(tb.prefix)) {
+        if (key != INT64_MIN) open_exception_of_writer_[key] = out_->events.size() - 1;
+      }
+    }
+    if (kind == LogEventKind::kWatchdogTimeout) {
+      e->timeout_ms = IntAfter(message, "Timed out waiting ");
+    } else if (kind == LogEventKind::kRemotePeerGone) {
+      // "[10.0.0.5]:10895" -> "10.0.0.5:10895"
+      size_t open = message.find('[', message.find(" error [") != std::string_view::npos
+                                          ? message.find(" error [")
+                                          : message.find("by peer ["));
+      size_t close = open == std::string_view::npos ? open : message.find(']', open);
+      if (close != std::string_view::npos) {
+        std::string_view port = WordAfter(message.substr(close), "]:", " :,");
+        e->peer_address = EventText(
+            Cat({message.substr(open + 1, close - open - 1), port.empty() ? "" : ":", port}));
+      }
+    }
     if (kind == LogEventKind::kCudaOom) {
       size_t at = message.find("Tried to allocate ");
       if (at != std::string_view::npos) e->bytes = ParseSize(message.substr(at + 18));
@@ -1084,6 +1221,9 @@ class FileParser {
   LogEvent scratch_;
   int64_t format_lines_[kFormatCount] = {};
   absl::flat_hash_map<int64_t, Traceback> tracebacks_;
+  // Per writer, the last Python exception it printed (an index into out_->events), whose
+  // `lines_after` count the writer's later lines.
+  absl::flat_hash_map<int64_t, size_t> open_exception_of_writer_;
   TableSection table_section_ = TableSection::kNone;
   TableEntry table_entry_;
   int table_idle_lines_ = 0;

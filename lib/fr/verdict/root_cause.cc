@@ -13,6 +13,7 @@
 #include "fmt/ranges.h"
 #include "fr/base/rank_set.h"
 #include "fr/base/utf8.h"
+#include "fr/logs/xid_catalog.h"
 
 namespace fr {
 namespace {
@@ -25,12 +26,30 @@ constexpr int64_t kSameFaultWindowNs = 10 * kNanosPerSecond;
 // much: the verdict then says it is not sure which came first.
 constexpr int64_t kOrderingDoubtNs = 2 * kNanosPerSecond;
 constexpr int kMaxEvidence = 12;
+// A writer that printed this many lines after its traceback kept running: it handled and logged
+// the exception (a periodic dumper, a retry loop) and did not die of it.
+constexpr int32_t kKeptRunningLines = 5;
+// Slurm stamps "CANCELLED AT" with the controller's clock: what the killed ranks print after the
+// kill can read up to this much earlier on their own clocks.
+constexpr int64_t kControllerSkewNs = 300 * kNanosPerSecond;
+// A fault that ended this long before the job began (an old Xid or OOM kill in kern.log) is not
+// this job's.
+constexpr int64_t kBeforeJobNs = 60 * kNanosPerSecond;
 
 // The root-cause kind a fault event stands for, or nullopt for cascade and identity lines.
 std::optional<RootCauseKind> FaultKind(const LogEvent& event) {
   switch (event.kind) {
     case LogEventKind::kXid:
-      return RootCauseKind::kXid;
+      // A notice (row remapping recorded, a corrected error) is evidence, never a cause by
+      // itself; an Xid the program provoked (a page fault, an engine exception) is its CUDA error.
+      switch (LookUpXid(event.xid).severity) {
+        case XidSeverity::kInformational:
+          return std::nullopt;
+        case XidSeverity::kApplication:
+          return RootCauseKind::kCudaError;
+        default:
+          return RootCauseKind::kXid;
+      }
     case LogEventKind::kHostOom:
     case LogEventKind::kSlurmOomEvent:
       return RootCauseKind::kHostOom;
@@ -77,7 +96,36 @@ bool IsCascadeException(const LogEvent& event) {
       return true;
     }
   }
-  return false;
+  // The launcher's own error while handling its workers' failure (torchrun's agent failing to
+  // parse an empty error.json that a worker was killed while writing).
+  if (event.in_launcher) return true;
+  // Gloo's "Timed out waiting 10000ms for recv operation" and kin, whatever the capitals.
+  std::string lower = event.text;
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  return lower.find("timed out") != std::string::npos || lower.find("by peer") != std::string::npos;
+}
+
+// A kill from outside whose time is the controller's (Slurm), not the killed node's.
+bool KilledByController(const LogEvent& event) {
+  return event.kind == LogEventKind::kHostKill &&
+         event.text.find("CANCELLED AT") != std::string::npos;
+}
+
+// The launcher itself was signalled ("Received 15 death signal, shutting down workers"): a kill
+// from outside only when nothing inside the job failed first (srun also signals the launchers
+// of the other nodes after one task failed).
+bool LauncherSignalled(const LogEvent& event) {
+  return event.kind == LogEventKind::kHostKill && event.signal > 0;
+}
+
+// The address part of a peer as a transport error names it: "10.0.0.5<45678>" and
+// "10.0.0.5:10895" -> "10.0.0.5", "node05<33445>" -> "node05".
+std::string_view PeerHostPart(std::string_view peer) {
+  size_t angle = peer.find('<');
+  if (angle != std::string_view::npos) return peer.substr(0, angle);
+  size_t colon = peer.rfind(':');
+  if (colon != std::string_view::npos && peer.find(':') == colon) return peer.substr(0, colon);
+  return peer;
 }
 
 bool IsCascade(LogEventKind kind) {
@@ -124,6 +172,12 @@ std::string ClockTime(int64_t ns) {
   return utc.size() > 11 ? utc.substr(11, utc.size() - 12) + " UTC" : "an unknown time";
 }
 
+// A fault line that may be the root cause.
+struct Candidate {
+  const LogEvent* event;
+  RootCauseKind kind;
+};
+
 class Explainer {
  public:
   Explainer(const LogSet& logs, const JobClock& clock, bool have_dumps, report::Report* report)
@@ -133,6 +187,8 @@ class Explainer {
     FillInputs();
     FillTimeline();
     FindVictims();
+    MapPeerAddresses();
+    FindJobStart();
     report::RootCause* cause = report_->mutable_verdict()->mutable_root_cause();
     if (!FromFaults(cause) && !FromTimeouts(cause)) {
       bool any_anomaly = !victims_.empty();
@@ -212,6 +268,75 @@ class Explainer {
     }
   }
 
+  // Which host each address names: NCCL's interface lines ("Bootstrap : Using eth0:10.0.0.5<0>")
+  // and the hosts' own names. An address two hosts claim (a loopback, a NAT) names none.
+  void MapPeerAddresses() {
+    std::map<std::string, std::set<std::string>> hosts_of_address;
+    for (const LogEvent& event : logs_.events) {
+      if (event.host.empty()) continue;
+      known_hosts_.insert(event.host);
+      if (event.kind == LogEventKind::kHostAddress && !event.peer_address.empty()) {
+        hosts_of_address[event.peer_address].insert(event.host);
+      }
+    }
+    for (const auto& [address, hosts] : hosts_of_address) {
+      if (hosts.size() == 1) host_of_address_[address] = *hosts.begin();
+    }
+  }
+
+  // The host a transport error or a lost connection names as its peer, or "" when unknown or the
+  // reporter's own.
+  std::string PeerHost(const LogEvent& event) const {
+    if (event.peer_address.empty()) return {};
+    std::string part(PeerHostPart(event.peer_address));
+    std::string host;
+    if (auto it = host_of_address_.find(part); it != host_of_address_.end()) {
+      host = it->second;
+    } else if (known_hosts_.contains(part)) {
+      host = part;
+    } else {
+      // NCCL may print a fully qualified name: "node05.cluster<33445>" is node05.
+      size_t dot = part.find('.');
+      if (dot != std::string::npos && !IsDigitString(part.substr(0, dot)) &&
+          known_hosts_.contains(part.substr(0, dot))) {
+        host = part.substr(0, dot);
+      }
+    }
+    return host == event.host ? std::string() : host;
+  }
+
+  static bool IsDigitString(std::string_view text) {
+    return !text.empty() &&
+           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  }
+
+  // When the job began, from the launcher and NCCL's start lines: faults that ended well before
+  // it (an old Xid in kern.log, a previous run's OOM kill) are not this job's.
+  void FindJobStart() {
+    for (const LogEvent& event : logs_.events) {
+      bool start =
+          event.kind == LogEventKind::kLauncherStart || event.kind == LogEventKind::kRendezvous ||
+          event.kind == LogEventKind::kNcclInit || event.kind == LogEventKind::kHostAddress;
+      if (start && event.time_ns != kNoTime && !event.time_inferred &&
+          (job_start_ns_ == kNoTime || event.time_ns < job_start_ns_)) {
+        job_start_ns_ = event.time_ns;
+      }
+    }
+  }
+
+  // The launcher reported this rank's death (a worker that failed, a row of its failure table).
+  bool LauncherReportedDeath(int32_t rank) const {
+    if (rank < 0) return false;
+    for (const LogEvent& event : logs_.events) {
+      if ((event.kind == LogEventKind::kWorkerFailed ||
+           event.kind == LogEventKind::kRootCauseTable) &&
+          event.rank == rank) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // A time of its own, or inferred from an exactly dated report (a worker's death).
   static bool Precise(const LogEvent& event) {
     return event.time_ns != kNoTime &&
@@ -265,10 +390,16 @@ class Explainer {
   // can be a victim.
   void NameFirstDeath(report::RootCause* cause) {
     const LogEvent* first = nullptr;
-    for (const LogEvent& event : logs_.events) {
-      bool death =
-          event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable;
-      if (death && (first == nullptr || Before(event, *first))) first = &event;
+    // A worker that ended by SIGTERM was stopped by its own launcher after another failed: it
+    // is named only when no other death was reported.
+    for (bool allow_sigterm : {false, true}) {
+      for (const LogEvent& event : logs_.events) {
+        bool death = event.kind == LogEventKind::kWorkerFailed ||
+                     event.kind == LogEventKind::kRootCauseTable;
+        if (!allow_sigterm && event.signal == 15) death = false;
+        if (death && (first == nullptr || Before(event, *first))) first = &event;
+      }
+      if (first != nullptr) break;
     }
     if (first == nullptr) return;
     AddEvidence(cause, *first);
@@ -300,21 +431,75 @@ class Explainer {
   }
 
   bool FromFaults(report::RootCause* cause) {
-    struct Candidate {
-      const LogEvent* event;
-      RootCauseKind kind;
-    };
     std::vector<Candidate> candidates;
     for (const LogEvent& event : logs_.events) {
       std::optional<RootCauseKind> kind = FaultKind(event);
       if (!kind) continue;
       if (*kind == RootCauseKind::kPythonException && IsCascadeException(event)) continue;
+      // A traceback its writer went on printing after was handled and logged, not a death.
+      if (*kind == RootCauseKind::kPythonException && event.lines_after >= kKeptRunningLines &&
+          !LauncherReportedDeath(event.rank)) {
+        continue;
+      }
       // Killed from outside after the job had already stalled: the stall came first.
       if (*kind == RootCauseKind::kHostKill && first_timeout_ != nullptr &&
           Before(*first_timeout_, event)) {
         continue;
       }
+      if (job_start_ns_ != kNoTime && Latest(event) < job_start_ns_ - kBeforeJobNs) continue;
       candidates.push_back({&event, *kind});
+    }
+    settled_by_.clear();
+    DropConsequencesOfKills(&candidates);
+    // Transport errors are one rank's view of its peer. Views of a peer that failed on its own
+    // (its fault is among the candidates) or that fell silent are its victims' reports.
+    std::map<std::string, std::vector<const LogEvent*>> reports_about;
+    std::set<std::string> hosts_reporting;  // hosts that printed a fault or transport error
+    for (const Candidate& candidate : candidates) {
+      if (!candidate.event->host.empty()) hosts_reporting.insert(candidate.event->host);
+    }
+    for (const LogEvent& event : logs_.events) {
+      if (event.kind != LogEventKind::kTransportError &&
+          event.kind != LogEventKind::kRemotePeerGone) {
+        continue;
+      }
+      std::string peer = PeerHost(event);
+      if (!peer.empty()) reports_about[peer].push_back(&event);
+    }
+    std::set<std::string> failed_peers, silent_peers;
+    for (const auto& [peer, reports] : reports_about) {
+      bool own_fault = false;
+      for (const Candidate& candidate : candidates) {
+        own_fault |=
+            candidate.event->host == peer && candidate.kind != RootCauseKind::kTransportError;
+      }
+      if (own_fault) {
+        failed_peers.insert(peer);
+      } else if (!hosts_reporting.contains(peer) && FellSilent(peer, reports)) {
+        silent_peers.insert(peer);
+      }
+    }
+    std::erase_if(candidates, [&](const Candidate& c) {
+      if (c.kind != RootCauseKind::kTransportError) return false;
+      std::string peer = PeerHost(*c.event);
+      return failed_peers.contains(peer) || silent_peers.contains(peer);
+    });
+    // A silent peer leads unless a fault came before the first report about it.
+    const LogEvent* first_report = nullptr;
+    std::string silent;
+    for (const std::string& peer : silent_peers) {
+      for (const LogEvent* report : reports_about[peer]) {
+        if (first_report == nullptr || Before(*report, *first_report)) {
+          first_report = report;
+          silent = peer;
+        }
+      }
+    }
+    if (first_report != nullptr &&
+        std::none_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+          return c.kind != RootCauseKind::kHostKill && Earliest(*c.event) < Latest(*first_report);
+        })) {
+      return FromSilentPeer(cause, silent, reports_about[silent], candidates);
     }
     if (candidates.empty()) return false;
     std::stable_sort(candidates.begin(), candidates.end(),
@@ -361,6 +546,11 @@ class Explainer {
                                            event.time_ns - lead.time_ns <= kSameFaultWindowNs);
       // An exception is one rank's: a second rank raising later is not the same event.
       if (first.kind == RootCauseKind::kPythonException && event.rank != lead.rank) same = false;
+      // The peer's own report of the lead's lost connection is its consequence, not the cause.
+      if (first.kind == RootCauseKind::kTransportError && &event != &lead &&
+          (event.host == PeerHost(lead) || (!event.host.empty() && PeerHost(event) == lead.host))) {
+        same = false;
+      }
       if (!same) continue;
       initiating.push_back(&event);
       if (event.rank >= 0) ranks.insert(event.rank);
@@ -421,7 +611,131 @@ class Explainer {
       break;
     }
     cause->set_confidence(confidence);
-    cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt);
+    cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt + settled_by_);
+    return true;
+  }
+
+  // A host whose peers lost it fell silent when it printed nothing after their first report: no
+  // timeout or lost connection of its own (a live host's ranks time out too), no line later.
+  bool FellSilent(const std::string& host, const std::vector<const LogEvent*>& reports) const {
+    int64_t first_report_end = INT64_MAX;
+    for (const LogEvent* report : reports) {
+      first_report_end = std::min(first_report_end, Latest(*report));
+    }
+    for (const LogEvent& event : logs_.events) {
+      if (event.host != host) continue;
+      if (IsCascade(event.kind) && event.kind != LogEventKind::kWorkerFailed &&
+          event.kind != LogEventKind::kRootCauseTable) {
+        return false;
+      }
+      if (first_report_end != INT64_MAX && Earliest(event) != INT64_MIN &&
+          Earliest(event) > first_report_end + kOrderingDoubtNs) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Kills from outside end what the killed ranks were doing; their transport errors and lost
+  // connections are its consequence, even where their clocks put them a little earlier (Slurm's
+  // "CANCELLED AT" is the controller's clock). A launcher that was signalled is a kill from
+  // outside only when nothing inside the job failed.
+  void DropConsequencesOfKills(std::vector<Candidate>* candidates) {
+    bool inside_failure =
+        std::any_of(candidates->begin(), candidates->end(), [](const Candidate& c) {
+          return c.kind != RootCauseKind::kHostKill && c.kind != RootCauseKind::kTransportError;
+        });
+    // A launcher signalled after Slurm cancelled the job is that cancel's echo on the node.
+    bool controller_kill =
+        std::any_of(candidates->begin(), candidates->end(),
+                    [](const Candidate& c) { return KilledByController(*c.event); });
+    if (inside_failure || controller_kill) {
+      std::erase_if(*candidates, [](const Candidate& c) { return LauncherSignalled(*c.event); });
+    }
+    const LogEvent* kill = nullptr;
+    for (const Candidate& c : *candidates) {
+      if (c.kind == RootCauseKind::kHostKill && (kill == nullptr || Before(*c.event, *kill))) {
+        kill = c.event;
+      }
+    }
+    if (kill == nullptr || kill->time_ns == kNoTime) return;
+    int64_t skew = KilledByController(*kill) ? kControllerSkewNs : kOrderingDoubtNs;
+    size_t before = candidates->size();
+    std::erase_if(*candidates, [&](const Candidate& c) {
+      return c.kind == RootCauseKind::kTransportError && Latest(*c.event) >= kill->time_ns - skew;
+    });
+    if (candidates->size() < before) {
+      settled_by_ = fmt::format(
+          " {} transport error(s) printed from {} s before the kill on are its consequence{}.",
+          before - candidates->size(), skew / kNanosPerSecond,
+          KilledByController(*kill) ? " (the kill's time is the Slurm controller's clock)" : "");
+    }
+  }
+
+  // Peers lost their connections to `host`, which printed no error of its own: the node went
+  // away (a node failure, a power or kernel crash) and its peers are victims.
+  bool FromSilentPeer(report::RootCause* cause, const std::string& host,
+                      const std::vector<const LogEvent*>& reports,
+                      const std::vector<Candidate>& candidates) {
+    const LogEvent* node_failure = nullptr;
+    for (const LogEvent& event : logs_.events) {
+      if (event.kind == LogEventKind::kHostKill && event.reason == "node failure") {
+        node_failure = &event;
+      }
+    }
+    (void)candidates;
+    const LogEvent* first = reports.front();
+    for (const LogEvent* report : reports) {
+      if (Before(*report, *first)) first = report;
+    }
+    cause->set_kind(std::string(RootCauseKindName(
+        node_failure != nullptr ? RootCauseKind::kHostKill : RootCauseKind::kUnknown)));
+    SetTime(cause, first->time_ns);
+    cause->add_hosts(host);
+    std::set<int32_t> ranks;
+    if (node_failure == nullptr) {
+      for (const LogEvent& event : logs_.events) {
+        if (event.host == host && event.rank >= 0) ranks.insert(event.rank);
+      }
+    }
+    for (int32_t rank : ranks) cause->add_ranks(rank);
+    std::set<int32_t> reporters;
+    std::set<std::string> reporter_hosts;
+    for (const LogEvent* report : reports) {
+      if (report->rank >= 0) {
+        reporters.insert(report->rank);
+        victims_.insert(report->rank);
+      }
+      if (!report->host.empty()) reporter_hosts.insert(report->host);
+      AddEvidence(cause, *report);
+    }
+    for (int32_t rank : ranks) victims_.erase(rank);
+    // Where the silent host's own logs end.
+    const LogEvent* last_of_host = nullptr;
+    for (const LogEvent& event : logs_.events) {
+      if (event.host == host && event.time_ns != kNoTime &&
+          (last_of_host == nullptr || Before(*last_of_host, event))) {
+        last_of_host = &event;
+      }
+    }
+    if (last_of_host != nullptr) AddEvidence(cause, *last_of_host);
+    if (node_failure != nullptr) AddEvidence(cause, *node_failure);
+    cause->set_confidence("medium");
+    (*cause->mutable_detail())["peer_reports"] = std::to_string(reports.size());
+    std::string sentence = fmt::format(
+        "{} on {} lost the connection to {} from {}, and {} printed no error of its own",
+        reporters.empty() ? "Ranks" : "Rank(s) " + Ranks({reporters.begin(), reporters.end()}),
+        fmt::join(reporter_hosts, ", "), host, ClockTime(first->time_ns), host);
+    if (last_of_host != nullptr) {
+      sentence += fmt::format(" (its last line read is from {})", ClockTime(last_of_host->time_ns));
+    }
+    sentence += node_failure != nullptr
+                    ? fmt::format(": Slurm reports a NODE FAILURE; {} went down.", host)
+                    : fmt::format(
+                          ": {} went away (a node, kernel or power failure, or a kill "
+                          "that left no line); nothing read says why.",
+                          host);
+    cause->set_summary(sentence);
     return true;
   }
 
@@ -499,7 +813,8 @@ class Explainer {
       auto [it, inserted] = stalled_seq.try_emplace(event.process_group, event.seq);
       if (!inserted) it->second = std::max(it->second, event.seq);
     }
-    if (stalled_seq.empty()) return false;
+    // Gloo's timeouts name no sequence number: the ranks that printed one reached the collective.
+    if (stalled_seq.empty() && first_timeout_ == nullptr) return false;
     cause->set_kind(std::string(RootCauseKindName(RootCauseKind::kCollectiveTimeout)));
     // Ranks that never reached it: their watchdog names an earlier op of the group, or their
     // last enqueued work is earlier.
@@ -510,6 +825,8 @@ class Explainer {
       if (event.kind == LogEventKind::kWatchdogTimeout && event.seq >= 0) {
         int64_t stalled = stalled_seq[event.process_group];
         (event.seq < stalled ? laggards : reached).insert(event.rank);
+      } else if (event.kind == LogEventKind::kWatchdogTimeout) {
+        reached.insert(event.rank);
       }
     }
     int64_t highest = 0;
@@ -531,10 +848,9 @@ class Explainer {
       // Ranks the job has that printed something but no timeout: silent in the collective.
       // Ranks are dense: below the highest rank seen, or the world size an init line gives,
       // every rank exists even if it printed nothing, so the job's ranks are 0..world-1.
-      int64_t world = 0;
+      int64_t world = WorldCommunicatorSize(logs_.events);
       for (const LogEvent& event : logs_.events) {
         if (event.rank >= 0) world = std::max<int64_t>(world, int64_t{event.rank} + 1);
-        if (event.kind == LogEventKind::kNcclInit) world = std::max<int64_t>(world, event.nranks);
       }
       // Silent ranks are named only while at most half the job is silent, so at least half of
       // it is among the ranks that reached the collective. A world far larger than that (a
@@ -586,8 +902,9 @@ class Explainer {
     std::vector<int32_t> list(laggards.begin(), laggards.end());
     std::string op = first_timeout_->op.empty() ? "a collective" : first_timeout_->op;
     std::string sentence = fmt::format(
-        "Only collective timeouts are visible: {} rank(s) timed out in {} SeqNum {}{} from {}.",
-        victims_.size(), op, first_timeout_->seq,
+        "Only collective timeouts are visible: {} rank(s) timed out in {}{}{} from {}.",
+        victims_.size(), op,
+        first_timeout_->seq >= 0 ? fmt::format(" SeqNum {}", first_timeout_->seq) : "",
         first_timeout_->process_group.empty() ? "" : " of " + first_timeout_->process_group,
         ClockTime(first_timeout_->time_ns));
     if (!list.empty()) {
@@ -659,6 +976,23 @@ class Explainer {
                             "from outside; that may be where the kill found them.",
                             Ranks(dump_culprits)));
       verdict->clear_culprit_ranks();
+    } else if (log_names_ranks && IsDeath(kind) &&
+               verdict->failure_class() == "insufficient_evidence" &&
+               std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
+                             dump_culprits.end())) {
+      // The dumps could not tell a rank that left no dump from a victim; the logs say it died.
+      verdict->set_failure_class("missing_participant");
+      verdict->clear_culprit_ranks();
+      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      verdict->set_confidence("medium");
+      cause->set_disagreement(fmt::format(
+          "The dumps alone could not decide (insufficient_evidence); the logs say rank(s) {} "
+          "died ({}), which settles it.",
+          Ranks(log_ranks), cause->kind()));
+      verdict->set_summary(
+          fmt::format("Rank(s) {} died ({}); the others' dumps show them waiting "
+                      "for the ops it never issued.",
+                      Ranks(log_ranks), cause->kind()));
     } else if (log_names_ranks && !dump_culprits.empty()) {
       std::vector<int32_t> common;
       std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
@@ -673,6 +1007,22 @@ class Explainer {
     } else if (log_names_ranks && dump_culprits.empty() && verdict->failure_class() != "none") {
       verdict->clear_culprit_ranks();
       for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    } else if (log_names_ranks && verdict->failure_class() == "none" && IsDeath(kind) &&
+               InFlightOps() > 0) {
+      // The dumps were written while the peers still waited, in ops younger than their timeout;
+      // the logs say the rank those ops need is dead, so they will never complete.
+      verdict->set_failure_class("missing_participant");
+      verdict->clear_culprit_ranks();
+      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      verdict->set_confidence(cause->confidence() == "high" ? "high" : "medium");
+      verdict->set_summary(fmt::format(
+          "Rank(s) {} died ({}), and the dumps show {} op(s) of its peers still waiting: they "
+          "were younger than their timeout when the dumps were written, but they cannot complete "
+          "without the dead rank.",
+          Ranks(log_ranks), cause->kind(), InFlightOps()));
+      cause->set_disagreement(
+          "The dumps alone show nothing stuck yet (the ops were in flight); the logs show the "
+          "rank they wait for is gone.");
     } else if (kind == RootCauseKind::kNone && !dump_culprits.empty()) {
       // Healthy logs beside dumps that show a rank stopped: either the stop was silent in the
       // logs (a hang in host code prints nothing), or the logs read are not the culprit's.
@@ -707,6 +1057,19 @@ class Explainer {
     for (const std::string& action : verdict->next_actions()) merged.push_back(action);
     verdict->clear_next_actions();
     for (const std::string& action : merged) verdict->add_next_actions(action);
+  }
+
+  // Kinds that end the process that hit them.
+  static bool IsDeath(RootCauseKind kind) {
+    return kind == RootCauseKind::kPythonException || kind == RootCauseKind::kSegfault ||
+           kind == RootCauseKind::kHostOom || kind == RootCauseKind::kCudaOom ||
+           kind == RootCauseKind::kCudaError || kind == RootCauseKind::kXid;
+  }
+
+  // Ops the dumps' matcher found pending but younger than their timeout.
+  int64_t InFlightOps() const {
+    auto it = report_->stats().counters().find("ops_in_flight_not_stuck");
+    return it == report_->stats().counters().end() ? 0 : it->second;
   }
 
   static std::vector<std::string> KindActions(const report::RootCause& cause) {
@@ -779,6 +1142,11 @@ class Explainer {
   report::Report* report_;
   std::set<int32_t> victims_;
   const LogEvent* first_timeout_ = nullptr;
+  std::map<std::string, std::string> host_of_address_;
+  std::set<std::string> known_hosts_;
+  int64_t job_start_ns_ = kNoTime;
+  // How the order of a kill and the lines it caused was settled, for the summary.
+  std::string settled_by_;
 };
 
 // Log lines, hosts and paths are bytes; report strings must be UTF-8 (lib/fr/base/utf8.h).
@@ -810,6 +1178,24 @@ void MakeValidUtf8(google::protobuf::Message* message) {
 }
 
 }  // namespace
+
+std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs) {
+  std::set<int64_t> died;
+  for (const LogEvent& event : logs.events) {
+    if (event.rank < 0) continue;
+    bool death = false;
+    if (event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable) {
+      death = event.signal != 15 && event.exit_code != 0 && event.exit_code != INT32_MIN;
+    } else if (std::optional<RootCauseKind> kind = FaultKind(event)) {
+      death = *kind == RootCauseKind::kSegfault || *kind == RootCauseKind::kHostOom ||
+              *kind == RootCauseKind::kCudaOom || *kind == RootCauseKind::kCudaError ||
+              (*kind == RootCauseKind::kPythonException && !IsCascadeException(event) &&
+               event.lines_after < kKeptRunningLines);
+    }
+    if (death) died.insert(event.rank);
+  }
+  return {died.begin(), died.end()};
+}
 
 void ExplainFromLogs(const LogSet& logs, const JobClock& clock, bool have_dumps,
                      report::Report* report) {

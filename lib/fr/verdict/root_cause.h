@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "fr/clock/job_clock.h"
 #include "fr/logs/log_event.h"
@@ -45,6 +46,12 @@ enum class RootCauseKind : uint8_t {
 // "xid", "host_oom", ... "unknown": the report contract's names.
 std::string_view RootCauseKindName(RootCauseKind kind);
 std::optional<RootCauseKind> ParseRootCauseKind(std::string_view name);
+
+// Ranks the logs say died, once identities are resolved (ResolveIdentities): a worker the
+// launcher reported dead by its own failure (not the SIGTERM the launcher itself sent), or a
+// rank's crash, exception (not one raised because communication failed, nor one it survived)
+// or OOM kill. Ascending.
+std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs);
 
 // Fills report->verdict().root_cause(), report->timeline() and report->log_files(), and joins
 // the logs' answer with the verdict the dumps gave (`have_dumps`): with logs alone the verdict's

@@ -1,0 +1,202 @@
+"""Causes, not reporters: a rank that *reports* a failure (a lost connection, a timeout, a kill it
+received) is usually a victim. Each case is a pasted log or a job directory made of lines in the
+wording real jobs print (each quoted with the public source it comes from; host names, addresses,
+ranks and times edited to build one job), with the fault the case sets up as the expected answer.
+"""
+
+import json
+import pathlib
+import subprocess
+
+import pytest
+
+
+REAL = pathlib.Path(__file__).resolve().parent.parent / "data" / "logs" / "real"
+
+
+def analyze(cli, path_or_stdin, *, stdin=None):
+    args = [cli, "analyze", path_or_stdin, "--format", "json"]
+    result = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout), result.returncode
+
+
+# NVRM lines: Xid 63 from github.com/stas00/ml-engineering (compute/accelerator/nvidia/debug.md);
+# Xid 74 from github.com/NVIDIA/NVSentinel (docs on WORKFLOW_NVLINK_ERR); the syslog prefix as
+# journald writes kernel lines (tests/data/logs/real/syslog_kernel.log).
+XID63 = ("Aug 10 15:36:05 node01 kernel: NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: "
+         "New row marked for remapping, reset gpu to activate.\n")
+XID74 = ("Aug 10 15:56:40 node02 kernel: NVRM: Xid (PCI:0003:00:00): 74, pid='<unknown>', "
+         "name=<unknown>, NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, "
+         "0x0, 0x0)\n")
+
+
+def test_a_row_remapping_notice_is_not_a_failure(cli):
+    report, status = analyze(cli, "-", stdin=XID63)
+    assert report["verdict"]["root_cause"]["kind"] == "none"
+    assert status == 0
+
+
+def test_a_fatal_xid_later_outranks_an_earlier_notice(cli):
+    report, status = analyze(cli, "-", stdin=XID63 + XID74)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "xid", cause["summary"]
+    assert cause["detail"]["xid"] == "74"
+    assert cause["hosts"] == ["node02"]
+    assert status == 1
+
+
+# NCCL's interface and init lines: github.com/NVIDIA/nccl/issues/1814 ("Bootstrap : Using
+# bond0:172.36.134.184<0>", "comm 0x... rank 36 nranks 64 cudaDev 4 ... - Init COMPLETE"); the IB
+# completion error: github.com/NVIDIA/nccl/issues/1405; the socket error:
+# github.com/NVIDIA/nccl/issues/1232 ("socketProgress: Connection closed by remote peer
+# node2<42830>").
+BOOT = """\
+node01:3468:3468 [0] NCCL INFO Bootstrap : Using bond0:10.0.0.1<0>
+node02:5520:5520 [0] NCCL INFO Bootstrap : Using bond0:10.0.0.2<0>
+node03:7701:7701 [0] NCCL INFO Bootstrap : Using bond0:10.0.0.3<0>
+node01:3468:3905 [0] NCCL INFO comm 0x557fe785f7a0 rank 0 nranks 3 cudaDev 0 nvmlDev 0 busId 18000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE
+node02:5520:5906 [0] NCCL INFO comm 0x560dfc7a10e0 rank 1 nranks 3 cudaDev 0 nvmlDev 0 busId 18000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE
+node03:7701:7790 [0] NCCL INFO comm 0x55f00a1b2c30 rank 2 nranks 3 cudaDev 0 nvmlDev 0 busId 18000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE
+"""
+IB_ERROR = ("{host}:{pid}:3905 [0] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+            "{peer}<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid "
+            "fd00:1148:9000:5000:4:200:3:ff22 remoteGidsfd00:1148:9000:5000:4:200:3:ff1f\n")
+SOCKET_ERROR = ("{host}:{pid}:3906 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection "
+                "closed by remote peer {peer}<42830>\n")
+
+
+def test_peers_that_lose_a_silent_node_name_that_node(cli):
+    """node02 printed nothing after its init; both other nodes' transport errors name its
+    address. node02 (rank 1) is the suspect; the ranks that reported the errors are victims."""
+    text = (BOOT + IB_ERROR.format(host="node01", pid=3468, peer="10.0.0.2") +
+            IB_ERROR.format(host="node03", pid=7701, peer="10.0.0.2"))
+    report, status = analyze(cli, "-", stdin=text)
+    cause = report["verdict"]["root_cause"]
+    assert cause["hosts"] == ["node02"], cause["summary"]
+    assert cause["ranks"] == [1]
+    assert cause["kind"] == "unknown"
+    assert report["verdict"]["culprit_ranks"] == [1]
+    assert "node02" in cause["summary"] and "printed no error" in cause["summary"]
+    assert status == 1
+
+
+def test_a_node_failure_names_the_node_the_peers_lost(cli):
+    """The same, and Slurm says NODE FAILURE minutes later (on the controller's clock): a kill
+    from outside, with the node that went down named, no rank blamed."""
+    # github.com/ZettaAI/zetta_utils/issues/671 (the CANCELLED line; reason edited).
+    slurm = ("slurmstepd: error: *** JOB 494583 ON node01 CANCELLED AT 2024-04-20T09:14:37 DUE TO "
+             "NODE FAILURE ***\n")
+    text = BOOT + IB_ERROR.format(host="node01", pid=3468, peer="10.0.0.2") + slurm
+    report, _ = analyze(cli, "-", stdin=text)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "host_kill", cause["summary"]
+    assert cause["hosts"] == ["node02"]
+    assert report["verdict"]["culprit_ranks"] == []
+
+
+def test_the_peer_of_a_lost_connection_reports_its_consequence(cli):
+    """node01 loses node02 first; node02's own error about node01 is the consequence on the
+    peer: one rank is named, not both."""
+    text = (BOOT + SOCKET_ERROR.format(host="node01", pid=3468, peer="node02") +
+            SOCKET_ERROR.format(host="node02", pid=5520, peer="node01"))
+    report, _ = analyze(cli, "-", stdin=text)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "transport_error", cause["summary"]
+    assert cause["ranks"] == [0]
+
+
+def test_a_peer_that_failed_on_its_own_is_the_cause(cli):
+    """node01's transport error names node02, whose worker crashed: the crash is the cause."""
+    # "Fatal Python error: Segmentation fault" as srun -l prints it:
+    # tests/data/logs/real/segfault_srun.log.
+    text = (BOOT + IB_ERROR.format(host="node01", pid=3468, peer="10.0.0.2") +
+            "node02:5520:5520 [0] NCCL INFO comm 0x560dfc7a10e0 rank 1 nranks 3 - Abort\n"
+            "1: Fatal Python error: Segmentation fault\n")
+    report, _ = analyze(cli, "-", stdin=text)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "segfault", cause["summary"]
+    assert 0 not in cause["ranks"]
+
+
+def test_a_preemption_outranks_what_the_killed_ranks_print(tmp_path, cli):
+    """Slurm preempts the job; the agent is signalled and the workers lose their peers. The
+    transport error reads earlier than the kill on the raw clocks (the CANCELLED time is the
+    controller's), yet it is the kill's consequence."""
+    job = tmp_path / "job"
+    (job / "node01").mkdir(parents=True)
+    # The agent's lines: github.com/pytorch/pytorch/issues/150916.
+    (job / "node01" / "torchrun.log").write_text(
+        SOCKET_ERROR.format(host="node01", pid=3468, peer="node02") +
+        "W0420 09:09:37.530000 1359 torch/distributed/elastic/agent/server/api.py:719] Received "
+        "15 death signal, shutting down workers\n"
+        "W0420 09:09:37.531000 1359 torch/distributed/elastic/multiprocessing/api.py:897] "
+        "Sending process 3468 closing signal SIGTERM\n")
+    (job / "slurm-494583.out").write_text(
+        "slurmstepd: error: *** JOB 494583 ON node01 CANCELLED AT 2024-04-20T09:10:07 DUE TO "
+        "PREEMPTION ***\n")
+    report, _ = analyze(cli, str(job))
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "host_kill", cause["summary"]
+    assert report["verdict"]["culprit_ranks"] == []
+    assert "consequence" in cause["summary"]
+
+
+def test_a_signalled_launcher_is_a_kill_only_when_nothing_failed_inside(cli):
+    """srun signals the other nodes' agents after one task failed: the task's exception, not
+    the signal, is the cause."""
+    # [rank0]: traceback: tests/data/logs/real/python_traceback.log; agent: pytorch issue 150916.
+    text = ("[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/app/src/llamafactory/launcher.py", line 185, in <module>\n'
+            "[rank0]:     run_exp()\n"
+            "[rank0]: AttributeError: 'AcceleratorState' object has no attribute "
+            "'mixed_precision'\n"
+            "W0409 07:28:49.530000 1359 torch/distributed/elastic/agent/server/api.py:719] "
+            "Received 15 death signal, shutting down workers\n")
+    report, _ = analyze(cli, "-", stdin=text)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "python_exception", cause["summary"]
+    assert cause["ranks"] == [0]
+
+
+def test_a_kernel_fault_from_before_the_job_is_not_its_cause(tmp_path, cli):
+    """kern.log keeps days of history: an Xid on Nov 28 says nothing about a job that started on
+    Dec 1 and died of a Python exception."""
+    job = tmp_path / "job"
+    (job / "node01").mkdir(parents=True)
+    (job / "node01" / "kern.log").write_text(
+        "Nov 28 03:12:01 node01 kernel: NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the "
+        "bus\n")
+    # torchrun's agent (tests/data/logs/real/torchrun_agent.log wording, dates edited).
+    (job / "node01" / "torchrun.log").write_text(
+        "I1201 10:00:00.000000 32974 torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
+        "environment variable for each process to be 1 in default, to avoid your system being "
+        "overloaded, please further tune the variable for optimal performance in your "
+        "application as needed.\n"
+        "[rank3]: Traceback (most recent call last):\n"
+        '[rank3]:   File "/app/train.py", line 85, in <module>\n'
+        "[rank3]:     main()\n"
+        "[rank3]: ValueError: batch has no labels\n"
+        "E1201 10:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed "
+        "(exitcode: 1) local_rank: 3 (pid: 33054) of binary: /usr/bin/python3\n")
+    report, _ = analyze(cli, str(job))
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "python_exception", cause["summary"]
+    assert cause["ranks"] == [3]
+
+
+def test_an_exception_the_process_survived_is_not_a_death(cli):
+    """PyTorch's debug-server dumper logs a KeyError traceback and rank 0 trains on (a real
+    capture, tests/data/logs/real/debug_server_dumper_keyerror.log): not a cause. The same
+    traceback as the rank's last words is its death."""
+    with open(REAL / "debug_server_dumper_keyerror.log", encoding="utf-8") as f:
+        lines = f.read().splitlines(keepends=True)
+    report, status = analyze(cli, "-", stdin="".join(lines))
+    assert report["verdict"]["root_cause"]["kind"] == "none", \
+        report["verdict"]["root_cause"]["summary"]
+    assert status == 0
+    last_traceback_line = max(i for i, line in enumerate(lines) if "KeyError" in line)
+    report, _ = analyze(cli, "-", stdin="".join(lines[:last_traceback_line + 1]))
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "python_exception", cause["summary"]
+    assert cause["ranks"] == [0]
