@@ -32,6 +32,10 @@ Scenarios and what they inject:
                     the peer: the capture fails, see docs/real-pytorch.md)
   dtype_mismatch    the fault rank all_reduces float64 where its TP peers use float32
 
+--dump-after S makes every rank dump S seconds after the ranks met, before any timeout: with
+--timeout 60 the stuck_before_op scenario is a hang in progress (no watchdog has fired), and
+healthy with many --steps is a running job dumped on demand.
+
 --late-rank R adds a rank that is slow but healthy at the fault step (it sleeps --late-s before
 its first op of that step): the order in which ranks begin waiting is then fixed rather than left
 to the scheduler, and an analyzer that orders ranks by when their ops were enqueued, rather than
@@ -137,7 +141,8 @@ def worker(args):
     # took to start (importing torch on a loaded machine): the deadline counts from here. Steps
     # before the fault take well under a second; a victim fails after one timeout, and victims of
     # victims after a few more.
-    deadline = time.time() + args.timeout * 3 + args.settle
+    deadline = time.time() + (args.dump_after if args.dump_after > 0
+                              else args.timeout * 3 + args.settle)
     threading.Thread(target=dump_at_deadline, args=(deadline,), daemon=True).start()
 
     def data_loading(step):
@@ -258,7 +263,8 @@ def launch(args):
                "--dp", str(args.dp), "--steps", str(args.steps), "--fault-rank",
                str(args.fault_rank), "--fault-step", str(args.fault_step), "--timeout",
                str(args.timeout), "--settle", str(args.settle), "--buffer", str(args.buffer),
-               "--late-rank", str(args.late_rank), "--late-s", str(args.late_s)]
+               "--late-rank", str(args.late_rank), "--late-s", str(args.late_s),
+               "--dump-after", str(args.dump_after)]
         cmd += ["--json"] if args.json else []
         cmd += [] if args.stacks else ["--no-stacks"]
         cmd += ["--only-active"] if args.only_active else []
@@ -289,6 +295,7 @@ def launch(args):
         "timeout_s": args.timeout,
         "late_rank": None if args.late_rank < 0 else args.late_rank,
         "late_s": None if args.late_rank < 0 else args.late_s,
+        "dump_after_s": args.dump_after if args.dump_after > 0 else None,
         "backend": "gloo",
         "torch_version": torch.__version__,
         "ranks_dumped": dumped,
@@ -328,6 +335,10 @@ def main():
                         help="a rank that is slow (not stuck) at the fault step; none by default")
     parser.add_argument("--late-s", type=float, default=0.5,
                         help="how long --late-rank sleeps before its first op of that step")
+    parser.add_argument("--dump-after", type=float, default=0.0,
+                        help="every rank still alive dumps this many seconds after the ranks "
+                             "met, whatever the timeout (a hang in progress, or a healthy job "
+                             "dumped on demand while it runs); default: after the timeouts")
     parser.add_argument("--json", action="store_true", help="dump with _dump_fr_trace_json")
     parser.add_argument("--no-stacks", dest="stacks", action="store_false")
     parser.add_argument("--only-active", action="store_true")

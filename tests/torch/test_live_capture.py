@@ -41,8 +41,16 @@ def capture(tmp_path, *args):
     # loaded machine produced by chance in CI and that named them culprits too.
     ["--scenario", "stuck_before_op", "--fault-rank", "6", "--late-rank", "7"],
     ["--scenario", "op_mismatch", "--fault-rank", "1", "--late-rank", "0", "--json"],
+    # A hang in progress: dumped 6 s after the ranks met, long before the 60 s timeout, while
+    # the job issues an op every few ms; and a healthy job dumped the same way while it runs.
+    # (Without stacks: collecting Python stacks costs a rank seconds of CPU on this 2-core
+    # machine, during which it issues nothing, a stall the dumps rightly cannot tell from a hang.)
+    ["--scenario", "stuck_before_op", "--fault-rank", "2", "--timeout", "60", "--dump-after", "6"],
+    ["--scenario", "healthy", "--timeout", "60", "--dump-after", "5", "--steps", "100000",
+     "--no-stacks"],
 ], ids=["stuck_before_op", "op_mismatch_json", "healthy_no_stacks",
-        "stuck_before_op_late_victim", "op_mismatch_json_late_victim"])
+        "stuck_before_op_late_victim", "op_mismatch_json_late_victim", "hang_in_progress",
+        "healthy_dumped_while_running"])
 def test_live_capture_is_diagnosed(cli, tmp_path, args):
     job, expected = capture(tmp_path, *args)
     proc = subprocess.run([cli, "analyze", str(job / "dumps"), "--format", "json"],

@@ -1,6 +1,8 @@
 #include "fr/index/dump_time.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "fmt/format.h"
 #include "fr/base/parallel_for.h"
@@ -21,16 +23,82 @@ int64_t NewestRecord(const RankDump& dump) {
   return newest;
 }
 
+// A wait is a hang in progress when it is longer than a second, a hundred of the rank's median
+// gaps between recorded ops, and ten of its longest gap (the job's own pauses: a slow step, an
+// evaluation, a checkpoint). Fewer records than this tell no rhythm.
+constexpr size_t kMinRecordsForRhythm = 8;
+constexpr int64_t kMinStallNs = 1'000'000'000;
+constexpr int64_t kMedianGaps = 100;
+constexpr int64_t kLongestGaps = 10;
+
+struct Rhythm {
+  int64_t stall_after_ns = kUnknown;
+  int64_t median_gap_ns = kUnknown;
+};
+
+Rhythm RhythmOf(const RankDump& dump) {
+  std::vector<int64_t> created;
+  created.reserve(dump.entries.size());
+  for (const Entry& entry : dump.entries) {
+    if (entry.time_created_ns != kUnknown) created.push_back(entry.time_created_ns);
+  }
+  if (created.size() < kMinRecordsForRhythm) return {};
+  std::sort(created.begin(), created.end());
+  std::vector<int64_t> gaps;
+  gaps.reserve(created.size() - 1);
+  for (size_t i = 1; i < created.size(); ++i) gaps.push_back(created[i] - created[i - 1]);
+  int64_t longest = *std::max_element(gaps.begin(), gaps.end());
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  int64_t median = gaps[gaps.size() / 2];
+  // Saturating: an absurd clock in a hostile dump must not overflow.
+  auto times = [](int64_t gap, int64_t factor) {
+    return gap > INT64_MAX / factor ? INT64_MAX : gap * factor;
+  };
+  return {std::max({kMinStallNs, times(median, kMedianGaps), times(longest, kLongestGaps)}),
+          median};
+}
+
+DumpTimes EstimateDumpTimesOnly(const LoadedTrace& trace, int64_t option_ns, int jobs);
+
+// Whether some rank's newest op had finished and it then issued nothing for longer than its
+// rhythm allows, before its dump was taken.
+bool SomeRankWentIdle(const LoadedTrace& trace, const DumpTimes& times) {
+  for (size_t d = 0; d < trace.ranks.size(); ++d) {
+    const EntryStore& entries = trace.ranks[d].entries;
+    if (entries.empty() || !EntryFinished(entries.back())) continue;
+    int64_t dump = times.per_dump[d], newest = times.newest_record[d];
+    if (dump == kUnknown || newest == kUnknown || times.stall_after_ns[d] == kUnknown) continue;
+    if (dump - newest >= times.stall_after_ns[d]) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns, int jobs) {
+  DumpTimes times = EstimateDumpTimesOnly(trace, option_ns, jobs);
+  times.some_rank_went_idle = SomeRankWentIdle(trace, times);
+  return times;
+}
+
+namespace {
+
+// The dump times alone; EstimateDumpTimes adds what they show about the job's progress.
+DumpTimes EstimateDumpTimesOnly(const LoadedTrace& trace, int64_t option_ns, int jobs) {
   DumpTimes times;
   times.per_dump.assign(trace.ranks.size(), kUnknown);
   times.newest_record.resize(trace.ranks.size());
+  times.stall_after_ns.resize(trace.ranks.size());
+  times.median_gap_ns.resize(trace.ranks.size());
   // A pass over every entry of the job: each dump's on its own core.
   ParallelFor(
       trace.ranks.size(), jobs,
-      [&](size_t d) { times.newest_record[d] = NewestRecord(trace.ranks[d]); },
+      [&](size_t d) {
+        times.newest_record[d] = NewestRecord(trace.ranks[d]);
+        Rhythm rhythm = RhythmOf(trace.ranks[d]);
+        times.stall_after_ns[d] = rhythm.stall_after_ns;
+        times.median_gap_ns[d] = rhythm.median_gap_ns;
+      },
       /*cancel=*/nullptr, /*min_items_per_thread=*/64);
   if (option_ns != kUnknown) {
     std::fill(times.per_dump.begin(), times.per_dump.end(), option_ns);
@@ -85,5 +153,7 @@ DumpTimes EstimateDumpTimes(const LoadedTrace& trace, int64_t option_ns, int job
   }
   return times;
 }
+
+}  // namespace
 
 }  // namespace fr

@@ -28,6 +28,18 @@ struct DumpTimes {
   std::vector<int64_t> per_dump;
   // The newest record in each dump: a lower bound on when it was taken; kUnknown when empty.
   std::vector<int64_t> newest_record;
+  // Per dump, the job's own rhythm (see RhythmOf): how long a pending op may wait before the
+  // wait is far beyond anything the rank's recorded history shows, or kUnknown when it records
+  // too few ops to tell. A pending op older than this is a hang in progress even when it is
+  // younger than its timeout.
+  std::vector<int64_t> stall_after_ns;
+  // ... and the median gap between its recorded ops (ns), for the evidence; kUnknown likewise.
+  std::vector<int64_t> median_gap_ns;
+  // Some rank had stopped issuing ops long before its dump (its newest op finished, and then
+  // nothing for longer than `stall_after_ns`): stuck outside communication. Only then is a wait
+  // beyond the rhythm a hang in progress; dumps written one after another while a job runs
+  // leave early-dumping ranks' peers waiting too, on ranks that were busy until they dumped.
+  bool some_rank_went_idle = false;
   // The latest accepted dump time over the job (what the report shows), or kUnknown.
   int64_t job_ns = kUnknown;
   // "option", "file modification time", or "unknown", with the reason when a source was refused.

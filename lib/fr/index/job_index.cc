@@ -130,8 +130,10 @@ void InferMembersFromSiblings(const LoadedTrace& trace, std::vector<JobGroup>* g
       ++sizes[g->ranks.size()];
       covered.insert(g->ranks.begin(), g->ranks.end());
     }
+    // The most common size; on a tie the larger (two DP groups of a 4-rank job, one short of the
+    // rank that left no file: sizes 1 and 2, the full size is 2).
     size_t full = std::max_element(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) {
-                    return a.second < b.second;
+                    return a.second < b.second || (a.second == b.second && a.first < b.first);
                   })->first;
     std::vector<int64_t> unplaced;
     for (int64_t r : without_file) {
@@ -160,11 +162,12 @@ void InferMembersFromSiblings(const LoadedTrace& trace, std::vector<JobGroup>* g
 // become the member's pending head again.
 int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times,
                                 const JobIndex& index, JobGroup* group) {
-  // A member that left no file at all may have died, and then the op its peers were in ended in
-  // the error of its death (Gloo retires it like a completed one).
-  bool member_without_file =
-      std::any_of(group->members.begin(), group->members.end(),
-                  [&](const GroupMember& m) { return m.dump < 0 && !index.Unreadable(m.rank); });
+  // A member that left no file at all may have died, and one the logs say died did: the op its
+  // peers were in then ended in the error of its death (Gloo retires it like a completed one).
+  auto died = [&](const GroupMember& m) {
+    return (m.dump < 0 && !index.Unreadable(m.rank)) ||
+           std::binary_search(index.died_ranks.begin(), index.died_ranks.end(), m.rank);
+  };
   int64_t reopened = 0;
   for (GroupMember& member : group->members) {
     if (member.dump < 0) continue;
@@ -176,7 +179,10 @@ int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times
       int64_t timeout_ns = (entry.timeout_ms > 0 ? entry.timeout_ms : 600000) * 1'000'000;
       // Only the op the rank was in when it stopped (its dump's newest entry) can have ended
       // in that error; earlier ones completed before the rank went on.
-      bool failed = member_without_file && unit == member.units.rbegin() &&
+      bool someone_died =
+          std::any_of(group->members.begin(), group->members.end(),
+                      [&](const GroupMember& m) { return &m != &member && died(m); });
+      bool failed = someone_died && unit == member.units.rbegin() &&
                     unit->first_entry + unit->entry_count >= dump.entries.size();
       for (const GroupMember& other : group->members) {
         if (failed) break;
@@ -247,8 +253,11 @@ bool GroupNameLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs) {
+JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs,
+                       const std::vector<int64_t>& died) {
   JobIndex index;
+  index.died_ranks = died;
+  std::sort(index.died_ranks.begin(), index.died_ranks.end());
   index.dump_times = EstimateDumpTimes(trace, dump_time_ns, jobs);
   for (const RejectedFile& file : trace.rejected) {
     if (file.rank != kUnknown) index.unreadable_ranks.push_back(file.rank);

@@ -84,12 +84,17 @@ struct JobIndex {
   // ascending: unlike a rank that left no file, nothing says such a rank crashed.
   std::vector<int64_t> unreadable_ranks;
   bool Unreadable(int64_t rank) const;
+  // Ranks the job's logs say died (BuildJobIndex's `died`), ascending.
+  std::vector<int64_t> died_ranks;
 };
 
 // `dump_time_ns` (kUnknown: estimate from the files, see dump_time.h) is the time the dumps were
 // taken, used to tell a retired op that failed from one that completed. Dumps are indexed on
-// `jobs` threads (0: one per core); the index is the same on any number.
-JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns = kUnknown, int jobs = 0);
+// `jobs` threads (0: one per core); the index is the same on any number. `died`: ranks the logs
+// say died (an exception, a signal, a kill); like a rank that left no file, such a rank's death
+// ends the op its peers were in, which Gloo then retires as if it had completed.
+JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns = kUnknown, int jobs = 0,
+                       const std::vector<int64_t>& died = {});
 
 // The order in which groups are listed: numeric names numerically ("2" before "10"), then other
 // names as strings.

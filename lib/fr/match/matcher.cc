@@ -492,12 +492,44 @@ class GroupMatcher {
     return Progress::kScheduled;
   }
 
-  // An op younger than its timeout at dump time is in flight, not stuck.
-  bool IsStuck(const GroupMember& member, const Entry& entry) const {
+  // An op younger than its timeout at dump time is in flight, not stuck, unless it has waited
+  // far beyond the rank's own rhythm (a hang in progress, dumped before any timeout fired).
+  // `seq`: the op's collective seq in this group, or -1 for a send/recv.
+  bool IsStuck(const GroupMember& member, const Entry& entry, int64_t seq) {
+    // A member the logs say died and that never issued this collective: it can never complete,
+    // however young it is.
+    if (seq >= 0 && !index_.died_ranks.empty()) {
+      for (const GroupMember& other : group_.members) {
+        if (&other == &member ||
+            !std::binary_search(index_.died_ranks.begin(), index_.died_ranks.end(), other.rank)) {
+          continue;
+        }
+        if (other.dump < 0 || other.last_enqueued == kUnknown || other.last_enqueued < seq) {
+          ++result_.ops_known_stuck;
+          return true;
+        }
+      }
+    }
     int64_t dump_time = index_.dump_times.per_dump[member.dump];
     if (dump_time == kUnknown || entry.time_created_ns == kUnknown) return true;
     int64_t timeout_ms = entry.timeout_ms > 0 ? entry.timeout_ms : kDefaultTimeoutMs;
-    return dump_time - entry.time_created_ns >= timeout_ms * 1'000'000;
+    int64_t age = dump_time - entry.time_created_ns;
+    if (age >= timeout_ms * 1'000'000) {
+      ++result_.ops_known_stuck;
+      return true;
+    }
+    const auto& stall_after = index_.dump_times.stall_after_ns;
+    if (index_.dump_times.some_rank_went_idle && member.dump >= 0 &&
+        static_cast<size_t>(member.dump) < stall_after.size() &&
+        stall_after[member.dump] != kUnknown && age >= stall_after[member.dump]) {
+      ++result_.stalled_beyond_rhythm_ops;
+      if (age > result_.longest_stall_ns) {
+        result_.longest_stall_ns = age;
+        result_.stall_median_gap_ns = index_.dump_times.median_gap_ns[member.dump];
+      }
+      return true;
+    }
+    return false;
   }
 
   // True when the members disagreed about collective `seq` (matched before heads are judged).
@@ -541,15 +573,16 @@ class GroupMatcher {
         // one whose collective another member issued differently: it can never complete. (A
         // late rank's op can be younger than its timeout when the culprit's exit ends it and the
         // rank dumps before Gloo retires the failed op.)
-        if (!coll->retired_failed && !IsStuck(member, dump->entries[coll->first_entry]) &&
-            !Desynced(coll->seq)) {
+        if (coll->retired_failed) ++result_.ops_known_stuck;
+        if (!coll->retired_failed &&
+            !IsStuck(member, dump->entries[coll->first_entry], coll->seq) && !Desynced(coll->seq)) {
           ++result_.in_flight_ops;
           heads_.young.emplace_back(coll->seq, m);
           continue;
         }
         collective_heads[coll->seq].push_back(m);
       } else if (p2p >= 0) {
-        if (!IsStuck(member, dump->entries[p2p])) {
+        if (!IsStuck(member, dump->entries[p2p], -1)) {
           ++result_.in_flight_ops;
           continue;
         }
@@ -1065,6 +1098,12 @@ MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, int jobs) 
     std::move(group.blocks.begin(), group.blocks.end(), std::back_inserter(result.blocks));
     std::move(group.stuck.begin(), group.stuck.end(), std::back_inserter(result.stuck));
     result.in_flight_ops += group.in_flight_ops;
+    result.stalled_beyond_rhythm_ops += group.stalled_beyond_rhythm_ops;
+    result.ops_known_stuck += group.ops_known_stuck;
+    if (group.longest_stall_ns > result.longest_stall_ns) {
+      result.longest_stall_ns = group.longest_stall_ns;
+      result.stall_median_gap_ns = group.stall_median_gap_ns;
+    }
     result.collectives_checked += group.collectives_checked;
     result.p2p_ops_checked += group.p2p_ops_checked;
   }

@@ -127,6 +127,14 @@ struct MatchResult {
   // Members with a pending op younger than its timeout that no stuck rank waits for: in
   // flight, not stuck. (A young op of a rank that stuck ranks wait for is where it waits.)
   int64_t in_flight_ops = 0;
+  // Pending ops judged stuck although younger than their timeout, because their wait was far
+  // beyond the rank's own rhythm (a hang in progress, dumped before any timeout fired); the
+  // longest such wait and that rank's median gap between ops. Ops stuck past their timeout or
+  // ended in an error are counted in `ops_known_stuck`.
+  int64_t stalled_beyond_rhythm_ops = 0;
+  int64_t longest_stall_ns = 0;
+  int64_t stall_median_gap_ns = 0;
+  int64_t ops_known_stuck = 0;
   int64_t collectives_checked = 0;
   int64_t p2p_ops_checked = 0;
   // When the dumps were taken (see dump_time.h): the job's time, its source and how sure it is.

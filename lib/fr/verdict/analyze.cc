@@ -72,7 +72,7 @@ class Analyzer {
   }
 
   Report Run() {
-    index_ = BuildJobIndex(trace_, options_.dump_time_ns, options_.jobs);
+    index_ = BuildJobIndex(trace_, options_.dump_time_ns, options_.jobs, options_.died_ranks);
     // Stragglers read only the trace and the index, which nothing changes from here on: they are
     // found on a second core while the groups are matched.
     std::future<std::vector<Straggler>> stragglers =
@@ -993,6 +993,17 @@ class Analyzer {
       summary +=
           " The dump time is unknown (no usable file times), so pending ops were judged "
           "stuck; if the dumps were taken on demand from a running job, give --dump-time.";
+    }
+    if (IsFailureClass(failure_class) && matched_.stalled_beyond_rhythm_ops > 0 &&
+        matched_.ops_known_stuck == 0 && index_.dump_times.job_ns != kUnknown) {
+      // No op reached its timeout: the stall rests on the job's rhythm, not on a watchdog.
+      if (confidence == "high") confidence = "medium";
+      summary += fmt::format(
+          " A hang in progress: no op had reached its timeout when the dumps were taken, but "
+          "ranks had waited up to {:.1f} s, far beyond the job's rhythm ({:.1f} ms between a "
+          "rank's ops at the median).",
+          static_cast<double>(matched_.longest_stall_ns) / 1e9,
+          static_cast<double>(matched_.stall_median_gap_ns) / 1e6);
     }
     if (outside_only && lead != nullptr) {
       summary = fmt::format("No cause lies in the selected groups ({}); outside them: {}",

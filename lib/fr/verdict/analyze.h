@@ -40,6 +40,9 @@ struct AnalyzeOptions {
   // Threads for the analysis (indexing, matching); 0: one per core. The report is the same on
   // any number.
   int jobs = 0;
+  // Ranks the job's logs say died (RanksTheLogsSayDied), which the dumps cannot show: the op
+  // their peers were in ended in the error of that death.
+  std::vector<int64_t> died_ranks;
 };
 
 report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);

@@ -256,7 +256,13 @@ void SayWhatSkippedFilesWereReadAs(const LoadedTrace& trace, const LogSet* logs,
 }  // namespace
 
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {
-  report::Report report = Analyze(trace, options);
+  AnalyzeOptions with_deaths = options;
+  if (logs != nullptr && !trace.ranks.empty() && !logs->events.empty()) {
+    // Who died is known before the dumps are judged: a death ends the op its peers were in.
+    ResolveIdentities(logs);
+    with_deaths.died_ranks = RanksTheLogsSayDied(*logs);
+  }
+  report::Report report = Analyze(trace, with_deaths);
   SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, &report);
   if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
   ClockHints hints;

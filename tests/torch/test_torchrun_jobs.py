@@ -1,0 +1,133 @@
+"""Whole torchrun jobs, judged as a user would judge them: fr-analyze reads everything a real
+`torchrun` job left (flight-recorder dumps, the launcher's console, the --log-dir tree, @record's
+error.json files) and must name the fault that was injected: the rank that caused the failure,
+not the ranks that reported it.
+
+Every scenario of tests/torch/torchrun_capture.py is captured live with the installed torch, and
+every golden copy under tests/data/torchrun/<torch>/<scenario>/ is analysed offline. The expected
+answer is what the harness injected (expected.json), never what fr-analyze printed.
+
+Run with the venv (scripts/venv.sh) and FR_ANALYZE_CLI set; scripts/test.sh does:
+    FR_ANALYZE_CLI=build/dev/tools/fr-analyze build/venv/bin/python -m pytest tests/torch
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import torchrun_capture  # noqa: E402
+
+GOLDEN = HERE.parent / "data" / "torchrun"
+GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
+# Files of a capture that a user's job directory would not hold.
+HARNESS_FILES = {"expected.json", "file_times.json"}
+
+
+@pytest.fixture(scope="session")
+def cli():
+    path = os.environ.get("FR_ANALYZE_CLI")
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail("set FR_ANALYZE_CLI to the built fr-analyze (scripts/test.sh does)")
+    return path
+
+
+def stage(source, target, times=None):
+    """Copies a capture (or a golden case) to target without the harness's own files, keeping the
+    files' modification times (from `times`, relative path -> ns, where given)."""
+    shutil.copytree(source, target, copy_function=shutil.copy2,
+                    ignore=lambda d, names: [n for n in names
+                                             if n in HARNESS_FILES and pathlib.Path(d) == source])
+    for rel, ns in (times or {}).items():
+        os.utime(target / rel, ns=(ns, ns))
+    return target
+
+
+def analyze(cli, job):
+    """(exit status, report). A run that crashed after printing its report still gives the report,
+    so that a failure says both what went wrong with the run and what the verdict was."""
+    proc = subprocess.run([cli, "analyze", str(job), "--format", "json"], capture_output=True,
+                          text=True, timeout=120)
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"fr-analyze exited {proc.returncode} without a JSON report: "
+                    f"{proc.stderr[-2000:]}")
+    return proc.returncode, report
+
+
+def describe(verdict):
+    root = verdict.get("root_cause") or {}
+    return (f"failure_class={verdict.get('failure_class')} "
+            f"culprit_ranks={verdict.get('culprit_ranks', [])} "
+            f"root_cause.kind={root.get('kind')} root_cause.ranks={root.get('ranks', [])}\n"
+            f"summary: {verdict.get('summary')}")
+
+
+def check(status, report, expected):
+    """Every way the report differs from what was injected, in one message."""
+    verdict = report["verdict"]
+    wrong = []
+    if verdict.get("failure_class") != expected["failure_class"]:
+        wrong.append(f"failure_class {verdict.get('failure_class')!r}, "
+                     f"expected {expected['failure_class']!r}")
+    if verdict.get("culprit_ranks", []) != expected["culprit_ranks"]:
+        wrong.append(f"culprit_ranks {verdict.get('culprit_ranks', [])}, "
+                     f"expected {expected['culprit_ranks']}")
+    root = verdict.get("root_cause")
+    kinds = expected["root_cause_kinds"]
+    if root is None:
+        if "none" not in kinds:
+            wrong.append(f"no root_cause, expected one of {kinds}")
+    elif root.get("kind") not in kinds:
+        wrong.append(f"root_cause.kind {root.get('kind')!r}, expected one of {kinds}")
+    else:
+        # A fault printed by a rank (exception, segfault, or the rank the timeouts wait for) must
+        # name that rank; a root cause that may name none (unknown, host_kill) must name no other.
+        ranks, want = root.get("ranks", []), expected["root_cause_ranks"]
+        must_name = root.get("kind") in ("python_exception", "segfault", "collective_timeout")
+        if ranks != want and (must_name or ranks):
+            wrong.append(f"root_cause.ranks {ranks}, expected {want}")
+    want = 0 if expected["failure_class"] == "none" else 1
+    if status != want:
+        wrong.append(f"exit status {status}, expected {want}"
+                     + (" (killed by signal %d)" % -status if status < 0 else ""))
+    if report["inputs"].get("ranks_loaded", []) != expected["ranks_dumped"]:
+        wrong.append(f"inputs.ranks_loaded {report['inputs'].get('ranks_loaded', [])}, "
+                     f"expected {expected['ranks_dumped']}")
+    assert not wrong, (f"{expected['scenario']}: " + "; ".join(wrong) + "\n" + describe(verdict)
+                       + f"\n(injected: {expected['notes']})")
+
+
+@pytest.mark.parametrize("scenario", torchrun_capture.SCENARIOS)
+def test_live_torchrun_job_is_diagnosed(cli, tmp_path, scenario):
+    out = tmp_path / "capture"
+    proc = subprocess.run([sys.executable, str(HERE / "torchrun_capture.py"), str(out),
+                           "--scenario", scenario], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    expected = json.loads((out / "expected.json").read_text())
+    job = stage(out, tmp_path / "job")
+    status, report = analyze(cli, job)
+    check(status, report, expected)
+
+
+def test_golden_cases_are_present():
+    # Guards against a checkout that lost the captured data: the golden tests would pass vacuously.
+    scenarios = {case.name for case in GOLDEN_CASES}
+    assert set(torchrun_capture.SCENARIOS) <= scenarios, f"golden cases under {GOLDEN}"
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_golden_torchrun_job_is_diagnosed(cli, tmp_path, case):
+    expected = json.loads((case / "expected.json").read_text())
+    times = json.loads((case / "file_times.json").read_text())
+    job = stage(case, tmp_path / "job", times)
+    status, report = analyze(cli, job)
+    check(status, report, expected)
