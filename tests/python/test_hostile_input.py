@@ -516,3 +516,21 @@ def test_a_52_mb_json_dump_fits_in_less_memory_and_says_when_it_does_not(cli, tm
     assert starved.returncode == 2
     assert f"{dump}: byte 0: ran out of memory decoding" in starved.stderr
     assert "Error allocating memory" not in starved.stderr
+
+
+def test_an_unreadable_culprit_stays_the_culprit(cli, tmp_path):
+    """A TP x PP x DP job whose rank 5 never issued its collective, and rank 5's dump cut short:
+    the waits still end at rank 5. The report names it and where its dump broke, and never says
+    that every member issued an op nobody can see in rank 5's dump."""
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", job, "--tp", "2", "--pp", "2", "--dp", "2", "--fault",
+                    "stuck_before_op", "--fault-rank", "5"], check=True, capture_output=True)
+    dump = next(p for p in job.iterdir() if p.name.endswith("_5"))
+    dump.write_bytes(dump.read_bytes()[:3000])
+    result = run(cli, "analyze", job, "--format", "json")
+    verdict = json.loads(result.stdout)["verdict"]
+    assert verdict["failure_class"] in ("insufficient_evidence", "missing_participant")
+    assert "rank 5" in verdict["summary"] and "byte " in verdict["summary"], verdict["summary"]
+    assert "Every member" not in verdict["summary"]
+    assert any("5" in action and "dump" in action for action in verdict["next_actions"])
+    assert not any("nccl-tests" in action for action in verdict["next_actions"])

@@ -466,6 +466,17 @@ class GroupMatcher {
     }
   }
 
+  // In a group that carries only sends and recvs (pipeline stages), where it stops is a p2p seq:
+  // the report gives such groups' seqs as p2p_seq_ids, so that a group whose send/recv waits
+  // for good counts as a group with a problem, as one whose collective does.
+  void NoteP2pDivergence(int64_t p2p_seq) {
+    if (p2p_seq == kUnknown) return;
+    for (const GroupMember& member : group_.members) {
+      if (!member.units.empty()) return;
+    }
+    NoteDivergence(p2p_seq);
+  }
+
   // What member `x` has done about collective `seq`.
   enum class Progress { kMissing, kNotIssued, kScheduled, kStarted, kCompleted };
 
@@ -710,8 +721,10 @@ class GroupMatcher {
       }
       AddBlock(false, seq, op, started_waiters, not_started, BlockReason::kNotStarted, created);
     }
+    // A member whose dump is unreadable may be the one that never issued it: never "stuck with
+    // everyone inside" when some member cannot be seen.
     bool nobody_blocks = mismatched.empty() && not_issued.empty() && missing.empty() &&
-                         blocked_behind.empty() &&
+                         unreadable.empty() && blocked_behind.empty() &&
                          (!timing_known_ || !any_started || not_started.empty());
     if (nobody_blocks && !any_completed) {
       StuckOp stuck;
@@ -822,6 +835,7 @@ class GroupMatcher {
       auto block = [&](BlockReason reason) {
         AddBlock(true, entry.p2p_seq_id, op, {member.rank}, {peer.rank}, reason,
                  entry.time_created_ns);
+        NoteP2pDivergence(entry.p2p_seq_id);
       };
       switch (j.partner) {
         case PartnerState::kSkip:
@@ -856,6 +870,7 @@ class GroupMatcher {
             stuck.all_started = entry.state == EntryState::kStarted;
             stuck.time_created_ns = entry.time_created_ns;
             result_.stuck.push_back(std::move(stuck));
+            NoteP2pDivergence(entry.p2p_seq_id);
           }
           break;
       }
