@@ -12,7 +12,8 @@ that is not UTF-8) is encoded back to those bytes with os.fsencode, never refuse
 from __future__ import annotations
 
 import os
-from typing import Any, List, Sequence, Union
+from collections.abc import Iterable, Mapping
+from typing import Any, List, Union
 
 # The command line's limits (tools/fr_analyze_main.cc): -j, --dump-time, and ranks, which are
 # 32-bit in PyTorch and in the report (fr-analyze entries --ranks).
@@ -67,19 +68,15 @@ def paths(value: Any, name: str) -> Union[str, List[str]]:
     escapes, as os.fsdecode gives them); what _paths.resolve takes."""
     if isinstance(value, (str, bytes, os.PathLike)):
         return os.fsdecode(file_name(value, name))
-    if isinstance(value, Sequence) or _is_iterable_collection(value):
-        items = list(value)
-        if not items:
-            raise ValueError(f"{name} is an empty list: name a directory, a file or a glob")
-        return [os.fsdecode(file_name(item, f"{name}[{i}]")) for i, item in enumerate(items)]
-    raise TypeError(
-        f"{name} must be a path (str, bytes or os.PathLike) or a list of paths, not {_kind(value)}")
-
-
-def _is_iterable_collection(value: Any) -> bool:
-    # Sets and dict views of paths are lists of paths too; a lone iterator is not (it would be
-    # consumed), nor is a mapping (its keys are not what was meant).
-    return isinstance(value, (set, frozenset, type({}.keys())))
+    # Any iterable of paths (a list, a set, Path.glob()'s generator), but not a mapping: its keys
+    # are not what was meant.
+    if isinstance(value, (bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a path (str, bytes or os.PathLike) or a list of paths, "
+                        f"not {_kind(value)}")
+    items = list(value)
+    if not items:
+        raise ValueError(f"{name} is an empty list: name a directory, a file or a glob")
+    return [os.fsdecode(file_name(item, f"{name}[{i}]")) for i, item in enumerate(items)]
 
 
 def integer(value: Any, name: str, low: int, high: int) -> int:
@@ -126,8 +123,7 @@ def names(value: Any, name: str) -> List[str]:
         return []
     if isinstance(value, str):
         return [text(value, name)]
-    if isinstance(value, (bytes, bytearray)) or not (isinstance(value, Sequence) or
-                                                     _is_iterable_collection(value)):
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a list of str, not {_kind(value)}")
     return [text(item, f"{name}[{i}]") for i, item in enumerate(value)]
 
@@ -156,8 +152,6 @@ def log_text(value: Any, name: str) -> Union[str, bytes]:
 
 def dumps_by_rank(value: Any, name: str) -> dict:
     """{rank: bytes} with every rank in range and every dump bytes-like."""
-    from collections.abc import Mapping
-
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a mapping of rank to bytes, not {_kind(value)}")
     checked = {}

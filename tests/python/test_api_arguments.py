@@ -38,6 +38,7 @@ CALLS = {
                                 "path_or_paths"),
     "load([])": (lambda job, **_: fr_analyze.load([]), ValueError, "path_or_paths"),
     "load([None])": (lambda job, **_: fr_analyze.load([None]), TypeError, "path_or_paths[0]"),
+    "load(dict)": (lambda job, **_: fr_analyze.load({str(job): 1}), TypeError, "path_or_paths"),
     "load(prefix=int)": (lambda job, **_: fr_analyze.load(job, prefix=3), TypeError, "prefix"),
     "load(rank_pattern=lone)": (lambda job, **_: fr_analyze.load(job, rank_pattern=LONE),
                                 ValueError, "rank_pattern"),
@@ -119,3 +120,10 @@ def test_a_directory_whose_name_is_not_utf8_is_read(example_job, tmp_path):
     trace = fr_analyze.load(os.fsdecode(directory))
     assert os.fsencode(trace.ranks[0].path) == os.path.join(directory, b"nccl_trace_rank_0")
     assert trace.analyze().inputs.source.endswith("job-\ufffd")  # the report is UTF-8
+
+
+def test_any_iterable_of_paths_is_a_list_of_paths(example_job):
+    # Path.glob() gives a generator: as good as a list.
+    report = fr_analyze.analyze(example_job.glob("nccl_trace_rank_*"))
+    assert report.verdict.culprit_ranks == [5]
+    assert report.inputs.ranks_loaded == list(range(8))
