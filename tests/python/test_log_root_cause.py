@@ -288,6 +288,9 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
     ("gloo_connection_closed.log", "unknown"),     # a victim's view of its peer, nothing more
     ("torchelastic_death_signal.log", "host_kill"),  # the agent itself was SIGTERMed
     ("debug_server_dumper_keyerror.log", "none"),  # a logged traceback; the rank trained on
+    ("store_timeout.log", "init_failure"),   # the TCPStore client never reached the master
+    ("dist_network_error.log", "init_failure"),  # DistNetworkError while connecting
+    ("loss_nan.log", "non_finite"),          # {'loss': nan, ...}
 ])
 def test_real_log_lines_pasted(cli, fixture, kind):
     """Lines printed by real jobs, from public issues (each fixture names its source)."""
@@ -298,6 +301,11 @@ def test_real_log_lines_pasted(cli, fixture, kind):
     assert status == (0 if kind == "none" else 1)
     if fixture in ("python_traceback.log", "segfault_srun.log", "illegal_memory_access.log"):
         assert cause["ranks"] == [0]  # from the [rank0]: and srun "0: " prefixes
+    if fixture == "store_timeout.log":
+        assert "172.18.21.4:37907" in cause["summary"]
+        assert report["verdict"]["culprit_ranks"] == []
+    if fixture == "loss_nan.log":
+        assert cause["ranks"] == [1]
     if fixture == "slurm_time_limit.log":
         assert "(time limit)" in cause["summary"]
         assert cause["hosts"] == [], "a redacted node name is no host"

@@ -24,6 +24,8 @@ const char* LogEventKindName(LogEventKind kind) {
       return "transport_error";
     case LogEventKind::kNonFiniteLoss:
       return "non_finite_loss";
+    case LogEventKind::kInitFailure:
+      return "init_failure";
     case LogEventKind::kHostKill:
       return "host_kill";
     case LogEventKind::kWatchdogTimeout:

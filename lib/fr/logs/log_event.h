@@ -28,6 +28,8 @@ enum class LogEventKind : uint8_t {
   kPythonException,  // the last line of a traceback: "ValueError: ..."
   kTransportError,   // NCCL WARN network / IB / socket errors, ncclSystemError, ncclRemoteError
   kNonFiniteLoss,    // a NaN / inf loss line
+  kInitFailure,      // the store or rendezvous unreachable: "The client socket has timed out
+                     // after 600000ms while trying to connect to (10.0.0.1, 29500)."
   kHostKill,         // Slurm CANCELLED AT ... DUE TO TIME LIMIT / PREEMPTION / NODE FAILURE
   // The cascade.
   kWatchdogTimeout,   // Watchdog caught collective operation timeout: WorkNCCL(SeqNum=...)

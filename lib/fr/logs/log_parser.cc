@@ -388,6 +388,9 @@ class FileParser {
         {"oom_kill event", &FileParser::OnSlurmOom},
         {"oom-kill event", &FileParser::OnSlurmOom},
         {"CANCELLED AT ", &FileParser::OnSlurmCancel},
+        // The job never forming.
+        {"The client socket has ", &FileParser::OnStoreUnreachable},
+        {"failed to connect/validate to host", &FileParser::OnStoreUnreachable},
         // Torchrun's agent.
         {"failed (exitcode: ", &FileParser::OnWorkerFailed},
         {"closing signal ", &FileParser::OnSignalSent},
@@ -695,6 +698,36 @@ class FileParser {
       }
     }
     return true;
+  }
+
+  // "[E521 15:43:02.707733876 socket.cpp:1023] [c10d] The client socket has timed out after
+  // 600000ms while trying to connect to (172.18.21.4, 37907).", "The client socket has failed to
+  // connect to [node01]:29500 (errno: 111 - Connection refused).", and TCPStore's "TCP client
+  // failed to connect/validate to host 172.18.21.4:37907 - timed out (try=1, ...)".
+  bool OnStoreUnreachable(std::string_view line, std::string_view body) {
+    if (!Contains(body, "connect")) return false;
+    LogEvent* e = Emit(LogEventKind::kInitFailure, line);
+    e->peer_address = StoreAddress(body);
+    e->reason = Contains(body, "timed out") ? "timed out" : "connection failed";
+    return true;
+  }
+
+  // "(172.18.21.4, 37907)" -> "172.18.21.4:37907"; "[node01]:29500" and "host 10.0.0.1:29500"
+  // as written.
+  static std::string StoreAddress(std::string_view body) {
+    size_t open = body.find("connect to (");
+    if (open != std::string_view::npos) {
+      std::string_view rest = body.substr(open + 12);
+      size_t comma = rest.find(", "), close = rest.find(')');
+      if (comma != std::string_view::npos && close != std::string_view::npos && comma < close) {
+        return EventText(
+            Cat({rest.substr(0, comma), ":", rest.substr(comma + 2, close - comma - 2)}));
+      }
+    }
+    std::string_view word = WordAfter(body, "connect to ", " ");
+    if (word.empty()) word = WordAfter(body, "to host ", " ");
+    while (!word.empty() && (word.back() == '.' || word.back() == ',')) word.remove_suffix(1);
+    return EventText(word);
   }
 
   // --- Torchrun -------------------------------------------------------------------------------
@@ -1155,6 +1188,11 @@ class FileParser {
       kind = LogEventKind::kCudaError;
     } else if (Contains(message, "remote process exited")) {
       kind = LogEventKind::kRemotePeerGone;
+    } else if (EndsWith(type, "RendezvousTimeoutError") ||
+               EndsWith(type, "RendezvousConnectionError") ||
+               ((EndsWith(type, "DistNetworkError") || EndsWith(type, "DistStoreError")) &&
+                Contains(message, "connect"))) {
+      kind = LogEventKind::kInitFailure;
     } else if (EndsWith(type, "DistBackendError") || EndsWith(type, "DistStoreError") ||
                EndsWith(type, "DistNetworkError") || EndsWith(type, "ChildFailedError") ||
                EndsWith(type, "SignalException") || Contains(message, "Watchdog caught") ||
@@ -1179,7 +1217,9 @@ class FileParser {
         if (key != INT64_MIN) open_exception_of_writer_[key] = out_->events.size() - 1;
       }
     }
-    if (kind == LogEventKind::kWatchdogTimeout) {
+    if (kind == LogEventKind::kInitFailure) {
+      e->peer_address = StoreAddress(message);
+    } else if (kind == LogEventKind::kWatchdogTimeout) {
       e->timeout_ms = IntAfter(message, "Timed out waiting ");
     } else if (kind == LogEventKind::kRemotePeerGone) {
       // "[10.0.0.5]:10895" -> "10.0.0.5:10895"

@@ -65,6 +65,10 @@ std::optional<RootCauseKind> FaultKind(const LogEvent& event) {
       return RootCauseKind::kTransportError;
     case LogEventKind::kHostKill:
       return RootCauseKind::kHostKill;
+    case LogEventKind::kInitFailure:
+      return RootCauseKind::kInitFailure;
+    case LogEventKind::kNonFiniteLoss:
+      return RootCauseKind::kNonFinite;
     case LogEventKind::kWorkerFailed:
     case LogEventKind::kRootCauseTable:
       // A worker that died of SIGSEGV crashed; other deaths are the launcher's view of some
@@ -147,14 +151,12 @@ bool IsCascade(LogEventKind kind) {
 // Hardware and kernel first: when clocks cannot order two faults, the lower layer is the likelier
 // cause of the other.
 int KindPriority(RootCauseKind kind) {
-  static constexpr RootCauseKind kOrder[] = {RootCauseKind::kXid,
-                                             RootCauseKind::kHostOom,
-                                             RootCauseKind::kHostKill,
-                                             RootCauseKind::kCudaError,
-                                             RootCauseKind::kSegfault,
-                                             RootCauseKind::kCudaOom,
-                                             RootCauseKind::kTransportError,
-                                             RootCauseKind::kPythonException};
+  static constexpr RootCauseKind kOrder[] = {
+      RootCauseKind::kXid,         RootCauseKind::kHostOom,
+      RootCauseKind::kHostKill,    RootCauseKind::kCudaError,
+      RootCauseKind::kSegfault,    RootCauseKind::kCudaOom,
+      RootCauseKind::kInitFailure, RootCauseKind::kTransportError,
+      RootCauseKind::kNonFinite,   RootCauseKind::kPythonException};
   for (size_t i = 0; i < std::size(kOrder); ++i) {
     if (kOrder[i] == kind) return static_cast<int>(i);
   }
@@ -545,7 +547,13 @@ class Explainer {
           candidate.kind == first.kind && (event.time_ns == kNoTime || lead.time_ns == kNoTime ||
                                            event.time_ns - lead.time_ns <= kSameFaultWindowNs);
       // An exception is one rank's: a second rank raising later is not the same event.
-      if (first.kind == RootCauseKind::kPythonException && event.rank != lead.rank) same = false;
+      // So is a loss gone non-finite: the first rank's, not every rank that printed the same
+      // all-reduced loss after it.
+      if ((first.kind == RootCauseKind::kPythonException ||
+           first.kind == RootCauseKind::kNonFinite) &&
+          event.rank != lead.rank) {
+        same = false;
+      }
       // The peer's own report of the lead's lost connection is its consequence, not the cause.
       if (first.kind == RootCauseKind::kTransportError && &event != &lead &&
           (event.host == PeerHost(lead) || (!event.host.empty() && PeerHost(event) == lead.host))) {
@@ -798,6 +806,14 @@ class Explainer {
       sentence = fmt::format("{} hit a CUDA error at {}.", who, when);
     } else if (kind == RootCauseKind::kSegfault) {
       sentence = fmt::format("{} crashed with a segmentation fault at {}.", who, when);
+    } else if (kind == RootCauseKind::kInitFailure) {
+      sentence = fmt::format("The job never formed: {} could not {} at {}{}.", who,
+                             lead.peer_address.empty()
+                                 ? "complete the rendezvous"
+                                 : "reach the rendezvous store at " + lead.peer_address,
+                             when, lead.reason.empty() ? "" : " (" + lead.reason + ")");
+    } else if (kind == RootCauseKind::kNonFinite) {
+      sentence = fmt::format("{}'s loss went non-finite (NaN or inf) first, at {}.", who, when);
     }
     if (!victims_.empty()) {
       sentence += fmt::format(" {} other rank(s) then timed out or aborted.", victims_.size());
@@ -947,7 +963,11 @@ class Explainer {
         failure_class =
             kind == RootCauseKind::kTransportError ? "stuck_collective" : "missing_participant";
       }
-      if (kind == RootCauseKind::kHostKill) failure_class = "insufficient_evidence";
+      if (kind == RootCauseKind::kHostKill || kind == RootCauseKind::kInitFailure) {
+        // Nothing ran that the collectives' classes describe: no culprit rank.
+        failure_class = "insufficient_evidence";
+        verdict->clear_culprit_ranks();
+      }
       verdict->set_failure_class(failure_class);
       verdict->set_confidence(cause->confidence());
       verdict->set_summary(cause->summary());
@@ -1128,6 +1148,21 @@ class Explainer {
           "(`ulimit -c unlimited`) and open the core with gdb; check extension builds "
           "against the torch version."};
     }
+    if (kind == RootCauseKind::kInitFailure) {
+      return {
+          "The job never formed: check that MASTER_ADDR:MASTER_PORT (or the rendezvous endpoint) "
+          "resolves and is reachable from every node (firewall, the interface it listens on), "
+          "that rank 0 / the store host started, and that every node was launched with the same "
+          "world size and rendezvous id.",
+          "Compare the NCCL and torch versions every host prints: they must match."};
+    }
+    if (kind == RootCauseKind::kNonFinite) {
+      return {
+          "Find the step where the loss first went NaN/inf on that rank: check its data batch, "
+          "the learning rate and warmup, fp16 loss scaling or bf16 overflow, and gradient "
+          "clipping; torch.autograd.set_detect_anomaly(True) on a rerun of that step names the "
+          "operation."};
+    }
     if (kind == RootCauseKind::kCollectiveTimeout) {
       return {
           "Only timeouts are visible: read the culprit's stack in its flight-recorder dump "
@@ -1222,6 +1257,8 @@ constexpr std::pair<RootCauseKind, std::string_view> kRootCauseKindNames[] = {
     {RootCauseKind::kCudaError, "cuda_error"},
     {RootCauseKind::kSegfault, "segfault"},
     {RootCauseKind::kCollectiveTimeout, "collective_timeout"},
+    {RootCauseKind::kInitFailure, "init_failure"},
+    {RootCauseKind::kNonFinite, "non_finite"},
     {RootCauseKind::kNone, "none"},
     {RootCauseKind::kUnknown, "unknown"},
 };

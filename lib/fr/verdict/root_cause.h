@@ -38,6 +38,8 @@ enum class RootCauseKind : uint8_t {
   kPythonException,    // a traceback that stopped a rank
   kCudaError,          // illegal memory access, device-side assert ...
   kSegfault,           // a native crash
+  kInitFailure,        // the job never formed: the store or rendezvous unreachable, NCCL init
+  kNonFinite,          // a rank's loss went NaN or inf first
   kCollectiveTimeout,  // only timeouts visible: the rank that never reached the collective
   kNone,               // the logs show no failure
   kUnknown,            // the cascade without its initiating event
