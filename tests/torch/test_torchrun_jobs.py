@@ -106,7 +106,15 @@ def check(status, report, expected):
                        + f"\n(injected: {expected['notes']})")
 
 
-@pytest.mark.parametrize("scenario", torchrun_capture.SCENARIOS)
+# Captured live in every run: the faults whose evidence depends most on timing (which rank the
+# launcher saw die first, what the survivors printed before they were stopped). Every scenario,
+# the slower two-agent, desync and healthy jobs included, is also a golden case below;
+# FR_TORCHRUN_ALL=1 captures all of them live.
+LIVE = (torchrun_capture.SCENARIOS if os.environ.get("FR_TORCHRUN_ALL")
+        else ["exception", "segfault", "sigkill", "hang"])
+
+
+@pytest.mark.parametrize("scenario", LIVE)
 def test_live_torchrun_job_is_diagnosed(cli, tmp_path, scenario):
     out = tmp_path / "capture"
     proc = subprocess.run([sys.executable, str(HERE / "torchrun_capture.py"), str(out),
