@@ -501,7 +501,7 @@ class Explainer {
         std::none_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
           return c.kind != RootCauseKind::kHostKill && Earliest(*c.event) < Latest(*first_report);
         })) {
-      return FromSilentPeer(cause, silent, reports_about[silent], candidates);
+      return FromSilentPeer(cause, silent, reports_about[silent]);
     }
     if (candidates.empty()) return false;
     std::stable_sort(candidates.begin(), candidates.end(),
@@ -683,15 +683,13 @@ class Explainer {
   // Peers lost their connections to `host`, which printed no error of its own: the node went
   // away (a node failure, a power or kernel crash) and its peers are victims.
   bool FromSilentPeer(report::RootCause* cause, const std::string& host,
-                      const std::vector<const LogEvent*>& reports,
-                      const std::vector<Candidate>& candidates) {
+                      const std::vector<const LogEvent*>& reports) {
     const LogEvent* node_failure = nullptr;
     for (const LogEvent& event : logs_.events) {
       if (event.kind == LogEventKind::kHostKill && event.reason == "node failure") {
         node_failure = &event;
       }
     }
-    (void)candidates;
     const LogEvent* first = reports.front();
     for (const LogEvent* report : reports) {
       if (Before(*report, *first)) first = report;
