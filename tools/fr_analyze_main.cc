@@ -405,7 +405,8 @@ Command SimulateCommand(SimulateArgs* args) {
   options.steps = 16;
   options.fault.kind = FaultKind::kStuckBeforeOp;
   options.fault.rank = 5;
-  options.fault.step = 12;
+  // -1 until --fault-step is given; then RunSimulate picks the default step.
+  options.fault.step = -1;
   for (int k = 0; k <= static_cast<int>(FaultKind::kStraggler); ++k) {
     args->fault_names.push_back(FaultKindName(static_cast<FaultKind>(k)));
   }
@@ -434,7 +435,9 @@ Command SimulateCommand(SimulateArgs* args) {
               cli::Int({"--fault-rank"}, "R", 0, kMaxSimulatedRanks - 1,
                        "the rank the fault strikes (default 5)", &options.fault.rank),
               cli::Int({"--fault-step"}, "S", 0, kMaxSimulatedSteps - 1,
-                       "the step it strikes at (default 12)", &options.fault.step),
+                       "the step it strikes at (default 12; on the world group the last\n"
+                       "barrier step before it)",
+                       &options.fault.step),
               cli::Choice({"--fault-group"}, "group kind", {"world", "tp", "pp", "dp"},
                           "the group of the faulty op (default dp)", &args->fault_group),
               cli::Switch({"--no-timing"}, "as without TORCH_NCCL_ENABLE_TIMING", &args->no_timing),
@@ -641,6 +644,13 @@ int RunSimulate(const Command& command, SimulateArgs& args, const std::string& d
     options.fault.group = GroupKind::kPipeline;
   } else {
     options.fault.group = GroupKind::kData;
+  }
+  if (options.fault.step < 0) {
+    // Step 12, or on a group without an op in every step (world: barriers only) the latest step
+    // before it that has one.
+    constexpr int64_t kDefaultFaultStep = 12;
+    int64_t step = LatestStepWithOpOn(options, options.fault.group, kDefaultFaultStep);
+    options.fault.step = step >= 0 ? step : kDefaultFaultStep;
   }
   if (args.no_timing) options.timing = false;
   JobWriteOptions write;

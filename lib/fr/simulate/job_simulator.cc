@@ -286,6 +286,9 @@ class Simulator {
     bool started = false;
     bool completed = false;
     std::array<Link, kMaxP2pPerLaunch> partner{};
+    // Each p2p op's peer (global rank, -1: none) and direction.
+    std::array<int32_t, kMaxP2pPerLaunch> p2p_peer{-1, -1};
+    std::array<bool, kMaxP2pPerLaunch> p2p_send{};
   };
   struct RankSim {
     int64_t cpu_time = 0;
@@ -719,8 +722,12 @@ absl::Status Simulator::ApplyFault(int32_t rank, RankSim& rs) {
   std::vector<ProgramOp>& prog = rs.program;
   auto not_found = [&](std::string_view what) {
     return absl::InvalidArgumentError(
-        fmt::format("fault {}: rank {} has no {} #{} on its {} group in step {}",
-                    FaultKindName(f.kind), rank, what, f.occurrence, GroupDesc(slot), f.step));
+        fmt::format("fault {}: rank {} has no {} #{} on its {} group in step {}{}",
+                    FaultKindName(f.kind), rank, what, f.occurrence, GroupDesc(slot), f.step,
+                    slot == kWorldSlot ? fmt::format(" (the world group has only the barrier of "
+                                                     "every {}th step)",
+                                                     o_.barrier_every)
+                                       : ""));
   };
   // The target: the occurrence-th launch on the group (collective launches only, when asked).
   auto find_launch = [&](bool collectives_only) -> int64_t {
@@ -973,6 +980,8 @@ void Simulator::Enqueue(int32_t rank, RankSim& rs, const ProgramOp& op) {
   for (int k = 0; k < op.p2p_count; ++k) {
     int64_t peer = RankAt(c.dp_index, op.p2p[k].peer_stage, c.tp_index);
     bool is_send = op.p2p[k].is_send;
+    self.p2p_peer[k] = static_cast<int32_t>(peer);
+    self.p2p_send[k] = is_send;
     uint64_t key = is_send ? (static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(peer))
                            : (static_cast<uint64_t>(peer) << 32 | static_cast<uint64_t>(rank));
     PendingP2p& channel = channels_[key];
@@ -1195,23 +1204,41 @@ void Simulator::FinishTruth(int64_t dump_time_ns) {
   if (f.kind == FaultKind::kMissingSend || f.kind == FaultKind::kMissingRecv) {
     truth.process_group = TruthGroup(culprit, kPpSlot);
     truth.peer_rank = p2p_fault_peer_;
-    // The peer's op that was left without partner: the oldest unmatched one on the channel.
-    bool send = f.kind == FaultKind::kMissingSend;
+    // The peer's op that was left without partner: the oldest unpaired one on the channel.
+    // Sends and recvs pair in FIFO order per channel, as NCCL pairs them, so when the culprit
+    // ran ahead into the next step, its later ops on the channel took that place: then it is
+    // the peer's oldest op on the channel paired with an op of the culprit that never started.
+    const bool send = f.kind == FaultKind::kMissingSend;
+    const int32_t peer = static_cast<int32_t>(p2p_fault_peer_);
     uint64_t src = static_cast<uint64_t>(send ? f.rank : p2p_fault_peer_);
     uint64_t dst = static_cast<uint64_t>(send ? p2p_fault_peer_ : f.rank);
     auto it = channels_.find(src << 32 | dst);
     if (it != channels_.end()) {
       const std::deque<Link>& waiting = send ? it->second.recvs : it->second.sends;
       for (const Link& w : waiting) {
-        if (w.rank == p2p_fault_peer_ && w.index >= sims_[w.rank].base) {
+        if (w.rank == peer && w.index >= sims_[w.rank].base) {
           truth.p2p_seq_id = At(w.rank, w.index).p2p_seq;
           break;
         }
       }
     }
+    for (size_t i = 0; truth.p2p_seq_id < 0 && peer >= 0 && i < sims_[peer].launches.size(); ++i) {
+      const Launch& l = sims_[peer].launches[i];
+      if (!l.is_p2p || l.completed) continue;
+      for (int k = 0; k < kMaxP2pPerLaunch; ++k) {
+        const Link& partner = l.partner[k];
+        // The peer's side of the skipped op: a recv for a skipped send, and the reverse.
+        if (l.p2p_peer[k] != culprit || l.p2p_send[k] == send || partner.rank != culprit) continue;
+        if (partner.index >= sims_[culprit].base && !At(culprit, partner.index).started) {
+          truth.p2p_seq_id = l.p2p_seq;
+          break;
+        }
+      }
+    }
     truth.description = fmt::format(
-        "rank {} skipped a {} {} rank {} in step {}; rank {}'s p2p #{} has no partner", f.rank,
-        truth.op, send ? "to" : "from", p2p_fault_peer_, f.step, p2p_fault_peer_, truth.p2p_seq_id);
+        "rank {} skipped a {} {} rank {} in step {}; rank {}'s p2p #{} is left without its partner",
+        f.rank, truth.op, send ? "to" : "from", p2p_fault_peer_, f.step, p2p_fault_peer_,
+        truth.p2p_seq_id);
   }
 }
 
@@ -1367,6 +1394,26 @@ std::optional<DumpSpec> SimulatedJob::RankDump(int64_t rank) const {
     spec.entries.push_back(std::move(e));
   }
   return spec;
+}
+
+int64_t LatestStepWithOpOn(const JobSimulatorOptions& options, GroupKind group, int64_t step) {
+  const JobSimulatorOptions& o = options;
+  const int64_t world = o.tensor_parallel * o.pipeline_parallel * o.data_parallel;
+  for (int64_t s = std::min(step, o.steps - 1); s >= 0; --s) {
+    switch (group) {
+      case GroupKind::kWorld:
+        // The same condition as BuildStep's barrier.
+        if (o.barrier_every > 0 && world > 1 && (s + 1) % o.barrier_every == 0) return s;
+        break;
+      case GroupKind::kTensor:
+        return o.tensor_parallel > 1 ? s : -1;
+      case GroupKind::kPipeline:
+        return o.pipeline_parallel > 1 ? s : -1;
+      case GroupKind::kData:
+        return o.data_parallel > 1 ? s : -1;
+    }
+  }
+  return -1;
 }
 
 absl::StatusOr<SimulatedJob> SimulateJob(const JobSimulatorOptions& options) {

@@ -202,6 +202,12 @@ class SimulatedJob {
   std::unique_ptr<const State> state_;
 };
 
+// The latest step at or before `step` (and before options.steps) whose program has an op on a
+// group of kind `group`: every step for TP, PP and DP when that size is above 1, only the barrier
+// steps (every `barrier_every`-th) for the world group. -1 when there is none. A fault on the
+// world group must strike in such a step.
+int64_t LatestStepWithOpOn(const JobSimulatorOptions& options, GroupKind group, int64_t step);
+
 // Runs the simulation. Deterministic for given options. Errors: InvalidArgument for inconsistent
 // options (sizes < 1, a fault rank out of range, a fault step outside the program, a fault target
 // that does not exist in that step, kGpuStall without timing).
