@@ -200,3 +200,34 @@ def test_an_exception_the_process_survived_is_not_a_death(cli):
     cause = report["verdict"]["root_cause"]
     assert cause["kind"] == "python_exception", cause["summary"]
     assert cause["ranks"] == [0]
+
+
+# NCCL's version lines: "gpu-st-ml-2:49542:49542 [0] NCCL INFO NCCL version 2.29.2+cuda12.8"
+# (its "Bootstrap: Using enp39s0:10.0.10.226<0>" beside it, the newer form without the space)
+# and "lrdn2296:4063850:4063850 [1] NCCL INFO NCCL version 2.22.3+cuda12.2", from two public
+# logs (found with the code search of this project's tool library); a third host edited in.
+VERSIONS = """\
+gpu-st-ml-1:50292:50292 [0] NCCL INFO NCCL version 2.29.2+cuda12.8
+gpu-st-ml-2:49542:49542 [0] NCCL INFO NCCL version 2.29.2+cuda12.8
+lrdn2296:4063850:4063850 [1] NCCL INFO NCCL version 2.22.3+cuda12.2
+"""
+
+
+def test_hosts_running_different_nccl_releases_are_named(cli):
+    report, status = analyze(cli, "-", stdin=VERSIONS)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "init_failure", cause["summary"]
+    assert cause["hosts"] == ["lrdn2296"]
+    assert "2.22.3+cuda12.2" in cause["summary"]
+    same = "\n".join(line for line in VERSIONS.splitlines() if "lrdn" not in line) + "\n"
+    report, status = analyze(cli, "-", stdin=same)
+    assert report["verdict"]["root_cause"]["kind"] == "none"
+    assert status == 0
+
+
+def test_the_newer_bootstrap_wording_maps_addresses_too(cli):
+    """NCCL 2.29 prints "Bootstrap: Using enp39s0:10.0.10.226<0>" (no space before the colon)."""
+    text = (BOOT.replace("Bootstrap : Using bond0:", "Bootstrap: Using enp39s0:") +
+            IB_ERROR.format(host="node01", pid=3468, peer="10.0.0.2"))
+    report, _ = analyze(cli, "-", stdin=text)
+    assert report["verdict"]["root_cause"]["hosts"] == ["node02"]

@@ -58,6 +58,8 @@ const char* LogEventKindName(LogEventKind kind) {
       return "launcher_start";
     case LogEventKind::kHostAddress:
       return "host_address";
+    case LogEventKind::kNcclVersion:
+      return "nccl_version";
     case LogEventKind::kCollectiveEnqueue:
       return "collective_enqueue";
   }

@@ -51,6 +51,7 @@ enum class LogEventKind : uint8_t {
                    // host's agent at nearly the same moment under srun/pdsh
   kHostAddress,    // NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>: the address peers name this
                    // host by in their transport errors
+  kNcclVersion,    // NCCL INFO NCCL version 2.22.3+cuda12.2 (`reason`: the version)
 };
 
 // A time as the line wrote it, before any correction.

@@ -351,8 +351,10 @@ class FileParser {
     if (prefix_.nccl_level == 'I') {
       if (EndsWith(Trim(body), "Init COMPLETE")) {
         OnNcclInit(line, body);
-      } else if (Contains(body, " : Using ")) {
+      } else if (Contains(body, ": Using ")) {
         OnNcclInterface(line, body);
+      } else if (StartsWith(TrimLeft(body), "NCCL version ")) {
+        OnNcclVersion(line, body);
       }
       return;
     }
@@ -957,11 +959,12 @@ class FileParser {
   // name: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/Socket : Using [0]ib0:192.168.11.1<0>",
   // "NET/IB : Using [0]mlx5_10:1/RoCE [1]mlx5_11:1/RoCE [RO]; OOB enp220s0np0:11.1.128.136<0>".
   void OnNcclInterface(std::string_view line, std::string_view body) {
+    // Newer NCCL writes "Bootstrap: Using enp39s0:10.0.10.226<0>", without the space.
     size_t at = body.find("; OOB ");
     if (at != std::string_view::npos) {
       at += 6;
-    } else if (Contains(body, "Bootstrap : Using ") || Contains(body, "NET/Socket : Using ")) {
-      at = body.find(" : Using ") + 9;
+    } else if (Contains(body, "Bootstrap") || Contains(body, "NET/Socket")) {
+      at = body.find(": Using ") + 8;
     } else {
       return;
     }
@@ -981,6 +984,15 @@ class FileParser {
     if (prefix_.host.empty() && file().host.empty()) return;  // an address of no known host
     LogEvent* e = Emit(LogEventKind::kHostAddress, line);
     e->peer_address = std::string(address);
+  }
+
+  // "NCCL INFO NCCL version 2.22.3+cuda12.2": the release each process runs; hosts that run
+  // different ones cannot be trusted to agree on a protocol.
+  void OnNcclVersion(std::string_view line, std::string_view body) {
+    std::string_view version = WordAfter(body, "NCCL version ", " ");
+    if (version.empty() || version.size() > 64 || !IsDigit(version[0])) return;
+    if (prefix_.host.empty() && file().host.empty()) return;
+    Emit(LogEventKind::kNcclVersion, line)->reason = std::string(version);
   }
 
   // --- The worker's own faults ----------------------------------------------------------------

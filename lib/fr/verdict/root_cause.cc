@@ -192,7 +192,7 @@ class Explainer {
     MapPeerAddresses();
     FindJobStart();
     report::RootCause* cause = report_->mutable_verdict()->mutable_root_cause();
-    if (!FromFaults(cause) && !FromTimeouts(cause)) {
+    if (!FromFaults(cause) && !FromNcclVersionMismatch(cause) && !FromTimeouts(cause)) {
       bool any_anomaly = !victims_.empty();
       for (const LogEvent& event : logs_.events) any_anomaly |= IsCascade(event.kind);
       cause->set_kind(std::string(
@@ -641,6 +641,44 @@ class Explainer {
         return false;
       }
     }
+    return true;
+  }
+
+  // Hosts that run different NCCL releases, with no fault of their own: the job's processes
+  // cannot be trusted to agree on a protocol (a hang in init or in the first collectives). The
+  // hosts of the less common release are named.
+  bool FromNcclVersionMismatch(report::RootCause* cause) {
+    std::map<std::string, std::set<std::string>> hosts_of_version;
+    std::map<std::string, const LogEvent*> line_of_version;
+    for (const LogEvent& event : logs_.events) {
+      if (event.kind != LogEventKind::kNcclVersion || event.host.empty()) continue;
+      hosts_of_version[event.reason].insert(event.host);
+      line_of_version.try_emplace(event.reason, &event);
+    }
+    if (hosts_of_version.size() < 2) return false;
+    size_t most = 0;
+    for (const auto& [version, hosts] : hosts_of_version) most = std::max(most, hosts.size());
+    std::set<std::string> odd_hosts;
+    std::vector<std::string> parts;
+    for (const auto& [version, hosts] : hosts_of_version) {
+      parts.push_back(fmt::format("{} on {}", version, fmt::join(hosts, ", ")));
+      // With a majority release, the others are odd; with none, every host is named.
+      if (hosts.size() < most ||
+          std::all_of(hosts_of_version.begin(), hosts_of_version.end(),
+                      [&](const auto& v) { return v.second.size() == most; })) {
+        odd_hosts.insert(hosts.begin(), hosts.end());
+      }
+      AddEvidence(cause, *line_of_version[version]);
+    }
+    cause->set_kind(std::string(RootCauseKindName(RootCauseKind::kInitFailure)));
+    for (const std::string& host : odd_hosts) cause->add_hosts(host);
+    cause->set_confidence("medium");
+    (*cause->mutable_detail())["nccl_versions"] = fmt::format("{}", fmt::join(parts, "; "));
+    cause->set_summary(fmt::format(
+        "The hosts run different NCCL releases ({}): processes built against different releases "
+        "can hang or fail when they form communicators.",
+        fmt::join(parts, "; ")));
+    AddCascadeEvidence(cause);
     return true;
   }
 
