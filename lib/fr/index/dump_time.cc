@@ -36,21 +36,26 @@ struct Rhythm {
   int64_t median_gap_ns = kUnknown;
 };
 
+// Gaps between consecutive records in record order (the order the rank enqueued them; a clock
+// stepping back counts as no gap), without sorting: one pass, one reused buffer per thread.
 Rhythm RhythmOf(const RankDump& dump) {
-  std::vector<int64_t> created;
-  created.reserve(dump.entries.size());
+  thread_local std::vector<int64_t> gaps;
+  gaps.clear();
+  int64_t previous = kUnknown;
   for (const Entry& entry : dump.entries) {
-    if (entry.time_created_ns != kUnknown) created.push_back(entry.time_created_ns);
+    int64_t t = entry.time_created_ns;
+    if (t == kUnknown) continue;
+    if (previous != kUnknown) {
+      // Saturating: an absurd clock in a hostile dump must not overflow.
+      bool overflows = previous < 0 && t > INT64_MAX + previous;
+      gaps.push_back(t <= previous ? 0 : overflows ? INT64_MAX : t - previous);
+    }
+    previous = t;
   }
-  if (created.size() < kMinRecordsForRhythm) return {};
-  std::sort(created.begin(), created.end());
-  std::vector<int64_t> gaps;
-  gaps.reserve(created.size() - 1);
-  for (size_t i = 1; i < created.size(); ++i) gaps.push_back(created[i] - created[i - 1]);
+  if (gaps.size() + 1 < kMinRecordsForRhythm) return {};
   int64_t longest = *std::max_element(gaps.begin(), gaps.end());
   std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
   int64_t median = gaps[gaps.size() / 2];
-  // Saturating: an absurd clock in a hostile dump must not overflow.
   auto times = [](int64_t gap, int64_t factor) {
     return gap > INT64_MAX / factor ? INT64_MAX : gap * factor;
   };
