@@ -50,3 +50,53 @@ def test_a_missing_send_names_the_peer_op_left_waiting(cli, tmp_path):
     left = re.search(r"rank 4's p2p #(-?\d+)", out)
     assert left and int(left.group(1)) > 0, out
 
+
+def test_findings_on_dumps_with_timing_never_say_without_timing(cli, tmp_path):
+    """A GPU stall in a pipeline recv (timing on, the simulator's default) leaves ops that every
+    member issued and none started; the finding said "without timing" on dumps that have it."""
+    simulate(cli, tmp_path / "d", "--tp", "8", "--pp", "4", "--dp", "2", "--fault", "gpu_stall",
+             "--fault-rank", "30", "--fault-group", "pp")
+    report = analyze_json(cli, tmp_path / "d")
+    assert report["findings"]
+    for finding in report["findings"]:
+        assert "without timing" not in finding["summary"], finding["summary"]
+
+
+def test_text_and_html_count_the_same_groups_with_problems(cli, tmp_path):
+    """At 8 ranks the text said 3 groups with problems and the HTML 7: the HTML also counted
+    every group whose members stood in more than one state (a pipeline always does)."""
+    simulate(cli, tmp_path / "d", "--fault", "missing_send", "--fault-rank", "3",
+             "--fault-group", "pp")
+    text = subprocess.run([cli, "analyze", str(tmp_path / "d")], capture_output=True,
+                          text=True).stdout
+    done = subprocess.run([cli, "report", str(tmp_path / "d"), "-o", str(tmp_path / "r.html")],
+                          capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    html = (tmp_path / "r.html").read_text()
+    in_text = re.search(r"process groups: (\d+) with problems, (\d+) without", text)
+    in_html = re.search(r"Process groups: (\d+) with problems, (\d+) without", html)
+    assert in_text and in_html
+    assert in_text.groups() == in_html.groups()
+    # The culprit's pipeline group, where the send/recv waits for good, is one of them.
+    assert int(in_text.group(1)) >= 1
+
+
+def test_a_gpu_stall_in_a_pipeline_recv_names_that_rank(cli, tmp_path):
+    """Named p2p_unmatched [6, 14]: a group of only sends and recvs counted as having no timing
+    (none of its collectives started), so a peer's op that its GPU never started was not seen."""
+    failure_class, culprits, _ = simulate(
+        cli, tmp_path / "d", "--tp", "8", "--pp", "4", "--dp", "2", "--fault", "gpu_stall",
+        "--fault-rank", "30", "--fault-group", "pp")
+    verdict = analyze_json(cli, tmp_path / "d")["verdict"]
+    assert (verdict["failure_class"], verdict["culprit_ranks"]) == (failure_class, culprits)
+
+
+def test_a_head_that_rolled_out_of_the_ring_buffer_is_still_the_head(cli, tmp_path):
+    """With 75-entry buffers ranks 3, 35 and 67 were named beside 99: their TP peers' oldest
+    unfinished op had rolled out (pg_status: completed up to #832), so their heads were taken
+    at a later op that a rank held behind its DP wait could not have issued yet."""
+    failure_class, culprits, _ = simulate(
+        cli, tmp_path / "d", "--tp", "8", "--pp", "4", "--dp", "4", "--buffer", "75", "--fault",
+        "stuck_before_op", "--fault-rank", "99")
+    verdict = analyze_json(cli, tmp_path / "d")["verdict"]
+    assert (verdict["failure_class"], verdict["culprit_ranks"]) == (failure_class, culprits)

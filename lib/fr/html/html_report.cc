@@ -814,8 +814,8 @@ class HtmlWriter {
     std::vector<const report::ProcessGroupReport*> problems;
     std::vector<const report::ProcessGroupReport*> healthy;
     for (const report::ProcessGroupReport& group : report_.process_groups()) {
-      (group.first_divergence_seq() >= 0 || group.states().size() > 1 ? problems : healthy)
-          .push_back(&group);
+      // The text report's rule: a group has a problem where its members disagree or stop.
+      (group.first_divergence_seq() >= 0 ? problems : healthy).push_back(&group);
     }
     out_ += fmt::format(
         "<section id=\"process-groups\">\n<h2>Process groups: {} with problems, {} without</h2>\n",

@@ -177,9 +177,13 @@ class GroupMatcher {
  public:
   // Findings go to `result` (which may hold other groups' too), the group's standing to `match`,
   // its collective heads to `heads`.
+  // `rolled_out`: per loaded dump, the groups in which its oldest unfinished collective rolled
+  // out of its ring buffer (RolledOutPending).
   GroupMatcher(const LoadedTrace& trace, const JobIndex& index, uint32_t group_index,
-               MatchResult* result, GroupMatch* match, GroupHeads* heads)
+               MatchResult* result, GroupMatch* match, GroupHeads* heads,
+               const std::vector<std::vector<uint32_t>>& rolled_out)
       : trace_(trace),
+        rolled_out_(rolled_out),
         index_(index),
         first_pending_(index.first_unfinished_entry),
         group_(index.groups[group_index]),
@@ -225,6 +229,12 @@ class GroupMatcher {
       for (const CollectiveUnit& unit : member.units) {
         if (unit.state == EntryState::kStarted) return true;
         if (dump->entries[unit.first_entry].time_discovered_started_ns != kUnknown) return true;
+      }
+      // A group of only sends and recvs (pipeline stages) has no collective to show it.
+      for (uint32_t e : member.p2p_entries) {
+        const Entry& entry = dump->entries[e];
+        if (entry.state == EntryState::kStarted) return true;
+        if (entry.time_discovered_started_ns != kUnknown) return true;
       }
     }
     return false;
@@ -573,9 +583,21 @@ class GroupMatcher {
         }
       }
       bool coll_first = coll != nullptr && (p2p < 0 || coll->first_entry < p2p);
+      // With a small ring buffer the rank's oldest unfinished collective may have rolled out:
+      // pg_status says it completed only up to an older seq than the first unfinished one still
+      // in the buffer. Its head is that older seq (judged from pg_status), not a later op that
+      // a peer blocked behind it cannot have issued yet. Whether the later op is stuck still
+      // tells whether the older one is.
+      int64_t head_seq = coll_first ? coll->seq : kUnknown;
+      if (coll_first && member.last_completed != kUnknown &&
+          member.last_completed + 1 < coll->seq &&
+          member.last_completed + 1 < member.first_seq_in_buffer) {
+        head_seq = member.last_completed + 1;
+      }
       // A head that has not started while this rank has an older unfinished op elsewhere is not
-      // where the rank waits: its wait is judged at that older op.
-      if (coll_first && coll->state == EntryState::kScheduled &&
+      // where the rank waits: its wait is judged at that older op. (A head that rolled out is
+      // older than anything in the buffer.)
+      if (coll_first && head_seq == coll->seq && coll->state == EntryState::kScheduled &&
           BlockedBehindEarlierOp(member, coll->first_entry)) {
         continue;
       }
@@ -588,10 +610,10 @@ class GroupMatcher {
         if (!coll->retired_failed &&
             !IsStuck(member, dump->entries[coll->first_entry], coll->seq) && !Desynced(coll->seq)) {
           ++result_.in_flight_ops;
-          heads_.young.emplace_back(coll->seq, m);
+          heads_.young.emplace_back(head_seq, m);
           continue;
         }
-        collective_heads[coll->seq].push_back(m);
+        collective_heads[head_seq].push_back(m);
       } else if (p2p >= 0) {
         if (!IsStuck(member, dump->entries[p2p], -1)) {
           ++result_.in_flight_ops;
@@ -630,13 +652,19 @@ class GroupMatcher {
 
   void JudgeCollectiveHead(int64_t seq, const std::vector<size_t>& waiting) {
     NoteDivergence(seq);
-    const GroupMember& first = group_.members[waiting.front()];
-    const RankDump& first_dump = *DumpOf(first);
-    const CollectiveUnit* head_unit = nullptr;
-    ProgressAt(first, seq, &head_unit);
-    const Entry& head_entry = first_dump.entries[head_unit->first_entry];
-    std::string op(first_dump.strings.view(head_entry.op_name));
-    int64_t created = head_entry.time_created_ns;
+    // The op's name and age from the first member that still holds its entry (a head that
+    // rolled out of a waiter's ring buffer may be in another member's).
+    std::string op;
+    int64_t created = kUnknown;
+    for (size_t m = 0; m < group_.members.size() && op.empty(); ++m) {
+      const CollectiveUnit* unit = nullptr;
+      ProgressAt(group_.members[m], seq, &unit);
+      if (unit == nullptr) continue;
+      const RankDump& dump = *DumpOf(group_.members[m]);
+      const Entry& entry = dump.entries[unit->first_entry];
+      op = std::string(dump.strings.view(entry.op_name));
+      created = entry.time_created_ns;
+    }
 
     std::vector<int64_t> missing, unreadable, not_issued, not_started, blocked_behind;
     std::vector<std::pair<size_t, const CollectiveUnit*>> issued;
@@ -944,6 +972,11 @@ class GroupMatcher {
   // A member that issued an op but has an older unfinished op (in any group) is blocked behind
   // that one: its GPU runs ops in order once the compute stream waits on them.
   bool BlockedBehindEarlierOp(const GroupMember& member, uint32_t entry) const {
+    // An unfinished collective of another group that rolled out of the buffer is older than
+    // anything in it.
+    for (uint32_t g : rolled_out_[member.dump]) {
+      if (g != group_index_) return true;
+    }
     int64_t first = first_pending_[member.dump];
     if (first < 0 || first >= static_cast<int64_t>(entry)) return false;
     // Ops of one batch (batch_isend_irecv) are launched together: none is behind another.
@@ -957,6 +990,7 @@ class GroupMatcher {
   }
 
   const LoadedTrace& trace_;
+  const std::vector<std::vector<uint32_t>>& rolled_out_;
   const JobIndex& index_;
   const std::vector<int64_t>& first_pending_;
   const JobGroup& group_;
@@ -967,6 +1001,26 @@ class GroupMatcher {
   bool timing_known_ = false;
 };
 
+// Per loaded dump, the groups whose oldest unfinished collective rolled out of the dump's ring
+// buffer: pg_status says the rank issued more than it completed, and completed only up to a seq
+// older than the first one still in the buffer.
+std::vector<std::vector<uint32_t>> RolledOutPending(const LoadedTrace& trace,
+                                                    const JobIndex& index) {
+  std::vector<std::vector<uint32_t>> rolled_out(trace.ranks.size());
+  for (uint32_t g = 0; g < index.groups.size(); ++g) {
+    for (const GroupMember& member : index.groups[g].members) {
+      if (member.dump < 0 || member.last_completed == kUnknown ||
+          member.first_seq_in_buffer == kUnknown || member.last_enqueued == kUnknown ||
+          member.last_enqueued <= member.last_completed ||
+          member.last_completed + 1 >= member.first_seq_in_buffer) {
+        continue;
+      }
+      rolled_out[member.dump].push_back(g);
+    }
+  }
+  return rolled_out;
+}
+
 // A young op is in flight only while its rank is free to go on. When ranks stuck for good wait
 // for a rank whose op is younger than its timeout, that op is where the rank waits, not a sign
 // that it waits on nothing: a rank whose dump came early (Gloo ends a peer's ops at once when it
@@ -975,6 +1029,7 @@ class GroupMatcher {
 // ones, and so on down the chain. Young heads nobody waits on stay in flight (a healthy job
 // dumped on demand has many). Collective heads only: a young send/recv stays in flight.
 void PromoteYoungHeads(const LoadedTrace& trace, const JobIndex& index,
+                       const std::vector<std::vector<uint32_t>>& rolled_out,
                        std::vector<GroupHeads>* heads, std::vector<MatchResult>* found,
                        std::vector<GroupMatch>* matches) {
   absl::flat_hash_map<int64_t, std::vector<std::pair<uint32_t, size_t>>> young_of_rank;
@@ -1005,7 +1060,8 @@ void PromoteYoungHeads(const LoadedTrace& trace, const JobIndex& index,
       std::vector<size_t>& judged = group.judged[seq];
       judged.insert(std::upper_bound(judged.begin(), judged.end(), member), member);
       --(*found)[g].in_flight_ops;
-      GroupMatcher(trace, index, g, &(*found)[g], &(*matches)[g], &group).JudgeAgain(seq);
+      GroupMatcher(trace, index, g, &(*found)[g], &(*matches)[g], &group, rolled_out)
+          .JudgeAgain(seq);
       enqueue_blockers((*found)[g].blocks);
     }
   }
@@ -1098,15 +1154,16 @@ MatchResult MatchJob(const LoadedTrace& trace, const JobIndex& index, int jobs) 
   // lists, in the same order, as one after the other.
   std::vector<MatchResult> found(index.groups.size());
   std::vector<GroupHeads> heads(index.groups.size());
+  const std::vector<std::vector<uint32_t>> rolled_out = RolledOutPending(trace, index);
   ParallelFor(
       index.groups.size(), jobs,
       [&](size_t g) {
         GroupMatcher(trace, index, static_cast<uint32_t>(g), &found[g], &result.groups[g],
-                     &heads[g])
+                     &heads[g], rolled_out)
             .Run();
       },
       /*cancel=*/nullptr, /*min_items_per_thread=*/8);
-  PromoteYoungHeads(trace, index, &heads, &found, &result.groups);
+  PromoteYoungHeads(trace, index, rolled_out, &heads, &found, &result.groups);
   for (MatchResult& group : found) {
     std::move(group.mismatches.begin(), group.mismatches.end(),
               std::back_inserter(result.mismatches));

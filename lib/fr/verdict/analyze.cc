@@ -718,6 +718,14 @@ class Analyzer {
             "Every member of {} started {} {} and none completed it: the transport (NCCL, "
             "network) stalled, with no single rank to blame from these dumps.",
             GroupLabel(group), stuck.op, seq));
+      } else if (stuck.timing_known) {
+        // With timing, not all started: their GPUs (or the batch holding a send/recv, whose
+        // members PyTorch records without events) had not reached it.
+        finding->set_summary(fmt::format(
+            "Every member of {} issued {} {} and none completed it, but not every member's GPU "
+            "started it: they are held by earlier work, with no single rank to blame from this "
+            "op alone.",
+            GroupLabel(group), stuck.op, seq));
       } else {
         finding->set_summary(fmt::format(
             "Every member of {} issued {} {} and none completed it; without timing the dumps "
