@@ -27,7 +27,9 @@ Report.rank_states_df(): the same states as a long table, one row per rank x pro
 is a member of (ranks, then groups as the report lists them), for filtering and grouping.
     rank int32 | process_group category (group name) | pg_desc category |
     state category (completed/started/scheduled/not issued/dump missing/...) | op category |
-    seq Int64 (collective seq; p2p seq in groups of only send/recv; <NA>: none)
+    seq Int64 (collective seq; p2p seq in groups of only send/recv; <NA>: none) |
+    last_issued_op category | last_issued_seq Int64 (only for "not issued": the last op the rank
+    did issue in that group; op and seq are then <NA>)
 
 Report.findings_df(): one row per finding, earliest cause first.
     kind category | ranks object (list of int) | process_group category | pg_desc category |
@@ -126,6 +128,16 @@ def _group_label(group: dict) -> str:
     return group["desc"] or group["name"]
 
 
+def _state_text(state: dict) -> str:
+    # A "not issued" state carries the last op the ranks did issue, not the one they skipped.
+    what = state["op"]
+    if state["seq_id"] >= 0:
+        what = f"{what} #{state['seq_id']}".strip()
+    if state["state"] == "not issued":
+        return f"not issued (last issued {what})" if what else "not issued"
+    return f"{state['state']} {what}".strip()
+
+
 def ranks_df(report: "Report") -> "pandas.DataFrame":
     """One row per rank (columns: see the module docstring)."""
     pd = _pandas()
@@ -136,11 +148,7 @@ def ranks_df(report: "Report") -> "pandas.DataFrame":
         column = f"state:{_group_label(group['group'])}"
         per_rank = states.setdefault(column, {})
         for state in group["states"]:
-            text = state["state"]
-            if state["op"]:
-                text += f" {state['op']}"
-            if state["seq_id"] >= 0:
-                text += f" #{state['seq_id']}"
+            text = _state_text(state)
             for rank in state["ranks"]:
                 per_rank.setdefault(rank, []).append(text)
     frame = pd.DataFrame({
@@ -168,14 +176,21 @@ def rank_states_df(report: "Report") -> "pandas.DataFrame":
                 rows.append((rank, order, ref["name"], ref["desc"], state["state"], state["op"],
                              state["seq_id"]))
     rows.sort(key=lambda row: (row[0], row[1]))
-    seqs = [row[6] for row in rows]
+    # A "not issued" state's op and seq are the last ones its ranks issued: they go to the
+    # last_issued columns, never to op/seq, which say where a rank is.
+    not_issued = [row[4] == "not issued" for row in rows]
     return pd.DataFrame({
         "rank": pd.array([row[0] for row in rows], dtype="int32"),
         "process_group": pd.Categorical([row[2] for row in rows]),
         "pg_desc": pd.Categorical([row[3] for row in rows]),
         "state": pd.Categorical([row[4] for row in rows]),
-        "op": pd.Categorical([row[5] for row in rows]),
-        "seq": pd.array([s if s >= 0 else None for s in seqs], dtype="Int64"),
+        "op": pd.Categorical([None if n else row[5] for row, n in zip(rows, not_issued)]),
+        "seq": pd.array([None if n or row[6] < 0 else row[6] for row, n in zip(rows, not_issued)],
+                        dtype="Int64"),
+        "last_issued_op": pd.Categorical([row[5] if n else None
+                                          for row, n in zip(rows, not_issued)]),
+        "last_issued_seq": pd.array([row[6] if n and row[6] >= 0 else None
+                                     for row, n in zip(rows, not_issued)], dtype="Int64"),
     })
 
 

@@ -75,7 +75,8 @@ def test_rank_states_df_is_the_long_table_of_where_each_rank_stands(simulated_jo
     peer waits in, at the verdict's seq."""
     report = fr_analyze.analyze(simulated_job)
     states = report.rank_states_df()
-    assert list(states.columns) == ["rank", "process_group", "pg_desc", "state", "op", "seq"]
+    assert list(states.columns) == ["rank", "process_group", "pg_desc", "state", "op", "seq",
+                                    "last_issued_op", "last_issued_seq"]
     assert str(states["seq"].dtype) == "Int64" and str(states["state"].dtype) == "category"
     assert len(states) == 8 * 4
     assert states.groupby("rank").size().tolist() == [4] * 8

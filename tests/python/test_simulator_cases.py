@@ -81,6 +81,34 @@ def test_text_and_html_count_the_same_groups_with_problems(cli, tmp_path):
     assert int(in_text.group(1)) >= 1
 
 
+def test_a_rank_that_did_not_issue_an_op_is_not_said_to_skip_the_one_it_issued(cli, tmp_path):
+    """Rank 5 stops before DP collective #N: it issued #N-1. The HTML and rank_states_df said it
+    "did not issue #N-1"."""
+    _, _, out = simulate(cli, tmp_path / "d", "--fault", "stuck_before_op", "--fault-rank", "5")
+    stuck_at = int(re.search(r"stuck before DP \w+ #(\d+)", out).group(1))
+    done = subprocess.run([cli, "report", str(tmp_path / "d"), "-o", str(tmp_path / "r.html")],
+                          capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert f"not issued _reduce_scatter_base #{stuck_at - 1}" not in html
+    assert re.search(rf"\[5\] not issued \(last issued \w+ #{stuck_at - 1}\)", html)
+
+
+def test_rank_states_df_keeps_the_last_issued_op_apart(cli, tmp_path):
+    fr_analyze = pytest.importorskip("fr_analyze")
+    pandas = pytest.importorskip("pandas")
+    _, _, out = simulate(cli, tmp_path / "d", "--fault", "stuck_before_op", "--fault-rank", "5")
+    stuck_at = int(re.search(r"stuck before DP \w+ #(\d+)", out).group(1))
+    states = fr_analyze.analyze(str(tmp_path / "d")).rank_states_df()
+    row = states[(states["rank"] == 5) & (states.pg_desc == "DP")].iloc[0]
+    assert row["state"] == "not issued"
+    assert pandas.isna(row["seq"]) and pandas.isna(row["op"])
+    assert row["last_issued_seq"] == stuck_at - 1
+    ranks = fr_analyze.analyze(str(tmp_path / "d")).ranks_df().set_index("rank")
+    assert ranks.loc[5, "state:DP"] == f"not issued (last issued {row['last_issued_op']} " \
+        f"#{stuck_at - 1})"
+
+
 def test_a_gpu_stall_in_a_pipeline_recv_names_that_rank(cli, tmp_path):
     """Named p2p_unmatched [6, 14]: a group of only sends and recvs counted as having no timing
     (none of its collectives started), so a peer's op that its GPU never started was not seen."""

@@ -830,9 +830,13 @@ class HtmlWriter {
         std::string states;
         for (const report::RankStateGroup& state : group->states()) {
           if (!states.empty()) states += "<br>";
-          states += fmt::format("[{}] {} {}", Esc(state.ranks_text()), Esc(state.state()),
-                                Esc(state.op()));
+          // A member that did not issue the op its group stops at is shown with the last op it
+          // did issue (what the state's op and seq are), as the text report does.
+          const bool not_issued = state.state() == "not issued";
+          states += fmt::format("[{}] {}{} {}", Esc(state.ranks_text()), Esc(state.state()),
+                                not_issued ? " (last issued" : "", Esc(state.op()));
           if (state.seq_id() >= 0) states += fmt::format(" #{}", state.seq_id());
+          if (not_issued) states += ")";
         }
         out_ += fmt::format(
             "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td>"
