@@ -112,9 +112,11 @@ def test_rank_states_df_keeps_the_last_issued_op_apart(cli, tmp_path):
 def test_a_gpu_stall_in_a_pipeline_recv_names_that_rank(cli, tmp_path):
     """Named p2p_unmatched [6, 14]: a group of only sends and recvs counted as having no timing
     (none of its collectives started), so a peer's op that its GPU never started was not seen."""
-    failure_class, culprits, _ = simulate(
+    failure_class, culprits, out = simulate(
         cli, tmp_path / "d", "--tp", "8", "--pp", "4", "--dp", "2", "--fault", "gpu_stall",
         "--fault-rank", "30", "--fault-group", "pp")
+    # The stalled recv is named by its p2p seq (it was "PP recv #0", a collective seq).
+    assert re.search(r"never starts PP recv p2p #[1-9]\d*", out), out
     verdict = analyze_json(cli, tmp_path / "d")["verdict"]
     assert (verdict["failure_class"], verdict["culprit_ranks"]) == (failure_class, culprits)
 

@@ -963,8 +963,9 @@ void Simulator::Enqueue(int32_t rank, RankSim& rs, const ProgramOp& op) {
     truth.op = state_->templates[op.entries[0]].op;
     truth.collective_seq_id = op.is_p2p ? -1 : self.collective_seq;
     if (op.is_p2p) truth.p2p_seq_id = self.p2p_seq;
-    truth.description = fmt::format("the GPU of rank {} never starts {} {} #{} (step {})", rank,
-                                    GroupDesc(slot), truth.op, self.collective_seq, rs.step);
+    truth.description = fmt::format("the GPU of rank {} never starts {} {} {}#{} (step {})", rank,
+                                    GroupDesc(slot), truth.op, op.is_p2p ? "p2p " : "",
+                                    op.is_p2p ? self.p2p_seq : self.collective_seq, rs.step);
   }
   if (op.poison) {
     GroundTruth& truth = state_->truth;
