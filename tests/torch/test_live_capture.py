@@ -6,7 +6,6 @@ Run with the torch venv (scripts/torch-venv.sh) and FR_ANALYZE_CLI set; scripts/
 """
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -14,14 +13,6 @@ import sys
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="session")
-def cli():
-    path = os.environ.get("FR_ANALYZE_CLI")
-    if not path or not os.access(path, os.X_OK):
-        pytest.fail("set FR_ANALYZE_CLI to the built fr-analyze (scripts/test.sh does)")
-    return path
 
 
 def capture(tmp_path, *args):

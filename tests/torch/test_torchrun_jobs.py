@@ -31,14 +31,6 @@ GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
 HARNESS_FILES = {"expected.json", "file_times.json"}
 
 
-@pytest.fixture(scope="session")
-def cli():
-    path = os.environ.get("FR_ANALYZE_CLI")
-    if not path or not os.access(path, os.X_OK):
-        pytest.fail("set FR_ANALYZE_CLI to the built fr-analyze (scripts/test.sh does)")
-    return path
-
-
 def stage(source, target, times=None):
     """Copies a capture (or a golden case) to target without the harness's own files, keeping the
     files' modification times (from `times`, relative path -> ns, where given)."""
