@@ -38,10 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(fr::ParseLogText("fuzz.log", text, &logs, options).ok(), "parsing text never fails");
   fr::report::Report report = fr::Analyze(fr::LoadedTrace(), &logs, fr::AnalyzeOptions{});
   static const std::set<std::string> kKinds = {
-      "xid",        "host_oom",        "cuda_oom",
-      "host_kill",  "transport_error", "python_exception",
-      "cuda_error", "segfault",        "collective_timeout",
-      "none",       "unknown"};
+      "xid",          "host_oom",        "cuda_oom",
+      "host_kill",    "transport_error", "python_exception",
+      "cuda_error",   "segfault",        "collective_timeout",
+      "init_failure", "non_finite",      "none",
+      "unknown"};
   const fr::report::RootCause& cause = report.verdict().root_cause();
   Check(kKinds.contains(cause.kind()), "the root-cause kind is one of the contract's");
   std::set<int32_t> victims(report.verdict().victim_ranks().begin(),
