@@ -2,7 +2,8 @@
 # Creates (or reuses) build/venv: the Python 3.11 venv that the tests, the notebook and the
 # benchmarks run in, with every Python dependency from PyPI, PyTorch's CPU build included (the
 # real-PyTorch tests capture jobs with it and the benchmark runs PyTorch's own analyzer, which
-# also needs tabulate; the Dask tests run a LocalCluster of distributed).
+# also needs tabulate; the Dask tests run a LocalCluster of distributed; PyTorch's debug server and
+# `fr-analyze live` fetch with requests).
 # Prints the venv's python.
 #
 #   py=$(bash scripts/venv.sh)       # then: "$py" -m pytest tests/python
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 torch_version=${FR_TORCH_VERSION:-2.13.0}
 venv=${FR_VENV:-build/venv}
-packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest nbclient nbformat ipykernel tabulate
+packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest nbclient nbformat ipykernel tabulate requests
   distributed)
 python=""
 for candidate in python3.11 python3 /usr/bin/python3; do

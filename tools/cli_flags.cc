@@ -120,14 +120,24 @@ std::string FlagNames(const Command& command) {
 // An option `command` does not have: say so, and whose it is when another command has it.
 std::string UnknownOption(const Command& command, std::span<const Command* const> all,
                           std::string_view name) {
+  std::vector<std::string_view> owners;
   for (const Command* other : all) {
     if (other == &command) continue;
     for (const Flag& flag : other->flags) {
       if (std::find(flag.names.begin(), flag.names.end(), name) != flag.names.end()) {
-        return fmt::format("{} is an option of {}, not of {} (options of {}: {})", name,
-                           other->name, command.name, command.name, FlagNames(command));
+        owners.push_back(other->name);
+        break;
       }
     }
+  }
+  if (!owners.empty()) {
+    // "analyze", "live and example", "analyze, timeline and report".
+    std::string whose(owners.back());
+    if (owners.size() > 1) {
+      whose = fmt::format("{} and {}", fmt::join(owners.begin(), owners.end() - 1, ", "), whose);
+    }
+    return fmt::format("{} is an option of {}, not of {} (options of {}: {})", name, whose,
+                       command.name, command.name, FlagNames(command));
   }
   return fmt::format("unknown option {} (options of {}: {})", name, command.name,
                      FlagNames(command));

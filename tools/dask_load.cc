@@ -1,7 +1,5 @@
 #include "dask_load.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,47 +16,10 @@
 #include "fmt/format.h"
 #include "fr/base/status_macros.h"
 #include "fr/rank_summary.pb.h"
-
-extern char** environ;
+#include "python_helper.h"
 
 namespace fr {
 namespace {
-
-// Runs the Python helper `argv` and waits; its output goes to this process's stdout and stderr.
-// The command is often run from inside a job directory copied from a shared cluster, and
-// `python -m` puts the current directory first on sys.path: a planted `fr_analyze/` or
-// `argparse.py` there would run with the user's rights. So the helper starts in "/" (relative
-// PYTHONPATH entries and the script directory then point nowhere the input controls) with
-// PYTHONSAFEPATH=1 (Python >= 3.11 then adds no directory at all).
-absl::StatusOr<int> RunIsolatedPython(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> environment = {"PYTHONSAFEPATH=1"};
-  for (char** variable = environ; *variable != nullptr; ++variable) {
-    if (std::strncmp(*variable, "PYTHONSAFEPATH=", 15) != 0) environment.push_back(*variable);
-  }
-  std::vector<char*> envp;
-  for (std::string& variable : environment) envp.push_back(variable.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_addchdir_np(&actions, "/");
-  pid_t pid = 0;
-  int error = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  ::posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    return absl::FailedPreconditionError(fmt::format(
-        "--dask: cannot run {} ({}); set FR_ANALYZE_PYTHON to a python with fr_analyze and "
-        "distributed",
-        argv[0], std::strerror(error)));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return absl::InternalError("--dask: lost the Python helper");
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // The bundle: summaries one after another, each after its length (8 bytes, little-endian).
 absl::StatusOr<std::map<std::string, std::string>> ReadBundle(const std::string& path) {
@@ -114,8 +75,7 @@ absl::StatusOr<LoadedTrace> LoadTraceOnDask(const std::string& root, const LoadO
   int fd = ::mkstemp(bundle.data());
   if (fd < 0) return absl::InternalError("--dask: cannot create a temporary file");
   ::close(fd);
-  const char* python = std::getenv("FR_ANALYZE_PYTHON");
-  std::vector<std::string> argv = {python != nullptr && *python ? python : "python3",
+  std::vector<std::string> argv = {HelperPython(),
                                    "-m",
                                    "fr_analyze._dask",
                                    "--scheduler",
@@ -128,7 +88,7 @@ absl::StatusOr<LoadedTrace> LoadTraceOnDask(const std::string& root, const LoadO
                                    options.discover.rank_pattern};
   if (options.discover.follow_links_out_of_root) argv.push_back("--follow-links");
   argv.push_back(absolute_root);
-  absl::StatusOr<int> exit = RunIsolatedPython(argv);
+  absl::StatusOr<int> exit = RunIsolatedPython(argv, "--dask", "fr_analyze and distributed");
   absl::StatusOr<std::map<std::string, std::string>> by_path =
       exit.ok() && *exit == 0 ? ReadBundle(bundle) : absl::UnknownError("");
   ::unlink(bundle.c_str());

@@ -18,11 +18,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <new>
 #include <span>
@@ -41,6 +44,7 @@
 #include "fr/simulate/job_writer.h"
 #include "fr/write/dump_writer.h"
 #include "headline_color.h"
+#include "python_helper.h"
 
 #ifndef FR_ANALYZE_VERSION
 #error "tools/CMakeLists.txt defines FR_ANALYZE_VERSION from python/fr_analyze/__init__.py"
@@ -171,6 +175,7 @@ struct TraceArgs {
   std::vector<std::string> pg_filter;
   // analyze
   int64_t dump_time_ns = kUnknown;
+  int64_t stacks_stalled_ns = kStalledSpanNs;  // live --stall
   bool timings = false;
   std::string color = "auto";
   // entries
@@ -352,6 +357,62 @@ Command HtmlReportCommand(TraceArgs* args) {
   return command;
 }
 
+struct LiveArgs {
+  TraceArgs trace;
+  std::string save;
+  int64_t world_size = 0;
+  int64_t timeout_s = 10;
+  std::string host_map;
+  int64_t watch_s = 0;
+  int64_t stall_s = kStalledSpanNs / 1'000'000'000;
+  std::string html;
+};
+
+Command LiveCommand(LiveArgs* args) {
+  Command command{
+      .name = "live",
+      .positional = "HOST:PORT",
+      .summary = "diagnose a job that still hangs, through PyTorch's debug server",
+      .details =
+          "HOST:PORT is the job's MASTER_ADDR:MASTER_PORT (its TCPStore). Every rank must have\n"
+          "called torch.distributed.debug.start_debug_server(). Each rank's flight recorder and\n"
+          "Python stacks are fetched (read-only handlers, bounded responses) and analysed as a\n"
+          "dump directory: the verdict, and every rank's main thread grouped by identical stacks.\n"
+          "Runs python3 -m fr_analyze._live (FR_ANALYZE_PYTHON: another python; it needs torch\n"
+          "and requests). The server has no authentication: use it on trusted networks only.",
+      .other_usages = {"fr-analyze live node0:29500 --watch 10 --save live/"},
+  };
+  command.flags = {FormatFlag({"text", "json", "proto"}, &args->trace),
+                   OutputFlag(&args->trace.output)};
+  command.flags.push_back(cli::String({"--save"}, "DIR",
+                                      "keep what was fetched in DIR (rank_<N>.json, stacks_<time>\n"
+                                      ".txt): `fr-analyze DIR` gives the same answer offline",
+                                      &args->save));
+  command.flags.push_back(cli::Int({"--world-size"}, "N", 1, std::numeric_limits<int32_t>::max(),
+                                   "ranks to fetch (default: every rank<N> key in the store)",
+                                   &args->world_size));
+  command.flags.push_back(cli::Int({"--timeout"}, "S", 1, 3600,
+                                   "seconds to wait for each rank's answer (default 10)",
+                                   &args->timeout_s));
+  command.flags.push_back(cli::String({"--host-map"}, "NAME=ADDR[,...]",
+                                      "reach the worker registered as http://NAME:port at ADDR;\n"
+                                      "a name that does not resolve here is replaced by HOST",
+                                      &args->host_map));
+  command.flags.push_back(cli::Int({"--watch"}, "SECONDS", 1, 86400,
+                                   "poll every SECONDS: one line per poll (per group: the newest\n"
+                                   "seq every member reached, who is behind); print the verdict\n"
+                                   "once the job is found stuck, then exit (Ctrl-C: stop)",
+                                   &args->watch_s));
+  command.flags.push_back(cli::Int({"--stall"}, "SECONDS", 1, 86400,
+                                   "how long a rank's stack must stay outside communication while\n"
+                                   "its peers wait before it is named from the stacks alone\n"
+                                   "(default 10)",
+                                   &args->stall_s));
+  command.flags.push_back(cli::String(
+      {"--report"}, "FILE", "also write the HTML report of what was fetched to FILE", &args->html));
+  return command;
+}
+
 struct DumpArgs {
   std::string format = "json";
   std::string output;
@@ -484,8 +545,14 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   } else if (mode == Mode::kAnalyze || mode == Mode::kTimeline || mode == Mode::kHtml) {
     logs = ReadLogsBeside(*trace);
   }
+  // Live Python stacks beside the dumps (the debug server's snapshots, `live --save`).
+  StackSnapshots stacks;
+  if (!from_stdin && (mode == Mode::kAnalyze || mode == Mode::kTimeline || mode == Mode::kHtml)) {
+    stacks = ReadStacksBeside(*trace);
+  }
   std::vector<std::string> inputs = FilesRead(*trace);
   for (const LogFile& file : logs.files) inputs.push_back(file.path);
+  for (const std::string& file : stacks.files) inputs.push_back(file);
   auto no_readable_dump = [&] {
     std::fprintf(stderr, "fr-analyze: no readable flight-recorder dump under %s\n", path.c_str());
     for (const RejectedFile& file : trace->rejected) {
@@ -494,7 +561,8 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     }
     return kExitUsage;
   };
-  if (trace->ranks.empty() && (mode != Mode::kAnalyze || logs.files.empty())) {
+  if (trace->ranks.empty() &&
+      (mode != Mode::kAnalyze || (logs.files.empty() && stacks.snapshots.empty()))) {
     if (mode == Mode::kLoad) WriteOutput(FormatLoadSummaryText(*trace, path), output, inputs);
     return no_readable_dump();
   }
@@ -519,9 +587,11 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     AnalyzeOptions analyze;
     analyze.source = path;
     analyze.dump_time_ns = args.dump_time_ns;
+    analyze.stacks_stalled_ns = args.stacks_stalled_ns;
     analyze.jobs = static_cast<int>(args.jobs);
     MonitorSnapshots monitor = ReadMonitorsBeside(*trace, path, &logs);
     analyze.monitors = &monitor;
+    analyze.stacks = &stacks;
     report::Report report = Analyze(*trace, &logs, analyze);
     Timeline timeline = BuildTimeline(*trace, logs, report, &monitor);
     std::string bytes = mode == Mode::kHtml            ? WriteHtmlReport(report, timeline)
@@ -545,9 +615,11 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   analyze.source = path;
   analyze.dump_time_ns = args.dump_time_ns;
   analyze.pg_filter = args.pg_filter;
+  analyze.stacks_stalled_ns = args.stacks_stalled_ns;
   analyze.jobs = static_cast<int>(args.jobs);
   MonitorSnapshots monitor = ReadMonitorsBeside(*trace, path, &logs);
   analyze.monitors = &monitor;
+  analyze.stacks = &stacks;
   auto analysis_started = std::chrono::steady_clock::now();
   report::Report report = Analyze(*trace, &logs, analyze);
   // Dumps were there and none could be read: logs that show no failure do not make the job
@@ -589,6 +661,147 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   int status = WriteOutput(text, output, inputs);
   if (status != kExitOk) return status;
   return IsFailure(report) ? kExitFailureFound : kExitOk;
+}
+
+volatile std::sig_atomic_t interrupted = 0;
+void OnInterrupt(int) { interrupted = 1; }
+
+// One line per --watch poll: per process group, the newest seq every member reached and who is
+// behind it; then where the stacks say a rank has been.
+std::string PollLine(int poll, const report::Report& report, const StackSnapshots& stacks) {
+  std::vector<std::string> parts;
+  int quiet_groups = 0;
+  for (const report::ProcessGroupReport& group : report.process_groups()) {
+    if (group.states_size() == 0) continue;
+    int64_t reached = std::numeric_limits<int64_t>::max();
+    for (const report::RankStateGroup& state : group.states()) {
+      reached = std::min(reached, state.seq_id());
+    }
+    std::vector<std::string> behind;
+    for (const report::RankStateGroup& state : group.states()) {
+      if (state.seq_id() == reached && group.states_size() > 1)
+        behind.push_back(state.ranks_text());
+    }
+    if (behind.empty()) {
+      ++quiet_groups;
+      continue;
+    }
+    std::string label = group.group().desc().empty() ? group.group().name() : group.group().desc();
+    parts.push_back(fmt::format("{} {}: #{} reached, behind: {}", label, group.group().name(),
+                                reached, fmt::join(behind, ",")));
+  }
+  if (parts.size() > 4) {
+    size_t more = parts.size() - 4;
+    parts.resize(4);
+    parts.push_back(fmt::format("{} more groups with ranks behind", more));
+  }
+  if (quiet_groups > 0) parts.push_back(fmt::format("{} groups level", quiet_groups));
+  StackJudgement judged = JudgeStacks(stacks);
+  if (!judged.held_by.empty()) {
+    parts.push_back(fmt::format(
+        "rank(s) {} outside communication ({} snapshot(s), {:.0f} s)",
+        fmt::join(judged.held_by, ","), judged.unchanged_snapshots,
+        judged.unchanged_ns < 0 ? 0.0 : static_cast<double>(judged.unchanged_ns) / 1e9));
+  }
+  if (!judged.no_answer.empty()) {
+    std::vector<int32_t> silent;
+    for (const RankNoAnswer& rank : judged.no_answer) silent.push_back(rank.rank);
+    parts.push_back(fmt::format("no answer: {}", fmt::join(silent, ",")));
+  }
+  return fmt::format(
+      "poll {}: {}\n", poll,
+      parts.empty() ? "nothing recorded yet" : fmt::format("{}", fmt::join(parts, "; ")));
+}
+
+// `fr-analyze live HOST:PORT`: fetch (the Python helper) into a folder, then analyse it as a dump
+// directory; with --watch, poll until the job is found stuck.
+int RunLive(LiveArgs& args, const std::string& master) {
+  std::string dir = args.save;
+  std::string temporary;
+  std::error_code error;
+  if (dir.empty()) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    temporary =
+        fmt::format("{}/fr-analyze-live-XXXXXX", tmpdir != nullptr && *tmpdir ? tmpdir : "/tmp");
+    if (::mkdtemp(temporary.data()) == nullptr) {
+      std::fprintf(stderr, "fr-analyze: live: cannot create %s: %s\n", temporary.c_str(),
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+    dir = temporary;
+  } else if (std::filesystem::create_directories(dir, error); error) {
+    std::fprintf(stderr, "fr-analyze: live: cannot create %s: %s\n", dir.c_str(),
+                 error.message().c_str());
+    return kExitUsage;
+  }
+  auto finish = [&](int status) {
+    if (!temporary.empty()) std::filesystem::remove_all(temporary, error);
+    return status;
+  };
+  args.trace.stacks_stalled_ns = args.stall_s * 1'000'000'000;
+  std::vector<std::string> argv = {HelperPython(),
+                                   "-m",
+                                   "fr_analyze._live",
+                                   "fetch",
+                                   master,
+                                   "--out",
+                                   AbsoluteInputPath(dir),
+                                   "--timeout",
+                                   std::to_string(args.timeout_s)};
+  if (args.world_size > 0) {
+    argv.push_back("--world-size");
+    argv.push_back(std::to_string(args.world_size));
+  }
+  if (!args.host_map.empty()) {
+    argv.push_back("--host-map");
+    argv.push_back(args.host_map);
+  }
+  if (args.watch_s > 0) {
+    argv.push_back("--quiet");
+    std::signal(SIGINT, OnInterrupt);
+  }
+  for (int poll = 1;; ++poll) {
+    absl::StatusOr<int> fetched = RunIsolatedPython(argv, "live", "fr_analyze, torch and requests");
+    if (!fetched.ok()) {
+      std::fprintf(stderr, "fr-analyze: %s\n", std::string(fetched.status().message()).c_str());
+      return finish(kExitUsage);
+    }
+    if (interrupted) return finish(130);
+    if (*fetched != 0) return finish(kExitUsage);  // the helper said why
+    bool stuck = args.watch_s == 0;
+    if (!stuck) {
+      absl::StatusOr<LoadedTrace> trace = LoadTrace(dir, LoadOptions());
+      if (!trace.ok()) {
+        std::fprintf(stderr, "fr-analyze: %s\n", std::string(trace.status().message()).c_str());
+        return finish(kExitUsage);
+      }
+      StackSnapshots stacks = ReadStacksBeside(*trace);
+      AnalyzeOptions analyze;
+      analyze.source = dir;
+      analyze.stacks = &stacks;
+      analyze.stacks_stalled_ns = args.trace.stacks_stalled_ns;
+      report::Report report = Analyze(*trace, analyze);
+      std::string line = PollLine(poll, report, stacks);
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      stuck = IsFailure(report);
+    }
+    if (stuck) {
+      if (!args.html.empty()) {
+        TraceArgs html = args.trace;
+        html.output = args.html;
+        int written = RunTrace(Mode::kHtml, html, dir);
+        if (written == kExitUsage) return finish(written);
+      }
+      return finish(RunTrace(Mode::kAnalyze, args.trace, dir));
+    }
+    for (int64_t waited_ms = 0; waited_ms < args.watch_s * 1000 && !interrupted; waited_ms += 100) {
+      ::usleep(100'000);
+    }
+    if (interrupted) {
+      std::fprintf(stderr, "fr-analyze: live: stopped; nothing stuck so far\n");
+      return finish(130);
+    }
+  }
 }
 
 int RunDump(const DumpArgs& args, const std::string& path) {
@@ -707,8 +920,10 @@ int Main(int argc, char** argv) {
   const Command simulate = SimulateCommand(&simulate_args);
   const Command timeline = TimelineCommand(&timeline_args);
   const Command html = HtmlReportCommand(&html_args);
-  const Command* const all[] = {&analyze, &load, &entries, &timeline,
-                                &html,    &dump, &example, &simulate};
+  LiveArgs live_args;
+  const Command live = LiveCommand(&live_args);
+  const Command* const all[] = {&analyze, &load, &entries, &timeline, &html,
+                                &live,    &dump, &example, &simulate};
   auto find = [&all](std::string_view name) -> const Command* {
     for (const Command* command : all) {
       if (command->name == name) return command;
@@ -763,6 +978,10 @@ int Main(int argc, char** argv) {
   }
   if (command == &example) return RunExample(*command, example_options, positional);
   if (command == &simulate) return RunSimulate(*command, simulate_args, positional);
+  if (command == &live) {
+    if (positional.empty()) return UsageError(command, "live needs the job's HOST:PORT");
+    return RunLive(live_args, positional);
+  }
   if (positional.empty()) return UsageError(command, "a directory of dumps is needed");
   if (command == &load) return RunTrace(Mode::kLoad, load_args, positional);
   if (command == &entries) return RunTrace(Mode::kEntries, entries_args, positional);

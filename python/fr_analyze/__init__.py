@@ -9,6 +9,7 @@
     report.root_cause                      # from logs beside the dumps: kind, ranks, evidence
     report.events_df()                     # pandas: every log event on the corrected clock
     fr_analyze.analyze_log(pasted_text)    # one pasted log, nothing else
+    fr_analyze.live("node0:29500")         # a job that still hangs, from PyTorch's debug server
 
     trace = fr_analyze.load("/checkpoints/job42/fr")       # the dumps, before analysis
     trace.entries_df()                     # pandas: one row per rank x entry
@@ -22,15 +23,17 @@ from fr_analyze.errors import (
     DumpFormatError,
     DumpNotFoundError,
     Error,
+    LiveError,
     MissingDependencyError,
     NoDumpsError,
 )
 from fr_analyze._trace import RejectedFile, Trace, analyze, analyze_log, load, loads
 from fr_analyze._report import Message, Report
+from fr_analyze._live import live
 
 __all__ = [
     "Error", "DumpFormatError", "DumpNotFoundError", "NoDumpsError", "MissingDependencyError",
     "Trace", "Report", "Message", "RejectedFile", "load", "loads", "analyze",
-    "analyze_log",
+    "analyze_log", "live", "LiveError",
 ]
 __version__ = "0.1.0"

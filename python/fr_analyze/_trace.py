@@ -194,7 +194,10 @@ class Trace:
         dump_time_ns: when the dumps were taken; default: the files' modification times.
         The job's logs found beside the dumps (recognized by content) are read too: the report
         then has verdict.root_cause and timeline, and Report.events_df() lists their events.
-        Raises NoDumpsError when neither a dump nor a log could be read (the CLI's exit status 2).
+        Live stacks beside them (PyTorch's debug-server `stacks_<time>.txt` snapshots, or what
+        live(save=...) fetched) say where each rank's main thread is (Report.live_stacks).
+        Raises NoDumpsError when no dump, log or stacks snapshot could be read (the CLI's exit
+        status 2).
         """
         from fr_analyze._report import Report
 
@@ -204,8 +207,8 @@ class Trace:
         report = Report(core, trace=self, events=events)
         # Dumps that could not be read are never outweighed by logs that show no failure.
         unreadable_and_quiet = bool(self.rejected) and not report.is_failure
-        if not self._loaded.ranks and (not report._fields.get("log_files") or
-                                       unreadable_and_quiet):
+        other_evidence = report._fields.get("log_files") or report._fields.get("live_stacks")
+        if not self._loaded.ranks and (not other_evidence or unreadable_and_quiet):
             reasons = "".join(f"\n  {r.error}" for r in self.rejected)
             raise NoDumpsError(
                 f"no readable flight-recorder dump or log under {self.source}{reasons}")

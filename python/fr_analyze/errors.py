@@ -5,6 +5,7 @@
     +-- DumpNotFoundError     the path does not exist (also a FileNotFoundError)
     +-- NoDumpsError          nothing readable to analyse (the CLI's exit status 2)
     +-- MissingDependencyError  an optional package (pandas, tqdm, matplotlib) is not installed
+    +-- LiveError             live(): the job's store or debug server cannot be reached
 """
 
 
@@ -26,6 +27,10 @@ class NoDumpsError(Error):
 
 class MissingDependencyError(Error, ImportError):
     """A feature needs an optional package that is not installed; the message says which."""
+
+
+class LiveError(Error):
+    """live(): the job's store cannot be reached, or no rank registered a debug server."""
 
 
 def require(module: str, feature: str, debian_package: str):

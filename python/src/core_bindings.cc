@@ -215,6 +215,9 @@ std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
     }
     MonitorSnapshots monitor = ReadMonitorsBeside(trace, source, &logs);
     options.monitors = &monitor;
+    StackSnapshots stacks;
+    if (!pasted.has_value()) stacks = ReadStacksBeside(trace);
+    options.stacks = &stacks;
     report = Analyze(trace, &logs, options);
   }
   py::list time_ns, raw_time, rank, host, kind, file, line, text;
@@ -250,9 +253,11 @@ py::bytes WriteTimeline(const LoadedTrace& trace, const std::string& source,
     py::gil_scoped_release release;
     LogSet logs = ReadLogsBeside(trace);
     MonitorSnapshots monitor = ReadMonitorsBeside(trace, source, &logs);
+    StackSnapshots stacks = ReadStacksBeside(trace);
     AnalyzeOptions options;
     options.source = source;
     options.monitors = &monitor;
+    options.stacks = &stacks;
     report::Report report = Analyze(trace, &logs, options);
     fr::Timeline timeline = BuildTimeline(trace, logs, report, &monitor);
     bytes = format == "chrome-json" ? WriteChromeTraceJson(timeline) : WritePerfettoTrace(timeline);

@@ -116,9 +116,9 @@ def test_entries_refuses_json_naming_the_format_it_has(cli, example_job):
 @pytest.mark.parametrize("args,owner", [
     (["analyze", "DIR", "--last", "3"], "entries"),
     (["DIR", "--selected-ranks", "1"], "entries"),
-    (["load", "DIR", "--dump-time", "5"], "analyze"),
+    (["load", "DIR", "--dump-time", "5"], "analyze, timeline and report"),
     (["entries", "DIR", "--timings"], "analyze"),
-    (["dump", "DIR", "--world-size", "2"], "example"),
+    (["dump", "DIR", "--world-size", "2"], "live and example"),
 ])
 def test_a_flag_of_another_command_is_a_usage_error(cli, example_job, args, owner):
     args = [example_job if a == "DIR" else a for a in args]

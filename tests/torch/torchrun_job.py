@@ -133,6 +133,12 @@ def parse_args():
     parser.add_argument("--step-s", type=float, default=0.05,
                         help="compute time per step (a sleep), so the job has a rhythm")
     parser.add_argument("--dumps", required=True, help="folder of the flight-recorder dumps")
+    parser.add_argument("--debug-server-port", type=int, default=0,
+                        help="start PyTorch's debug server in every rank (rank 0's frontend on "
+                             "this port); 0: none")
+    parser.add_argument("--debug-dump-dir", default=None,
+                        help="the debug server's periodic snapshots (stacks_<time>.txt, ...)")
+    parser.add_argument("--debug-dump-interval", type=float, default=2.0)
     return parser.parse_args()
 
 
@@ -150,6 +156,13 @@ def main():
     # machine may arrive many seconds apart: it gets a start-up timeout, the TP and DP groups the
     # short one.
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.init_timeout))
+    if args.debug_server_port:
+        # Every rank serves its flight recorder and Python stacks over HTTP and registers its
+        # address in the job's store; rank 0 also runs the frontend, which snapshots them all.
+        from torch.distributed.debug import start_debug_server
+        start_debug_server(port=args.debug_server_port, dump_dir=args.debug_dump_dir,
+                           dump_interval=args.debug_dump_interval)
+        print("debug server started", file=sys.stderr, flush=True)
     try:
         my_dp, my_tp = divmod(rank, tp)
         tp_group = dp_group = None

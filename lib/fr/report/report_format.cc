@@ -179,6 +179,33 @@ void AppendVerdict(const Report& report, std::string* out) {
   }
 }
 
+// Every rank's main Python thread from the newest live snapshot, ranks with the same stack
+// together (as py-spy users read them), the outermost frames cut.
+void AppendLiveStacks(const Report& report, std::string* out) {
+  if (report.live_stacks_size() == 0) return;
+  constexpr int kFramesShown = 12;
+  *out += fmt::format("\nlive stacks ({}; main threads, innermost first):\n",
+                      report.live_stacks(0).snapshot());
+  for (const report::LiveStackGroup& group : report.live_stacks()) {
+    std::string who = group.ranks_size() == 1
+                          ? fmt::format("rank {}", group.ranks_text())
+                          : fmt::format("ranks {} ({})", group.ranks_text(), group.ranks_size());
+    if (!group.error().empty()) {
+      *out += fmt::format("  {}: {}: {}\n", who, group.place(), group.error());
+      continue;
+    }
+    *out += fmt::format("  {} {}:\n", who, group.place());
+    int shown = 0;
+    for (const std::string& frame : group.frames()) {
+      if (shown++ == kFramesShown) {
+        *out += fmt::format("    ... {} more\n", group.frames_size() - kFramesShown);
+        break;
+      }
+      *out += fmt::format("    {}\n", frame);
+    }
+  }
+}
+
 void AppendGroups(const Report& report, std::string* out) {
   std::vector<const report::ProcessGroupReport*> troubled, healthy;
   for (const auto& group : report.process_groups()) {
@@ -284,6 +311,7 @@ std::string FormatReportText(const Report& unsafe) {
   std::string out;
   AppendRootCause(report, &out);
   AppendVerdict(report, &out);
+  AppendLiveStacks(report, &out);
   AppendGroups(report, &out);
   AppendFindings(report, &out);
   AppendInputs(report, &out);

@@ -19,6 +19,7 @@
 #include "fr/model/counters.h"
 #include "fr/verdict/failure_class.h"
 #include "fr/verdict/next_actions.h"
+#include "fr/verdict/stack_evidence.h"
 #include "fr/verdict/stragglers.h"
 #include "fr/waitfor/wait_for_graph.h"
 
@@ -1259,7 +1260,20 @@ class Analyzer {
 }  // namespace
 
 Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options) {
-  Report report = Analyzer(trace, options).Run();
+  AnalyzeOptions with_gone = options;
+  if (options.stacks != nullptr) {
+    // A worker that refuses connections is a process that is gone: its peers' waits end there.
+    std::vector<int64_t> gone = RanksWhoseWorkerIsGone(*options.stacks);
+    with_gone.died_ranks.insert(with_gone.died_ranks.end(), gone.begin(), gone.end());
+    std::sort(with_gone.died_ranks.begin(), with_gone.died_ranks.end());
+    with_gone.died_ranks.erase(
+        std::unique(with_gone.died_ranks.begin(), with_gone.died_ranks.end()),
+        with_gone.died_ranks.end());
+  }
+  Report report = Analyzer(trace, with_gone).Run();
+  // The live stacks first among the supporting evidence: they may decide the verdict.
+  if (options.stacks != nullptr)
+    JoinStackEvidence(*options.stacks, options.stacks_stalled_ns, &report);
   if (options.monitors != nullptr) {
     // Supporting evidence from the hosts' side, after the dumps' own findings: it says what the
     // GPUs and processes were doing, not which rank others waited for.

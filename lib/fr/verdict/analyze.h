@@ -20,6 +20,8 @@
 #include "fr/model/loaded_trace.h"
 #include "fr/monitor/monitor_snapshots.h"
 #include "fr/report.pb.h"
+#include "fr/stacks/python_stacks.h"
+#include "fr/verdict/stack_evidence.h"
 
 namespace fr {
 
@@ -37,6 +39,13 @@ struct AnalyzeOptions {
   // (the NCCL hang signature, an idle GPU among busy ones, uneven memory, workers outliving their
   // launcher) becomes findings.
   const MonitorSnapshots* monitors = nullptr;
+  // Live Python stacks read beside the dumps (ReadStacksBeside: PyTorch's debug-server snapshots,
+  // `fr-analyze live`), or nullptr: where each rank's main thread is, joined to the verdict
+  // (lib/fr/verdict/stack_evidence.h).
+  const StackSnapshots* stacks = nullptr;
+  // How long a rank's stack must stay outside communication, unchanged across snapshots while
+  // its peers wait, before the stacks alone make it the culprit.
+  int64_t stacks_stalled_ns = kStalledSpanNs;
   // Threads for the analysis (indexing, matching); 0: one per core. The report is the same on
   // any number.
   int jobs = 0;
@@ -64,6 +73,10 @@ LogSet ReadLogsBeside(const LoadedTrace& trace);
 // whose NCCL init line on that host names its PCI bus id.
 MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string& source,
                                     const LogSet* logs = nullptr);
+
+// The debug server's stacks snapshots among the files beside the dumps (`stacks_<time>.txt`, by
+// content: lib/fr/stacks), oldest first.
+StackSnapshots ReadStacksBeside(const LoadedTrace& trace);
 
 // True when the verdict is a failure, or the logs show one (exit status 1 of
 // `fr-analyze analyze`).

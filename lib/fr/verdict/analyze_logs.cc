@@ -145,6 +145,13 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
       continue;
     }
     if (MonitorFormatOf(head) != MonitorFormat::kNone) continue;  // ReadMonitorsBeside's
+    if (LooksLikeStackSnapshot(head, file.path)) continue;        // ReadStacksBeside's
+    if (LooksLikeDebugServerSnapshot(head, file.path)) {
+      set_aside.push_back({file.path,
+                           "a debug server snapshot (its tables or health check), not a log; "
+                           "only its stacks snapshots are read"});
+      continue;
+    }
     if (IsOwnReport(head)) {
       set_aside.push_back({file.path,
                            "an fr-analyze report, not read as a log (the lines it "
@@ -219,14 +226,39 @@ MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string&
   return snapshots;
 }
 
+StackSnapshots ReadStacksBeside(const LoadedTrace& trace) {
+  // A snapshot holds one stack per thread per rank: tens of KB per rank, a few hundred MB for the
+  // largest jobs.
+  constexpr std::streamsize kMaxStacksBytes = std::streamsize{512} << 20;
+  StackSnapshots stacks;
+  for (const SkippedFile& file : trace.skipped) {
+    std::ifstream in;
+    std::string head;
+    if (!OpenWithHead(file, &in, &head) || !LooksLikeStackSnapshot(head, file.path)) continue;
+    in.clear();
+    in.seekg(0, std::ios::end);
+    std::streamsize size = in.tellg();
+    if (size < 0 || size > kMaxStacksBytes) continue;
+    std::string text(static_cast<size_t>(size), '\0');
+    in.seekg(0);
+    in.read(text.data(), size);
+    text.resize(static_cast<size_t>(in.gcount()));
+    // One that holds no rank block after all is simply not a snapshot (listed as set aside).
+    (void)ParseStackSnapshot(file.path, text, &stacks);
+  }
+  return stacks;
+}
+
 namespace {
 
 // Says what became of each file the loader set aside as no dump: read as a log or a GPU monitor
 // snapshot, or, for a file that may be read but was not, why it is not a log either. Without
 // this a log that could not be read would be listed like one that was.
 void SayWhatSkippedFilesWereReadAs(const LoadedTrace& trace, const LogSet* logs,
-                                   const MonitorSnapshots* monitors, report::Report* report) {
-  std::set<std::string> logs_read, monitors_read;
+                                   const MonitorSnapshots* monitors, const StackSnapshots* stacks,
+                                   report::Report* report) {
+  std::set<std::string> logs_read, monitors_read, stacks_read;
+  if (stacks != nullptr) stacks_read.insert(stacks->files.begin(), stacks->files.end());
   std::map<std::string, std::string> not_read;
   if (logs != nullptr) {
     for (const LogFile& file : logs->files) logs_read.insert(file.path);
@@ -245,10 +277,13 @@ void SayWhatSkippedFilesWereReadAs(const LoadedTrace& trace, const LogSet* logs,
       out.set_read_as("log");
     } else if (monitors_read.contains(path)) {
       out.set_read_as("gpu_monitor");
+    } else if (stacks_read.contains(path)) {
+      out.set_read_as("python_stacks");
     } else if (auto reason = not_read.find(path); reason != not_read.end()) {
       out.set_reason(ValidUtf8(fmt::format("{}; {}", out.reason(), reason->second)));
     } else if (logs != nullptr) {
-      out.set_reason(fmt::format("{}; not read as a log or GPU monitor snapshot", out.reason()));
+      out.set_reason(
+          fmt::format("{}; not read as a log, GPU monitor or stacks snapshot", out.reason()));
     }
   }
 }
@@ -263,7 +298,7 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
     with_deaths.died_ranks = RanksTheLogsSayDied(*logs);
   }
   report::Report report = Analyze(trace, with_deaths);
-  SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, &report);
+  SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, options.stacks, &report);
   if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
   ClockHints hints;
   // The dumps' time dates year-less log lines when no log line carries a year.
@@ -282,7 +317,10 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
   }
   hints.rank_anchors = DumpAnchors(trace);
   JobClock clock = AlignClocks(logs, hints);
-  ExplainFromLogs(*logs, clock, /*have_dumps=*/!trace.ranks.empty(), &report);
+  // Live stacks decide a verdict as dumps do: the logs then join it rather than replace it.
+  bool have_verdict =
+      !trace.ranks.empty() || (options.stacks != nullptr && !options.stacks->snapshots.empty());
+  ExplainFromLogs(*logs, clock, /*have_dumps=*/have_verdict, &report);
   return report;
 }
 

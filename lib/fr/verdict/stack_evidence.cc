@@ -1,0 +1,220 @@
+#include "fr/verdict/stack_evidence.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fr/base/rank_set.h"
+#include "fr/base/utf8.h"
+#include "fr/verdict/failure_class.h"
+
+namespace fr {
+namespace {
+
+std::vector<int64_t> Wide(const std::vector<int32_t>& ranks) {
+  return std::vector<int64_t>(ranks.begin(), ranks.end());
+}
+
+std::string_view AnswerWords(RankAnswer answer) {
+  switch (answer) {
+    case RankAnswer::kRefused:
+      return "connection refused: the process is gone";
+    case RankAnswer::kTimedOut:
+      return "no answer in time: the process may hold the GIL, be stopped or be swapping";
+    case RankAnswer::kFailed:
+    case RankAnswer::kAnswered:
+      break;
+  }
+  return "the request failed";
+}
+
+std::string Seconds(int64_t ns) { return fmt::format("{:.0f} s", static_cast<double>(ns) / 1e9); }
+
+void AddGroups(const StackJudgement& judged, report::Report* report) {
+  for (const StackGroup& group : judged.groups) {
+    report::LiveStackGroup* out = report->add_live_stacks();
+    for (int32_t rank : group.ranks) out->add_ranks(rank);
+    out->set_ranks_text(FormatRankSet(Wide(group.ranks)));
+    out->set_place(std::string(StackPlaceName(group.place)));
+    for (const PythonFrame& frame : group.frames) out->add_frames(ValidUtf8(DescribeFrame(frame)));
+    out->set_snapshot(ValidUtf8(judged.newest_path));
+  }
+  for (const RankNoAnswer& silent : judged.no_answer) {
+    report::LiveStackGroup* out = report->add_live_stacks();
+    out->add_ranks(silent.rank);
+    out->set_ranks_text(std::to_string(silent.rank));
+    out->set_place("no answer");
+    out->set_snapshot(ValidUtf8(judged.newest_path));
+    out->set_error(ValidUtf8(
+        silent.error.empty() ? std::string(AnswerWords(silent.answer))
+                             : fmt::format("{} ({})", AnswerWords(silent.answer), silent.error)));
+  }
+}
+
+// "rank 2's main thread is in inject (tests/torch/torchrun_job.py:236)".
+std::string HeldSentence(const StackJudgement& judged) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < judged.held_by.size(); ++i) {
+    parts.push_back(
+        fmt::format("rank {} at {}", judged.held_by[i], DescribeFrame(judged.held_at[i])));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::string HowLong(const StackJudgement& judged) {
+  if (judged.unchanged_snapshots < 2) return "in one snapshot";
+  if (judged.unchanged_ns < 0) {
+    return fmt::format("unchanged over {} snapshots", judged.unchanged_snapshots);
+  }
+  return fmt::format("unchanged over {} snapshots spanning {}", judged.unchanged_snapshots,
+                     Seconds(judged.unchanged_ns));
+}
+
+}  // namespace
+
+std::vector<int64_t> RanksWhoseWorkerIsGone(const StackSnapshots& stacks) {
+  std::vector<int64_t> gone;
+  if (stacks.snapshots.empty()) return gone;
+  for (const RankStacks& rank : stacks.snapshots.back().ranks) {
+    if (rank.threads.empty() && rank.answer == RankAnswer::kRefused) gone.push_back(rank.rank);
+  }
+  return gone;
+}
+
+void JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, report::Report* report) {
+  StackJudgement judged = JudgeStacks(stacks);
+  if (judged.snapshots == 0) return;
+  AddGroups(judged, report);
+  report::Verdict* verdict = report->mutable_verdict();
+  std::optional<FailureClass> failure = ParseFailureClass(verdict->failure_class());
+  bool dumps_found_failure = failure.has_value() && IsFailureClass(*failure);
+  std::set<int64_t> culprits(verdict->culprit_ranks().begin(), verdict->culprit_ranks().end());
+
+  // Workers that did not answer: gone (connection refused) or silent (no answer in time).
+  std::vector<int64_t> gone = RanksWhoseWorkerIsGone(stacks);
+  std::vector<int64_t> silent;
+  for (const RankNoAnswer& rank : judged.no_answer) {
+    if (rank.answer == RankAnswer::kTimedOut) silent.push_back(rank.rank);
+  }
+  // Every worker gone is a job that ended (or was torn down), not one rank that holds the rest.
+  bool all_gone = !gone.empty() && gone.size() == stacks.snapshots.back().ranks.size();
+  for (bool refused : {true, false}) {
+    const std::vector<int64_t>& ranks = refused ? gone : silent;
+    if (ranks.empty()) continue;
+    report::Finding* finding = report->add_findings();
+    finding->set_kind(refused ? "worker_gone" : "worker_silent");
+    for (int64_t rank : ranks) finding->add_ranks(static_cast<int32_t>(rank));
+    finding->set_collective_seq_id(-1);
+    finding->set_confidence(refused ? "high" : "medium");
+    std::string waits = judged.waiting.empty()
+                            ? std::string()
+                            : fmt::format(" while rank(s) {} wait in {}",
+                                          FormatRankSet(Wide(judged.waiting)), judged.waiting_in);
+    finding->set_summary(ValidUtf8(
+        refused
+            ? fmt::format("The debug-server worker of rank(s) {} refused the connection: the "
+                          "process is gone{}.",
+                          FormatRankSet(ranks), all_gone ? " (every rank's: the job ended)" : waits)
+            : fmt::format("The debug-server worker of rank(s) {} did not answer in time{}: the "
+                          "process may hold the GIL in native code, be stopped (SIGSTOP, a "
+                          "debugger) or be swapping.",
+                          FormatRankSet(ranks), waits)));
+    for (const RankNoAnswer& rank : judged.no_answer) {
+      if (std::find(ranks.begin(), ranks.end(), rank.rank) == ranks.end()) continue;
+      finding->add_evidence(ValidUtf8(fmt::format("rank {}: {}", rank.rank, rank.error)));
+    }
+    // A silent worker is the culprit only when the others visibly wait and none of them is
+    // outside communication (then that one is the better answer).
+    bool decides = refused ? !all_gone : !judged.waiting.empty() && judged.held_by.empty();
+    if (dumps_found_failure || !decides) continue;
+    verdict->set_failure_class(std::string(FailureClassName(FailureClass::kMissingParticipant)));
+    verdict->clear_culprit_ranks();
+    for (int64_t rank : ranks) verdict->add_culprit_ranks(static_cast<int32_t>(rank));
+    verdict->clear_victim_ranks();
+    for (int32_t rank : judged.waiting) verdict->add_victim_ranks(rank);
+    verdict->set_confidence(refused && !judged.waiting.empty() ? "high" : "medium");
+    verdict->set_summary(finding->summary());
+    verdict->clear_next_actions();
+    verdict->add_next_actions(
+        refused ? fmt::format("Find why rank(s) {} died: the launcher's log (exit code, signal), "
+                              "the host's kernel log (OOM killer, Xid) and its last lines of "
+                              "output.",
+                              FormatRankSet(ranks))
+                : fmt::format("Look at rank(s) {}'s process on its host: its state in `ps` (T: "
+                              "stopped, D: in I/O), `py-spy dump --native --pid PID` for the "
+                              "native frame that holds the GIL.",
+                              FormatRankSet(ranks)));
+    return;
+  }
+
+  if (judged.held_by.empty()) return;
+  bool stalled =
+      !judged.moving && judged.unchanged_snapshots >= 2 && judged.unchanged_ns >= stalled_ns;
+  report::Finding* finding = report->add_findings();
+  finding->set_kind("stack_outside_communication");
+  for (int32_t rank : judged.held_by) finding->add_ranks(rank);
+  finding->set_collective_seq_id(-1);
+  bool sure = judged.unchanged_ns >= std::max(stalled_ns, kSureSpanNs);
+  finding->set_confidence(stalled ? (sure ? "high" : "medium") : "low");
+  std::string held = HeldSentence(judged);
+  std::string waiting = FormatRankSet(Wide(judged.waiting));
+  if (judged.moving) {
+    finding->set_summary(ValidUtf8(fmt::format(
+        "Outside communication while rank(s) {} wait in {}: {}; but its stack changed since the "
+        "snapshot before, so it is moving (slow), not stuck.",
+        waiting, judged.waiting_in, held)));
+  } else {
+    finding->set_summary(
+        ValidUtf8(fmt::format("Outside communication while rank(s) {} wait in {}: {} ({}).",
+                              waiting, judged.waiting_in, held, HowLong(judged))));
+  }
+  const PythonThread* main = nullptr;
+  for (const RankStacks& rank : stacks.snapshots.back().ranks) {
+    if (rank.rank == judged.held_by.front()) main = MainThread(rank);
+  }
+  if (main != nullptr) {
+    for (const PythonFrame& frame : main->frames)
+      finding->add_stack(ValidUtf8(DescribeFrame(frame)));
+    finding->set_stack_at(ValidUtf8(fmt::format("live stack, {}", judged.newest_path)));
+  }
+
+  std::set<int64_t> held_set(judged.held_by.begin(), judged.held_by.end());
+  if (dumps_found_failure) {
+    if (culprits == held_set) {
+      verdict->set_summary(ValidUtf8(fmt::format("{} The live stacks agree: {}, {}.",
+                                                 verdict->summary(), held, HowLong(judged))));
+    } else if (stalled) {
+      verdict->set_summary(
+          ValidUtf8(fmt::format("{} The live stacks disagree: {}, {}, while the others wait in {}.",
+                                verdict->summary(), held, HowLong(judged), judged.waiting_in)));
+    }
+    return;
+  }
+  if (!stalled) return;  // one snapshot, or a moving rank: a finding, not a verdict
+  verdict->set_failure_class(std::string(FailureClassName(FailureClass::kMissingParticipant)));
+  verdict->clear_culprit_ranks();
+  for (int32_t rank : judged.held_by) verdict->add_culprit_ranks(rank);
+  verdict->clear_victim_ranks();
+  for (int32_t rank : judged.waiting) verdict->add_victim_ranks(rank);
+  verdict->set_confidence(finding->confidence());
+  verdict->set_summary(ValidUtf8(fmt::format(
+      "Rank(s) {} stopped outside communication while rank(s) {} wait in {}: {}, {}. {}",
+      FormatRankSet(Wide(judged.held_by)), waiting, judged.waiting_in, held, HowLong(judged),
+      report->inputs().ranks_loaded_size() > 0
+          ? "The dumps show no op past its timeout yet; the stacks show where the job stopped."
+          : "No flight-recorder dump was read; the stacks show where the job stopped.")));
+  verdict->clear_next_actions();
+  verdict->add_next_actions(ValidUtf8(fmt::format(
+      "Read rank {}'s frame {}: it is waiting on something outside communication (data loading, "
+      "I/O, a lock, a sleep) or took a branch that skips the collective its peers are in.",
+      judged.held_by.front(), DescribeFrame(judged.held_at.front()))));
+  verdict->add_next_actions(
+      "Dump every thread of that process with py-spy (`py-spy dump --native --pid PID`) to see "
+      "what its native code waits on.");
+}
+
+}  // namespace fr

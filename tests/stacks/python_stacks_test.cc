@@ -1,0 +1,200 @@
+#include "fr/stacks/python_stacks.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fr {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A real frontend dump_dir: rank 2 sleeps in user code from the second snapshot on while ranks 0,
+// 1 and 3 wait in all_reduce (tests/data/debug_server/2.13.0/hang/expected.json says how it was
+// made).
+std::string HangDir() {
+  return std::string(FR_TEST_DATA_DIR) + "/debug_server/2.13.0/hang/dump_dir";
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> StacksFiles() {
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(HangDir())) {
+    if (entry.path().filename().string().starts_with("stacks_")) paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+TEST(PythonStacksTest, ReadsTheFrontendsSnapshotOfEveryRank) {
+  std::string path = HangDir() + "/stacks_20261203_095248.txt";
+  std::string text = Read(path);
+  ASSERT_TRUE(LooksLikeStackSnapshot(text.substr(0, 4096), path));
+  StackSnapshots stacks;
+  ASSERT_TRUE(ParseStackSnapshot(path, text, &stacks).ok());
+  ASSERT_EQ(stacks.snapshots.size(), 1u);
+  const StackSnapshot& snapshot = stacks.snapshots[0];
+  ASSERT_EQ(snapshot.ranks.size(), 4u);
+  EXPECT_EQ(stacks.unparsed_lines, 0);
+  // 2026-12-03 09:52:48, from the file name.
+  EXPECT_EQ(snapshot.time_ns, int64_t{1796291568} * 1'000'000'000);
+  for (const RankStacks& rank : snapshot.ranks) {
+    EXPECT_EQ(rank.answer, RankAnswer::kAnswered);
+    // The debug server's own thread (no Python frame), the job's SIGTERM watcher and main.
+    ASSERT_EQ(rank.threads.size(), 3u) << rank.rank;
+    EXPECT_TRUE(rank.threads[0].current);
+    const PythonThread* main = MainThread(rank);
+    ASSERT_NE(main, nullptr);
+    EXPECT_EQ(main->frames.back().function, "<module>");
+  }
+  const PythonThread* held = MainThread(snapshot.ranks[2]);
+  EXPECT_EQ(held->frames.front().function, "inject");
+  EXPECT_THAT(held->frames.front().file, HasSubstr("torchrun_job.py"));
+  EXPECT_EQ(PlaceOf(held), StackPlace::kOutside);
+  const PythonThread* waiting = MainThread(snapshot.ranks[0]);
+  EXPECT_EQ(waiting->frames.front().function, "all_reduce");
+  EXPECT_EQ(PlaceOf(waiting), StackPlace::kCommunication);
+  EXPECT_EQ(DescribeFrame(waiting->frames.front()),
+            "all_reduce (torch/distributed/distributed_c10d.py:3252)");
+}
+
+TEST(PythonStacksTest, TheRankOutsideCommunicationHoldsEveryoneAcrossSnapshots) {
+  StackSnapshots stacks;
+  // Read newest first: the parser keeps them oldest first by their names' times.
+  std::vector<std::string> paths = StacksFiles();
+  ASSERT_EQ(paths.size(), 12u);
+  for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+    ASSERT_TRUE(ParseStackSnapshot(*it, Read(*it), &stacks).ok()) << *it;
+  }
+  StackJudgement judged = JudgeStacks(stacks);
+  EXPECT_EQ(judged.snapshots, 12);
+  EXPECT_THAT(judged.newest_path, HasSubstr("stacks_20261203_095258.txt"));
+  EXPECT_THAT(judged.held_by, ElementsAre(2));
+  ASSERT_EQ(judged.held_at.size(), 1u);
+  EXPECT_EQ(judged.held_at[0].function, "inject");
+  EXPECT_THAT(judged.waiting, ElementsAre(0, 1, 3));
+  EXPECT_EQ(judged.waiting_in, "all_reduce (torch/distributed/distributed_c10d.py:3252)");
+  EXPECT_FALSE(judged.moving);
+  // The first snapshot (09:52:33) precedes the fault: eleven from 09:52:38 to 09:52:58.
+  EXPECT_EQ(judged.unchanged_snapshots, 11);
+  EXPECT_EQ(judged.unchanged_ns, int64_t{20} * 1'000'000'000);
+  EXPECT_TRUE(judged.no_answer.empty());
+  // Groups by identical stacks: rank 0 waits in the DP all_reduce (line 214 of train), ranks 1
+  // and 3 in the TP one (line 206), rank 2 in inject.
+  ASSERT_EQ(judged.groups.size(), 3u);
+  EXPECT_THAT(judged.groups[0].ranks, ElementsAre(1, 3));
+}
+
+// The frontend's wording when a worker does not answer (torch/distributed/debug/_frontend.py,
+// format_fetch_summary and StacksHandler.dump; requests' ConnectionError text).
+constexpr char kPartial[] =
+    "PARTIAL DATA: 2/4 workers responded\n"
+    "  Rank 1: Timeout: HTTPConnectionPool(host='vm', port=40001): Read timed out. (read "
+    "timeout=60.0)\n"
+    "  Rank 3: ConnectionError: HTTPConnectionPool(host='vm', port=40003): Max retries exceeded "
+    "with url: /handler/dump_traceback? (Caused by NewConnectionError('<urllib3.connection."
+    "HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno 111] "
+    "Connection refused'))\n"
+    "\n"
+    "=== Rank 0: http://vm:40000/handler/dump_traceback? ===\n"
+    "Thread 0x00007f0000000001 (most recent call first):\n"
+    "  File \"/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", line "
+    "4812 in barrier\n"
+    "  File \"/job/train.py\", line 30 in <module>\n"
+    "\n"
+    "=== Rank 1: http://vm:40001/handler/dump_traceback? ===\n"
+    "Error: 408\n"
+    "=== Rank 2: http://vm:40002/handler/dump_traceback? ===\n"
+    "Thread 0x00007f0000000002 (most recent call first):\n"
+    "  File \"/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", line "
+    "4812 in barrier\n"
+    "  File \"/job/train.py\", line 30 in <module>\n"
+    "\n"
+    "=== Rank 3: http://vm:40003/handler/dump_traceback? ===\n"
+    "Error: 503\n";
+
+TEST(PythonStacksTest, WorkersThatDidNotAnswerSayWhy) {
+  ASSERT_TRUE(LooksLikeStackSnapshot(kPartial, "dbg/stacks_20261203_100000.txt"));
+  StackSnapshots stacks;
+  ASSERT_TRUE(ParseStackSnapshot("dbg/stacks_20261203_100000.txt", kPartial, &stacks).ok());
+  StackJudgement judged = JudgeStacks(stacks);
+  ASSERT_EQ(judged.no_answer.size(), 2u);
+  EXPECT_EQ(judged.no_answer[0].rank, 1);
+  EXPECT_EQ(judged.no_answer[0].answer, RankAnswer::kTimedOut);
+  EXPECT_EQ(judged.no_answer[1].rank, 3);
+  EXPECT_EQ(judged.no_answer[1].answer, RankAnswer::kRefused);
+  EXPECT_THAT(judged.no_answer[1].error, HasSubstr("Connection refused"));
+  EXPECT_THAT(judged.waiting, ElementsAre(0, 2));
+  // Nobody that answered is outside communication.
+  EXPECT_TRUE(judged.held_by.empty());
+}
+
+// Two snapshots of a job whose rank 1 computes (another line each time) while the others wait.
+std::string Snapshot(int rank1_line) {
+  std::string text;
+  for (int rank = 0; rank < 4; ++rank) {
+    text += "=== Rank " + std::to_string(rank) + ": http://vm:1/handler/dump_traceback? ===\n";
+    text += "Thread 0x1 (most recent call first):\n";
+    if (rank == 1) {
+      text += "  File \"/job/model.py\", line " + std::to_string(rank1_line) + " in forward\n";
+    } else {
+      text +=
+          "  File \"/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py\", line "
+          "3252 in all_reduce\n";
+    }
+    text += "  File \"/job/train.py\", line 9 in <module>\n\n";
+  }
+  return text;
+}
+
+TEST(PythonStacksTest, ARankWhoseStackChangesIsMovingNotStuck) {
+  StackSnapshots stacks;
+  ASSERT_TRUE(ParseStackSnapshot("a/stacks_20261203_100000.txt", Snapshot(40), &stacks).ok());
+  ASSERT_TRUE(ParseStackSnapshot("a/stacks_20261203_100030.txt", Snapshot(41), &stacks).ok());
+  StackJudgement judged = JudgeStacks(stacks);
+  EXPECT_THAT(judged.held_by, ElementsAre(1));
+  EXPECT_TRUE(judged.moving);
+  EXPECT_EQ(judged.unchanged_snapshots, 1);
+
+  StackSnapshots still;
+  ASSERT_TRUE(ParseStackSnapshot("a/stacks_20261203_100000.txt", Snapshot(40), &still).ok());
+  ASSERT_TRUE(ParseStackSnapshot("a/stacks_20261203_100030.txt", Snapshot(40), &still).ok());
+  judged = JudgeStacks(still);
+  EXPECT_FALSE(judged.moving);
+  EXPECT_EQ(judged.unchanged_snapshots, 2);
+  EXPECT_EQ(judged.unchanged_ns, int64_t{30} * 1'000'000'000);
+}
+
+TEST(PythonStacksTest, BadInputIsAnErrorNamingTheFileAndLine) {
+  StackSnapshots stacks;
+  absl::Status none = ParseStackSnapshot("x/stacks_1.txt", "hello\nworld\n", &stacks);
+  EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(none.message(), HasSubstr("x/stacks_1.txt"));
+  absl::Status huge = ParseStackSnapshot(
+      "x/stacks_2.txt", "\n=== Rank 99999999999: http://vm:1/handler/dump_traceback? ===\n",
+      &stacks);
+  EXPECT_EQ(huge.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.message(), HasSubstr("x/stacks_2.txt:2"));
+  EXPECT_TRUE(stacks.snapshots.empty());
+  // The frontend's other snapshots and logs are not stacks.
+  EXPECT_FALSE(
+      LooksLikeStackSnapshot(Read(HangDir() + "/torchcomms_health_check_20261203_095248.txt"),
+                             "torchcomms_health_check_20261203_095248.txt"));
+  EXPECT_FALSE(LooksLikeStackSnapshot("[rank0]: Traceback (most recent call last):\n", "x.log"));
+}
+
+}  // namespace
+}  // namespace fr

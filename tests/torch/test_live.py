@@ -1,0 +1,162 @@
+"""`fr-analyze live` on real torchrun jobs that still run: PyTorch's debug server in every rank
+(torch.distributed.debug.start_debug_server, with its frontend's periodic snapshots), a fault
+injected by tests/torch/torchrun_job.py, and the tool pointed at the job's MASTER_ADDR:PORT from
+outside while the job hangs. The expected answer is the injected fault: the rank and the function
+the harness holds it in (`inject`), never what fr-analyze printed before.
+
+Run with the venv (scripts/venv.sh: torch, requests) and FR_ANALYZE_CLI set; the CLI's Python
+helper (`python -m fr_analyze._live`) runs in this interpreter with the built package
+(FR_ANALYZE_PYTHONPATH, default: the python/ folder beside the CLI's tools/ folder).
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from live_job import LiveJob  # noqa: E402
+
+FAULT_RANK = 2
+# Where torchrun_job.py holds the faulty rank: its `inject` function (the hang scenario sleeps
+# there, "data loading that never returns").
+FAULT_FUNCTION = "inject"
+
+
+def helper_env(cli):
+    env = dict(os.environ, FR_ANALYZE_PYTHON=sys.executable)
+    package = os.environ.get("FR_ANALYZE_PYTHONPATH") or str(
+        pathlib.Path(cli).resolve().parent.parent / "python")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def run_json(cli, args, timeout=240):
+    proc = subprocess.run([cli, *args, "--format", "json"], capture_output=True, text=True,
+                          timeout=timeout, env=helper_env(cli))
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"fr-analyze {args[0]} exited {proc.returncode} without a JSON report: "
+                    f"{proc.stderr[-3000:]}")
+    return proc.returncode, report, proc.stderr
+
+
+def group_of(report, rank):
+    for group in report.get("live_stacks", []):
+        if rank in group.get("ranks", []):
+            return group
+    pytest.fail(f"rank {rank} is in no live stack group: {report.get('live_stacks')}")
+
+
+def snapshot_seconds(path):
+    m = re.search(r"_(\d{8})_(\d{6})\.txt$", path)
+    return time.mktime(time.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S"))
+
+
+def held_for(job, needle):
+    """Seconds between the first snapshot whose text holds `needle` and the newest one."""
+    first = None
+    for path in job.snapshots():
+        with open(path, errors="replace") as f:
+            if needle in f.read():
+                first = first or path
+            else:
+                first = None
+    return 0 if first is None else snapshot_seconds(job.snapshots()[-1]) - snapshot_seconds(first)
+
+
+def test_live_names_the_rank_held_in_user_code_and_its_frame(cli, tmp_path):
+    save = tmp_path / "fetched"
+    with LiveJob(tmp_path / "job", scenario="hang", fault_rank=FAULT_RANK) as job:
+        needle = f" in {FAULT_FUNCTION}\n"
+        job.wait_for(lambda stacks: needle in stacks,
+                     what=f"rank {FAULT_RANK} in {FAULT_FUNCTION}")
+        time.sleep(3)  # its peers reach the collectives it never joins
+        code, report, err = run_json(cli, ["live", job.master, "--save", str(save)])
+        verdict = report["verdict"]
+        assert code == 1, err
+        assert verdict["failure_class"] == "missing_participant", verdict["summary"]
+        assert verdict["culprit_ranks"] == [FAULT_RANK], verdict["summary"]
+        held = group_of(report, FAULT_RANK)
+        assert held["ranks"] == [FAULT_RANK]
+        assert held["place"] == "outside communication"
+        assert held["frames"][0].startswith(f"{FAULT_FUNCTION} (")
+        for rank in {0, 1, 2, 3} - {FAULT_RANK}:
+            assert group_of(report, rank)["place"] == "in torch.distributed"
+        assert sorted(os.listdir(save))[:4] == [f"rank_{r}.json" for r in range(4)]
+
+        # What was saved, analysed offline, gives the same answer.
+        code, offline, err = run_json(cli, ["analyze", str(save)])
+        assert code == 1, err
+        assert offline["verdict"]["failure_class"] == "missing_participant"
+        assert offline["verdict"]["culprit_ranks"] == [FAULT_RANK]
+
+        # The frontend's own dump_dir (stacks only: torch 2.13's fr_trace snapshots fail on Gloo)
+        # once rank 2 has stayed there for longer than the stall threshold (10 s).
+        deadline = time.time() + 120
+        while held_for(job, needle) < 14 and time.time() < deadline:
+            time.sleep(1)
+        code, frontend, err = run_json(cli, ["analyze", job.dump_dir])
+        assert code == 1, err
+        assert frontend["verdict"]["failure_class"] == "missing_participant", \
+            frontend["verdict"]["summary"]
+        assert frontend["verdict"]["culprit_ranks"] == [FAULT_RANK]
+        assert sorted(frontend["verdict"]["victim_ranks"]) == sorted({0, 1, 3})
+        assert any(f.get("read_as") == "python_stacks"
+                   for f in frontend["inputs"]["files_skipped"])
+
+
+def test_live_on_a_healthy_job_finds_nothing(cli, tmp_path):
+    with LiveJob(tmp_path / "job", scenario="healthy") as job:
+        job.wait_for(lambda stacks: stacks.count("in train") >= 4, what="all four ranks training")
+        code, report, err = run_json(cli, ["live", job.master])
+        assert code == 0, report["verdict"]["summary"]
+        assert report["verdict"]["failure_class"] == "none"
+        assert sorted(r for g in report["live_stacks"] for r in g["ranks"]) == [0, 1, 2, 3]
+
+
+def test_live_names_a_stopped_rank_from_its_silent_worker(cli, tmp_path):
+    with LiveJob(tmp_path / "job", scenario="healthy") as job:
+        job.wait_for(lambda stacks: stacks.count("in train") >= 4, what="all four ranks training")
+        job.stop_rank(FAULT_RANK)
+        time.sleep(4)  # its peers block in collectives it never joins
+        code, report, err = run_json(cli, ["live", job.master, "--timeout", "3"])
+        verdict = report["verdict"]
+        assert code == 1, err
+        assert verdict["culprit_ranks"] == [FAULT_RANK], verdict["summary"]
+        silent = group_of(report, FAULT_RANK)
+        assert silent["place"] == "no answer"
+        assert "did not answer in time" in " ".join(
+            f["summary"] for f in report["findings"] if FAULT_RANK in f.get("ranks", []))
+
+
+def test_watch_shows_progress_then_the_verdict(cli, tmp_path):
+    with LiveJob(tmp_path / "job", scenario="hang", fault_rank=FAULT_RANK,
+                 fault_step=150) as job:
+        job.wait_for(lambda stacks: stacks.count("in train") >= 4, what="all four ranks training")
+        code, report, err = run_json(
+            cli, ["live", job.master, "--watch", "2", "--stall", "6"], timeout=300)
+        assert code == 1, err
+        assert report["verdict"]["culprit_ranks"] == [FAULT_RANK], report["verdict"]["summary"]
+        polls = [line for line in err.splitlines() if line.startswith("poll ")]
+        assert polls, err
+        assert group_of(report, FAULT_RANK)["frames"][0].startswith(f"{FAULT_FUNCTION} (")
+
+
+def test_live_says_why_when_no_job_is_there(cli, tmp_path):
+    import torchrun_capture
+
+    port = torchrun_capture.free_port()
+    proc = subprocess.run([cli, "live", f"127.0.0.1:{port}", "--timeout", "2"],
+                          capture_output=True, text=True, timeout=60, env=helper_env(cli))
+    assert proc.returncode == 2
+    assert f"cannot reach the job's store at 127.0.0.1:{port}" in proc.stderr
+    assert proc.stdout == ""
