@@ -93,6 +93,16 @@ def test_live_names_the_rank_held_in_user_code_and_its_frame(cli, tmp_path):
             assert group_of(report, rank)["place"] == "in torch.distributed"
         assert sorted(os.listdir(save))[:4] == [f"rank_{r}.json" for r in range(4)]
 
+        # The same from Python, while the job still hangs.
+        script = ("import json, fr_analyze\n"
+                  f"report = fr_analyze.live({job.master!r})\n"
+                  "print(json.dumps([report.verdict.failure_class,"
+                  " list(report.verdict.culprit_ranks)]))\n")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=240, env=helper_env(cli), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert json.loads(proc.stdout) == ["missing_participant", [FAULT_RANK]]
+
         # What was saved, analysed offline, gives the same answer.
         code, offline, err = run_json(cli, ["analyze", str(save)])
         assert code == 1, err
