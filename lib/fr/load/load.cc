@@ -7,6 +7,7 @@
 #include <compare>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <new>
 #include <optional>
 #include <set>
@@ -566,6 +567,160 @@ size_t CountRanks(const std::vector<DiscoveredFile>& files) {
   return ranks;
 }
 
+// A folder's readable dumps, as one piece of a job.
+struct FolderOfDumps {
+  std::string folder;
+  std::string parent;
+  std::vector<size_t> files;  // indices into results
+  std::map<int64_t, size_t> by_rank;
+  int64_t oldest_ns = kUnknown;
+  int64_t newest_ns = kUnknown;
+  int64_t world = 0;  // the most ranks its dumps say the job has
+};
+
+struct JobOfFolders {
+  std::vector<const FolderOfDumps*> folders;
+  std::map<int64_t, size_t> by_rank;
+  int64_t oldest_ns = kUnknown;
+  int64_t newest_ns = kUnknown;
+  int64_t world = 0;
+};
+
+std::string ParentOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+bool SameContent(const FileResult& a, const FileResult& b) {
+  return a.content_hash != 0 && a.content_hash == b.content_hash &&
+         a.bytes_decoded == b.bytes_decoded;
+}
+
+// Whether `folder` can be part of `job`: no rank of both in files that differ, and the two either
+// sit side by side (per-host folders of one job) or overlap in time.
+bool FitsJob(const FolderOfDumps& folder, const JobOfFolders& job,
+             const std::vector<FileResult>& results) {
+  for (const auto& [rank, file] : folder.by_rank) {
+    auto other = job.by_rank.find(rank);
+    if (other != job.by_rank.end() && !SameContent(results[file], results[other->second])) {
+      return false;
+    }
+  }
+  for (const FolderOfDumps* member : job.folders) {
+    if (member->parent == folder.parent) return true;
+  }
+  return folder.oldest_ns != kUnknown && job.oldest_ns != kUnknown &&
+         folder.oldest_ns <= job.newest_ns && job.oldest_ns <= folder.newest_ns;
+}
+
+// One job at a time. Where two files claim one rank with different contents, the directory may
+// hold more than one job (a previous run in prev_run/, a second job in a subfolder): settling
+// rank by rank would mix them (the newest file of each rank wins, so a culprit that stopped
+// early loses to the other job's healthy copy). So the readable dumps are grouped by folder, the
+// folders into jobs (never two different files of one rank in a job; side-by-side folders or
+// overlapping times join), and the job kept is the newest complete one (every rank its dumps
+// claim has a file), else the one with the most ranks. The others' files are set aside, listed in
+// `trace->other_jobs`, unless they are a few ranks from within the kept job's time.
+void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResult>& results,
+                  LoadedTrace* trace) {
+  std::map<std::string, FolderOfDumps> folders;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!results[i].dump.has_value() || !results[i].dump->ok()) continue;
+    const RankDump& dump = **results[i].dump;
+    std::string parent = ParentOf(files[i].path);
+    FolderOfDumps& folder = folders[parent];
+    folder.folder = parent;
+    folder.parent = ParentOf(parent);
+    folder.files.push_back(i);
+    if (!folder.by_rank.emplace(files[i].rank, i).second) continue;
+    for (const Entry& entry : dump.entries) {
+      if (entry.time_created_ns <= 0) continue;
+      if (folder.oldest_ns == kUnknown || entry.time_created_ns < folder.oldest_ns) {
+        folder.oldest_ns = entry.time_created_ns;
+      }
+      folder.newest_ns = std::max(folder.newest_ns, entry.time_created_ns);
+    }
+    folder.world = std::max(folder.world, files[i].rank + 1);
+    for (const ProcessGroup& group : dump.groups) {
+      folder.world = std::max(folder.world, static_cast<int64_t>(group.ranks.size()));
+    }
+  }
+  if (folders.size() < 2) return;
+  std::vector<const FolderOfDumps*> order;
+  for (const auto& [name, folder] : folders) order.push_back(&folder);
+  std::stable_sort(order.begin(), order.end(), [](const FolderOfDumps* a, const FolderOfDumps* b) {
+    return a->newest_ns > b->newest_ns;
+  });
+  std::vector<JobOfFolders> jobs;
+  for (const FolderOfDumps* folder : order) {
+    JobOfFolders* home = nullptr;
+    for (JobOfFolders& job : jobs) {
+      if (FitsJob(*folder, job, results)) {
+        home = &job;
+        break;
+      }
+    }
+    if (home == nullptr) home = &jobs.emplace_back();
+    home->folders.push_back(folder);
+    for (const auto& [rank, file] : folder->by_rank) home->by_rank.emplace(rank, file);
+    if (folder->oldest_ns != kUnknown &&
+        (home->oldest_ns == kUnknown || folder->oldest_ns < home->oldest_ns)) {
+      home->oldest_ns = folder->oldest_ns;
+    }
+    home->newest_ns = std::max(home->newest_ns, folder->newest_ns);
+    home->world = std::max(home->world, folder->world);
+  }
+  if (jobs.size() < 2) return;
+  auto complete = [](const JobOfFolders& job) {
+    return static_cast<int64_t>(job.by_rank.size()) >= job.world;
+  };
+  size_t kept = 0;
+  for (size_t j = 1; j < jobs.size(); ++j) {
+    const JobOfFolders& a = jobs[j];
+    const JobOfFolders& b = jobs[kept];
+    bool better = complete(a) != complete(b)             ? complete(a)
+                  : complete(a)                          ? a.newest_ns > b.newest_ns
+                  : a.by_rank.size() != b.by_rank.size() ? a.by_rank.size() > b.by_rank.size()
+                                                         : a.newest_ns > b.newest_ns;
+    if (better) kept = j;
+  }
+  std::vector<std::string> kept_folders;
+  for (const FolderOfDumps* folder : jobs[kept].folders) kept_folders.push_back(folder->folder);
+  std::sort(kept_folders.begin(), kept_folders.end());
+  auto overlaps = [](const JobOfFolders& a, const JobOfFolders& b) {
+    return a.oldest_ns != kUnknown && b.oldest_ns != kUnknown && a.oldest_ns <= b.newest_ns &&
+           b.oldest_ns <= a.newest_ns;
+  };
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (j == kept) continue;
+    // A few ranks' dumps from within the kept job's time (an earlier dump of those ranks kept in
+    // backup/) are that job's, settled rank by rank as before; a complete set of ranks, or one
+    // from another time, is another job.
+    if (!complete(jobs[j]) && overlaps(jobs[j], jobs[kept])) continue;
+    OtherJob other;
+    for (const FolderOfDumps* folder : jobs[j].folders) other.folders.push_back(folder->folder);
+    std::sort(other.folders.begin(), other.folders.end());
+    other.ranks = static_cast<int64_t>(jobs[j].by_rank.size());
+    other.newest_ns = jobs[j].newest_ns;
+    std::string why = fmt::format(
+        "another job's dump ({} with {} ranks{}); the job analysed is in {}; analyse this one "
+        "with `fr-analyze {}`",
+        fmt::join(other.folders, ", "), other.ranks,
+        complete(jobs[j]) ? "" : fmt::format(" of {}", jobs[j].world),
+        fmt::join(kept_folders, ", "), other.folders.front());
+    for (const FolderOfDumps* folder : jobs[j].folders) {
+      for (size_t file : folder->files) {
+        trace->skipped.push_back(
+            {.path = files[file].path, .reason = why, .rank = files[file].rank});
+        results[file].dump.reset();
+      }
+    }
+    trace->other_jobs.push_back(std::move(other));
+  }
+  std::sort(trace->other_jobs.begin(), trace->other_jobs.end(),
+            [](const OtherJob& a, const OtherJob& b) { return a.newest_ns > b.newest_ns; });
+}
+
 // The trace from every discovered file's result (`results[i]` is `discovery.files[i]`'s):
 // settles each rank's files, then the world.
 LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<FileResult> results,
@@ -575,6 +730,7 @@ LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<F
   trace.skipped = std::move(discovery.skipped);
   const std::vector<DiscoveredFile>& files = discovery.files;
   const size_t count = files.size();
+  if (!discovery.conflicts.empty()) SeparateJobs(files, results, &trace);
   trace.ranks.reserve(CountRanks(files));
   for (size_t begin = 0, end = 0; begin < count; begin = end) {
     end = begin + 1;

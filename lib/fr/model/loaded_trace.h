@@ -25,6 +25,14 @@ struct SkippedFile {
   int64_t rank = -1;
 };
 
+// A job whose dumps lie beside the analysed one's: the folders that hold them, how many ranks,
+// and its newest record (ns since the epoch; kUnknown when none is timed).
+struct OtherJob {
+  std::vector<std::string> folders;  // ascending
+  int64_t ranks = 0;
+  int64_t newest_ns = -1;
+};
+
 // Two or more distinct files claim the same rank. Discovery returns every one of them in `files`
 // and lists the rank here; the loader decides by content which one is the rank's dump. Paths
 // that are the same file (a symlink or hard link to it) are not a conflict: the first path in
@@ -79,6 +87,10 @@ struct LoadedTrace {
   // them; claimed_ranks_count counts them all.
   std::vector<int64_t> claimed_ranks;
   int64_t claimed_ranks_count = 0;
+  // Other jobs whose dumps were found beside this one's (a previous run, a second job in a
+  // subfolder): never mixed with it rank by rank, their files set aside (see SeparateJobs in
+  // lib/fr/load/load.cc). Newest first.
+  std::vector<OtherJob> other_jobs;
   std::vector<std::string> versions;  // distinct dump versions, ascending
   uint64_t bytes_on_disk = 0;
   uint64_t bytes_decoded = 0;  // after decompression

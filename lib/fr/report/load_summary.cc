@@ -108,6 +108,11 @@ std::string FormatLoadSummaryText(const LoadedTrace& trace, const std::string& s
         "(from {})\n",
         trace.claimed_ranks_count, FormatRankSet(trace.claimed_ranks));
   }
+  for (const OtherJob& job : trace.other_jobs) {
+    out += fmt::format("  other job:      {} ({} ranks), set aside: `fr-analyze {}` reads it\n",
+                       TerminalSafe(fmt::format("{}", fmt::join(job.folders, ", "))), job.ranks,
+                       TerminalSafe(job.folders.front()));
+  }
   out += fmt::format("  versions:       {}\n",
                      trace.versions.empty()
                          ? "none"
@@ -187,6 +192,12 @@ report::LoadSummary BuildLoadSummary(const LoadedTrace& trace, const std::string
   for (int64_t rank : trace.missing_ranks) summary.add_ranks_missing(static_cast<int32_t>(rank));
   for (int64_t rank : trace.claimed_ranks) summary.add_ranks_claimed(static_cast<int32_t>(rank));
   summary.set_ranks_claimed_count(trace.claimed_ranks_count);
+  for (const OtherJob& job : trace.other_jobs) {
+    report::OtherJob* other = summary.add_other_jobs();
+    for (const std::string& folder : job.folders) other->add_folders(ValidUtf8(folder));
+    other->set_ranks(job.ranks);
+    other->set_newest_ns(job.newest_ns);
+  }
   for (const std::string& version : trace.versions) summary.add_versions(ValidUtf8(version));
   for (const RejectedFile& file : trace.rejected) {
     report::RejectedFile* out = summary.add_files_rejected();

@@ -277,6 +277,11 @@ void AppendInputs(const Report& report, std::string* out) {
         "{}), not counted as the job's\n",
         in.ranks_claimed_count(), FormatRankSet(Ranks(in.ranks_claimed())));
   }
+  for (const auto& job : in.other_jobs()) {
+    *out += fmt::format("  another job set aside: {} ({} ranks); `fr-analyze {}` reads it\n",
+                        fmt::join(job.folders(), ", "), job.ranks(),
+                        job.folders_size() > 0 ? job.folders(0) : "");
+  }
   for (const auto& file : in.files_rejected())
     *out += fmt::format("  rejected: {}\n", file.error());
   if (in.files_skipped_size() > 0) {

@@ -154,6 +154,12 @@ class Analyzer {
     for (int64_t r : missing) inputs->add_ranks_missing(static_cast<int32_t>(r));
     for (int64_t r : trace_.claimed_ranks) inputs->add_ranks_claimed(static_cast<int32_t>(r));
     inputs->set_ranks_claimed_count(trace_.claimed_ranks_count);
+    for (const OtherJob& job : trace_.other_jobs) {
+      report::OtherJob* other = inputs->add_other_jobs();
+      for (const std::string& folder : job.folders) other->add_folders(ValidUtf8(folder));
+      other->set_ranks(job.ranks);
+      other->set_newest_ns(job.newest_ns);
+    }
     for (const RejectedFile& file : trace_.rejected) {
       auto* rejected = inputs->add_files_rejected();
       rejected->set_path(ValidUtf8(file.path));
