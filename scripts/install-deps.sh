@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building, testing and benchmarking fr-analyze needs
-# (headless Chromium renders the HTML report in the tests).
+# (headless Chromium renders the HTML report in the tests; Open MPI's mpirun launches real jobs).
 # Idempotent: packages already present are left alone. Needs root (or sudo).
 set -euo pipefail
 
@@ -15,6 +15,7 @@ packages=(
   python3-nbclient python3-nbformat python3-ipykernel
   python3-setuptools python3-wheel python3-matplotlib python3-tqdm
   zstd gzip
+  openmpi-bin
   chromium-headless-shell fonts-dejavu-core
 )
 

@@ -142,9 +142,19 @@ def parse_args():
     return parser.parse_args()
 
 
+def ranks_from_mpirun():
+    """Under Open MPI's mpirun (no torchrun), the rank and world come from its environment; the
+    store address from MASTER_ADDR/MASTER_PORT passed with `mpirun -x`."""
+    if "RANK" not in os.environ and "OMPI_COMM_WORLD_RANK" in os.environ:
+        os.environ["RANK"] = os.environ["OMPI_COMM_WORLD_RANK"]
+        os.environ["WORLD_SIZE"] = os.environ["OMPI_COMM_WORLD_SIZE"]
+        os.environ["LOCAL_RANK"] = os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0")
+
+
 @record
 def main():
     args = parse_args()
+    ranks_from_mpirun()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     recorder = Recorder(args.dumps, rank)
     install_sigterm_dump(recorder)

@@ -70,6 +70,57 @@ bool ConsumeSrunPrefix(std::string_view* s, LinePrefix* out) {
   return true;
 }
 
+}  // namespace
+
+size_t MpiTagLength(std::string_view s, int64_t* rank) {
+  std::string_view t = s;
+  int64_t job = 0, task = 0;
+  if (!ConsumeLiteral(&t, "[") || t.empty() || !IsDigit(t[0]) || !ConsumeInt(&t, &job) ||
+      !ConsumeLiteral(&t, ",") || t.empty() || !IsDigit(t[0]) || !ConsumeInt(&t, &task) ||
+      task > INT32_MAX || !ConsumeLiteral(&t, "]<")) {
+    return 0;
+  }
+  if (!ConsumeLiteral(&t, "stdout>:") && !ConsumeLiteral(&t, "stderr>:") &&
+      !ConsumeLiteral(&t, "stddiag>:")) {
+    return 0;
+  }
+  if (rank != nullptr) *rank = task;
+  return s.size() - t.size();
+}
+
+std::string_view WithoutRepeatedMpiTags(std::string_view line, std::string* scratch) {
+  size_t first = MpiTagLength(line);
+  if (first == 0 || line.find("]<std", first) == std::string_view::npos) return line;
+  scratch->assign(line.substr(0, first));
+  size_t at = first;
+  while (at < line.size()) {
+    size_t open = line.find('[', at);
+    if (open == std::string_view::npos) open = line.size();
+    scratch->append(line.substr(at, open - at));
+    if (open == line.size()) break;
+    size_t tag = MpiTagLength(line.substr(open));
+    if (tag > 0) {
+      at = open + tag;
+    } else {
+      scratch->push_back('[');
+      at = open + 1;
+    }
+  }
+  return *scratch;
+}
+
+namespace {
+
+// mpirun --tag-output: "[1,3]<stderr>:" (no space follows).
+bool ConsumeMpiTag(std::string_view* s, LinePrefix* out) {
+  int64_t rank = -1;
+  size_t length = MpiTagLength(*s, &rank);
+  if (length == 0) return false;
+  out->rank = static_cast<int32_t>(rank);
+  s->remove_prefix(length);
+  return true;
+}
+
 // torchrun's per-worker prefixes "[rank3]:" and "[default3]:", then one optional space.
 bool ConsumeTorchrunPrefix(std::string_view* s, LinePrefix* out) {
   std::string_view t = *s;
@@ -340,6 +391,8 @@ const char* LineFormatName(LineFormat format) {
       return "dmesg";
     case kFormatSyslog:
       return "syslog";
+    case kFormatOpenMpi:
+      return "openmpi";
     case kFormatCount:
       break;
   }
@@ -399,6 +452,10 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out) {
     char c = t[0];
     LinePrefix& p = *out;
     if (c == '[') {
+      if (pass == 0 && ConsumeMpiTag(&t, &p)) {
+        p.format = kFormatOpenMpi;
+        continue;
+      }
       if (ConsumeTorchrunPrefix(&t, &p)) {
         if (p.format == kFormatText || p.format == kFormatSlurm) p.format = kFormatTorchrun;
         continue;

@@ -28,6 +28,7 @@ enum LineFormat : uint8_t {
   kFormatNccl,      // "host:pid:tid [dev] NCCL INFO "
   kFormatDmesg,     // "[ 1234.567890] "
   kFormatSyslog,    // "Dec  1 12:03:04 host ident: " / RFC3339 "... host ident: "
+  kFormatOpenMpi,   // mpirun --tag-output "[1,3]<stderr>:" (job 1, rank 3)
   kFormatCount,
 };
 const char* LineFormatName(LineFormat format);
@@ -46,6 +47,16 @@ struct LinePrefix {
 
 // Fills `out` from `line` (no trailing newline or carriage return).
 void ParseLinePrefix(std::string_view line, LinePrefix* out);
+
+// mpirun --tag-output tags every write, not every line: faulthandler's fragments come out as
+// `  File [1,2]<stderr>:"[1,2]<stderr>:/x.py[1,2]<stderr>:"`, and a write without its newline
+// runs into the next tag (`loss 0.1940[1,0]<stdout>:step 4`). For a line that starts with such a
+// tag, the line without every later tag (in `scratch`); otherwise `line` itself.
+std::string_view WithoutRepeatedMpiTags(std::string_view line, std::string* scratch);
+
+// The length of an Open MPI tag "[J,R]<stdout>:" / "<stderr>:" / "<stddiag>:" at the start of
+// `s`, with its rank; 0 when `s` does not start with one.
+size_t MpiTagLength(std::string_view s, int64_t* rank = nullptr);
 
 // "2026-12-01 12:03:04,123", "2026-12-01T12:03:04.123Z", "...+01:00", "...+0100" at the start of
 // `*s`; advances past it. kUtc when a zone is given (converted to UTC), kLocal otherwise.

@@ -34,11 +34,13 @@ using logs_internal::kFormatText;
 using logs_internal::LineFormat;
 using logs_internal::LineFormatName;
 using logs_internal::LinePrefix;
+using logs_internal::MpiTagLength;
 using logs_internal::ParseLinePrefix;
 using logs_internal::SkipSpaces;
 using logs_internal::StartsWith;
 using logs_internal::Trim;
 using logs_internal::TrimLeft;
+using logs_internal::WithoutRepeatedMpiTags;
 using logs_internal::WordAfter;
 
 constexpr size_t kMaxTextBytes = 512;
@@ -323,6 +325,7 @@ class FileParser {
     if (long_line && !continuing_line_) ++file().long_lines;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() && tracebacks_.empty()) return;
+    line = WithoutRepeatedMpiTags(line, &mpi_line_);
     ParseLinePrefix(line, &prefix_);
     if (prefix_.time.kind != LogTime::Kind::kNone) {
       last_time_ = prefix_.time;
@@ -413,6 +416,10 @@ class FileParser {
         {"illegal memory access", &FileParser::OnCudaError},
         {"device-side assert", &FileParser::OnCudaError},
         {"unhandled cuda error", &FileParser::OnCudaError},
+        // Open MPI's mpirun.
+        {"mpirun noticed that process rank ", &FileParser::OnMpirunNoticed},
+        {"Process name: [[", &FileParser::OnMpiProcessName},
+        {"Exit code:", &FileParser::OnMpiExitCode},
         {"Segmentation fault", &FileParser::OnSegfault},
         {"SIGSEGV", &FileParser::OnSegfault},
         {"oss", &FileParser::OnLoss},
@@ -743,6 +750,54 @@ class FileParser {
     int64_t local_rank = IntAfter(body, "local_rank: ");
     if (local_rank >= 0) e->local_rank = ToInt32(local_rank);
     e->pid = ToInt32(IntAfter(body, "(pid: "));
+    return true;
+  }
+
+  // --- Open MPI's mpirun (4.1) ------------------------------------------------------------------
+
+  // "mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 11
+  // (Segmentation fault)." (the PID really prints as 0): the launcher saw that rank die.
+  bool OnMpirunNoticed(std::string_view line, std::string_view body) {
+    int64_t rank = IntAfter(body, "process rank ");
+    if (rank < 0 || rank > INT32_MAX) return false;
+    LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    e->rank = static_cast<int32_t>(rank);
+    std::string_view node = WordAfter(body, " on node ", " ");
+    if (!node.empty()) e->host = std::string(node);
+    int64_t signal = IntAfter(body, "on signal ");
+    if (signal > 0 && signal < 64) {
+      e->signal = static_cast<int32_t>(signal);
+      e->exit_code = -e->signal;
+    }
+    int64_t status = IntAfter(body, "exited with status ", INT32_MIN);
+    if (status != INT32_MIN) e->exit_code = ToInt32(status);
+    return true;
+  }
+
+  // "  Process name: [[22450,1],2]" then "  Exit code:    1": the first process mpirun saw exit
+  // with a non-zero status (in a hang, often a victim that timed out first).
+  bool OnMpiProcessName(std::string_view line, std::string_view body) {
+    std::string_view rest = body.substr(body.find("[[") + 2);
+    size_t close = rest.find("],");
+    if (close == std::string_view::npos) return false;
+    int64_t rank = IntAfter(rest.substr(close), "],");
+    if (rank < 0 || rank > INT32_MAX) return false;
+    LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    e->rank = static_cast<int32_t>(rank);
+    mpi_exit_event_ = out_->events.size() - 1;
+    mpi_exit_line_ = line_no_;
+    return true;
+  }
+
+  bool OnMpiExitCode(std::string_view line, std::string_view body) {
+    if (mpi_exit_line_ < 0 || line_no_ > mpi_exit_line_ + 2 ||
+        mpi_exit_event_ >= out_->events.size()) {
+      return false;
+    }
+    int64_t code = IntAfter(body, "Exit code:", INT32_MIN);
+    if (code == INT32_MIN) return false;
+    out_->events[mpi_exit_event_].exit_code = ToInt32(code);
+    mpi_exit_line_ = -1;
     return true;
   }
 
@@ -1260,6 +1315,11 @@ class FileParser {
   size_t first_event_ = 0;
   int64_t line_no_ = 0;
   std::string carry_;
+  // A line with mpirun's repeated tags taken out (WithoutRepeatedMpiTags).
+  std::string mpi_line_;
+  // The event of the last "Process name: [[J,S],R]" line, whose "Exit code:" follows it.
+  size_t mpi_exit_event_ = 0;
+  int64_t mpi_exit_line_ = -1;
   bool carry_long_ = false;
   // The line being read continues a piece already read (AppendToCarry): same line number.
   bool continuing_line_ = false;
@@ -1342,6 +1402,8 @@ bool LooksLikeLog(std::string_view head) {
   // JSON: an object, or an array of values; a log line may start with '[' too ("[rank0]:",
   // "[ 12.5] dmesg"), but never with "[{", "[\"", "[[", "[]" or "[-1," / "[12,".
   if (t[0] == '{') return false;
+  // mpirun --tag-output's "[1,0]<stdout>:" is no JSON array.
+  if (t[0] == '[' && MpiTagLength(t) > 0) return true;
   if (t[0] == '[') {
     std::string_view inner = TrimLeft(t.substr(1));
     while (!inner.empty() && (inner[0] == '\n' || inner[0] == '\r'))

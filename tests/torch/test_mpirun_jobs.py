@@ -1,0 +1,52 @@
+"""Whole Open MPI jobs (mpirun --tag-output, Gloo on CPU, one injected fault), judged as the
+torchrun jobs are: fr-analyze reads mpirun's console exactly as it printed it (every write tagged
+`[1,R]<stderr>:`, faulthandler's fragments tagged mid-line, "mpirun noticed that process rank 2
+... exited on signal 11", "Process name: [[J,1],R]" naming the first rank to exit, often a
+victim) and the dumps the survivors managed to write, and must name the injected fault.
+
+Golden copies under tests/data/mpirun/<Open MPI version>/<scenario>/ are analysed offline; every
+scenario is also captured live when mpirun is installed (scripts/install-deps.sh installs it).
+"""
+
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import mpirun_capture  # noqa: E402
+from test_torchrun_jobs import analyze, check, stage  # noqa: E402
+
+GOLDEN = HERE.parent / "data" / "mpirun"
+GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
+
+
+def test_golden_cases_are_present():
+    assert {case.name for case in GOLDEN_CASES} >= set(mpirun_capture.SCENARIOS), GOLDEN
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_golden_mpirun_job_is_diagnosed(cli, tmp_path, case):
+    expected = json.loads((case / "expected.json").read_text())
+    times = json.loads((case / "file_times.json").read_text())
+    job = stage(case, tmp_path / "job", times)
+    status, report = analyze(cli, job)
+    check(status, report, expected)
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun (openmpi-bin) not installed")
+@pytest.mark.parametrize("scenario", mpirun_capture.SCENARIOS)
+def test_live_mpirun_job_is_diagnosed(cli, tmp_path, scenario):
+    out = tmp_path / "capture"
+    proc = subprocess.run([sys.executable, str(HERE / "mpirun_capture.py"), str(out),
+                           "--scenario", scenario], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    expected = json.loads((out / "expected.json").read_text())
+    job = stage(out, tmp_path / "job")
+    status, report = analyze(cli, job)
+    check(status, report, expected)
