@@ -116,6 +116,44 @@ TEST(OpenMpi, TagsInsideALineAreTakenOut) {
   EXPECT_EQ(logs.events[0].text, "[1,2]<stderr>:Fatal Python error: Segmentation fault");
 }
 
+// --- Ray Train 2.60 (real captures: tests/data/ray/2.60.0) ----------------------------------
+
+std::string RayConsole(const std::string& scenario) {
+  return ReadAll(std::string(FR_TEST_DATA_DIR) + "/ray/2.60.0/" + scenario + "/console.log");
+}
+
+TEST(Ray, AWorkersPidIsItsRankFromTheControllersMap) {
+  LogSet logs = Parse(RayConsole("exception"), "console.log");
+  EXPECT_EQ(logs.files[0].format, "ray");
+  std::vector<const LogEvent*> exceptions;
+  for (const LogEvent& e : logs.events) {
+    if (e.kind == LogEventKind::kPythonException) exceptions.push_back(&e);
+  }
+  // The worker's own traceback and the quoted snippet are rank 2's; WorkerGroupError is only the
+  // wrapper. Ray's deduplication reprints the lines later under the controller's pid ("[repeated
+  // 2x across cluster]"), with no rank: they may stay unattributed, never another rank's.
+  int ranked = 0;
+  for (const LogEvent* e : exceptions) {
+    EXPECT_TRUE(e->rank == 2 || e->rank == -1) << e->text;
+    ranked += e->rank == 2;
+    EXPECT_EQ(e->reason, "ValueError") << e->text;
+    EXPECT_EQ(e->text.find('\x1b'), std::string::npos) << "colour codes are taken out";
+  }
+  EXPECT_GE(ranked, 2);
+}
+
+TEST(Ray, AKilledWorkerIsADeathNotTheSegfaultOfTheStockAdvice) {
+  LogSet logs = Parse(RayConsole("sigkill"), "console.log");
+  bool died = false;
+  for (const LogEvent& e : logs.events) {
+    EXPECT_NE(e.kind, LogEventKind::kSegfault) << e.text;
+    EXPECT_NE(e.kind, LogEventKind::kHostOom) << e.text;
+    EXPECT_NE(e.kind, LogEventKind::kPythonException) << "ActorDiedError wraps a death: " << e.text;
+    if (e.kind == LogEventKind::kWorkerFailed && e.rank == 2) died = true;
+  }
+  EXPECT_TRUE(died);
+}
+
 // --- Real lines from public issues (tests/data/logs/real) ------------------------------------
 
 TEST(RealLogs, WatchdogTimeoutDefaultGroup) {

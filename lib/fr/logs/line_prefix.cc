@@ -1,6 +1,8 @@
 #include "fr/logs/line_prefix.h"
 
 #include <array>
+#include <cctype>
+#include <string>
 
 #include "fr/logs/text_scan.h"
 
@@ -109,7 +111,70 @@ std::string_view WithoutRepeatedMpiTags(std::string_view line, std::string* scra
   return *scratch;
 }
 
+std::string_view WithoutAnsiAndRepeats(std::string_view line, std::string* scratch) {
+  constexpr std::string_view kRepeated = " [repeated ";
+  bool ansi = line.find('\x1b') != std::string_view::npos;
+  size_t repeated = line.rfind(kRepeated);
+  bool folded = repeated != std::string_view::npos &&
+                line.find("x across cluster]", repeated) != std::string_view::npos;
+  if (!ansi && !folded) return line;
+  std::string clean;
+  clean.reserve(line.size());
+  for (size_t at = 0; at < line.size();) {
+    // CSI: ESC '[' parameters (digits and ';') and one final letter.
+    if (line[at] == '\x1b' && at + 1 < line.size() && line[at + 1] == '[') {
+      size_t end = at + 2;
+      while (end < line.size() && (IsDigit(line[end]) || line[end] == ';')) ++end;
+      if (end < line.size() && std::isalpha(static_cast<unsigned char>(line[end]))) {
+        at = end + 1;
+        continue;
+      }
+    }
+    clean.push_back(line[at++]);
+  }
+  size_t fold = clean.rfind(kRepeated);
+  if (fold != std::string::npos && clean.find("x across cluster]", fold) != std::string::npos &&
+      clean.ends_with("cluster]")) {
+    clean.erase(fold);
+  }
+  *scratch = std::move(clean);
+  return *scratch;
+}
+
 namespace {
+
+// Ray's worker prefix: "(RayTrainWorker pid=15904) ", "(TrainController pid=1, ip=10.0.0.2) ",
+// "(raylet) ", "(raylet, ip=10.0.0.2) ".
+bool ConsumeRayPrefix(std::string_view* s, LinePrefix* out) {
+  std::string_view t = *s;
+  if (!ConsumeLiteral(&t, "(")) return false;
+  size_t name = 0;
+  while (name < t.size() && (std::isalnum(static_cast<unsigned char>(t[name])) || t[name] == '_' ||
+                             t[name] == '.' || t[name] == ':')) {
+    ++name;
+  }
+  if (name == 0 || name > 64) return false;
+  t.remove_prefix(name);
+  int64_t pid = -1;
+  std::string_view host;
+  while (ConsumeLiteral(&t, ", ") || ConsumeLiteral(&t, " ")) {
+    if (ConsumeLiteral(&t, "pid=")) {
+      if (t.empty() || !IsDigit(t[0]) || !ConsumeInt(&t, &pid) || pid > INT32_MAX) return false;
+    } else if (ConsumeLiteral(&t, "ip=")) {
+      size_t end = t.find_first_of(",) ");
+      if (end == std::string_view::npos || end == 0) return false;
+      host = t.substr(0, end);
+      t.remove_prefix(end);
+    } else {
+      return false;
+    }
+  }
+  if (!ConsumeLiteral(&t, ") ") && !ConsumeLiteral(&t, ")")) return false;
+  if (pid >= 0) out->pid = static_cast<int32_t>(pid);
+  if (!host.empty()) out->host = host;
+  *s = t;
+  return true;
+}
 
 // mpirun --tag-output: "[1,3]<stderr>:" (no space follows).
 bool ConsumeMpiTag(std::string_view* s, LinePrefix* out) {
@@ -393,6 +458,8 @@ const char* LineFormatName(LineFormat format) {
       return "syslog";
     case kFormatOpenMpi:
       return "openmpi";
+    case kFormatRay:
+      return "ray";
     case kFormatCount:
       break;
   }
@@ -451,6 +518,10 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out) {
   for (int pass = 0; pass < 6 && !t.empty(); ++pass) {
     char c = t[0];
     LinePrefix& p = *out;
+    if (c == '(' && pass == 0 && ConsumeRayPrefix(&t, &p)) {
+      p.format = kFormatRay;
+      continue;
+    }
     if (c == '[') {
       if (pass == 0 && ConsumeMpiTag(&t, &p)) {
         p.format = kFormatOpenMpi;

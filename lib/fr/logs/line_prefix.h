@@ -29,6 +29,7 @@ enum LineFormat : uint8_t {
   kFormatDmesg,     // "[ 1234.567890] "
   kFormatSyslog,    // "Dec  1 12:03:04 host ident: " / RFC3339 "... host ident: "
   kFormatOpenMpi,   // mpirun --tag-output "[1,3]<stderr>:" (job 1, rank 3)
+  kFormatRay,       // Ray's "(RayTrainWorker pid=15904) " / "(raylet, ip=10.0.0.2) "
   kFormatCount,
 };
 const char* LineFormatName(LineFormat format);
@@ -53,6 +54,11 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out);
 // runs into the next tag (`loss 0.1940[1,0]<stdout>:step 4`). For a line that starts with such a
 // tag, the line without every later tag (in `scratch`); otherwise `line` itself.
 std::string_view WithoutRepeatedMpiTags(std::string_view line, std::string* scratch);
+
+// Ray colours its prefixes (`\x1b[36m(RayTrainWorker pid=15904)\x1b[0m`) and folds repeats into
+// a suffix (`\x1b[32m [repeated 3x across cluster]\x1b[0m`): the line without both (in
+// `scratch`), or `line` itself when it has neither.
+std::string_view WithoutAnsiAndRepeats(std::string_view line, std::string* scratch);
 
 // The length of an Open MPI tag "[J,R]<stdout>:" / "<stderr>:" / "<stddiag>:" at the start of
 // `s`, with its rank; 0 when `s` does not start with one.

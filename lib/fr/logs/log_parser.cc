@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <utility>
 
@@ -30,6 +31,7 @@ using logs_internal::IsDigit;
 using logs_internal::IsHex;
 using logs_internal::IsIdentChar;
 using logs_internal::kFormatCount;
+using logs_internal::kFormatRay;
 using logs_internal::kFormatText;
 using logs_internal::LineFormat;
 using logs_internal::LineFormatName;
@@ -40,6 +42,7 @@ using logs_internal::SkipSpaces;
 using logs_internal::StartsWith;
 using logs_internal::Trim;
 using logs_internal::TrimLeft;
+using logs_internal::WithoutAnsiAndRepeats;
 using logs_internal::WithoutRepeatedMpiTags;
 using logs_internal::WordAfter;
 
@@ -325,8 +328,10 @@ class FileParser {
     if (long_line && !continuing_line_) ++file().long_lines;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() && tracebacks_.empty()) return;
+    line = WithoutAnsiAndRepeats(line, &ansi_line_);
     line = WithoutRepeatedMpiTags(line, &mpi_line_);
     ParseLinePrefix(line, &prefix_);
+    RayIdentity();
     if (prefix_.time.kind != LogTime::Kind::kNone) {
       last_time_ = prefix_.time;
       for (size_t index : awaiting_next_time_) out_->events[index].next_time = prefix_.time;
@@ -334,6 +339,39 @@ class FileParser {
     }
     if (prefix_.format != kFormatText) ++format_lines_[prefix_.format];
     HandleLine(line);
+  }
+
+  // Ray Train names a worker's lines by pid only. Its controller prints each attempt's rank map
+  // ("- (ip=10.0.0.2, pid=15904) world_rank=2, local_rank=2, node_rank=0"; pids change per
+  // attempt), and quotes a failed rank's traceback after "[Rank 2 Error Snippet]:".
+  void RayIdentity() {
+    std::string_view body = prefix_.body;
+    if (StartsWith(body, "- (ip=") && Contains(body, ") world_rank=")) {
+      int64_t pid = IntAfter(body, "pid=");
+      int64_t rank = IntAfter(body, "world_rank=");
+      if (pid >= 0 && pid <= INT32_MAX && rank >= 0 && rank <= INT32_MAX) {
+        ray_ranks_[static_cast<int32_t>(pid)] = {static_cast<int32_t>(rank),
+                                                 std::string(WordAfter(body, "(ip=", ",) "))};
+      }
+      return;
+    }
+    if (prefix_.format == kFormatRay && prefix_.rank < 0 && prefix_.pid >= 0) {
+      if (auto it = ray_ranks_.find(prefix_.pid); it != ray_ranks_.end()) {
+        prefix_.rank = it->second.first;
+        if (prefix_.host.empty()) prefix_.host = it->second.second;
+      }
+    }
+    if (StartsWith(body, "[Rank ") && EndsWith(body, " Error Snippet]:")) {
+      std::string_view ranks = body.substr(6, body.size() - 6 - 16);
+      int64_t rank = -1;
+      // "[Rank 0,2 Error Snippet]:" quotes one traceback for several ranks: no single owner.
+      ray_snippet_rank_ = ConsumeInt(&ranks, &rank) && ranks.empty() && rank <= INT32_MAX
+                              ? static_cast<int32_t>(rank)
+                              : -1;
+      return;
+    }
+    if (body.empty()) ray_snippet_rank_ = -1;
+    if (prefix_.rank < 0 && ray_snippet_rank_ >= 0) prefix_.rank = ray_snippet_rank_;
   }
 
   // Who a line belongs to for following a traceback: the rank its prefix names, else the file.
@@ -416,6 +454,8 @@ class FileParser {
         {"illegal memory access", &FileParser::OnCudaError},
         {"device-side assert", &FileParser::OnCudaError},
         {"unhandled cuda error", &FileParser::OnCudaError},
+        // Ray: a worker process that died (before the SIGSEGV of its stock advice).
+        {"Worker exit type: ", &FileParser::OnRayWorkerExit},
         // Open MPI's mpirun.
         {"mpirun noticed that process rank ", &FileParser::OnMpirunNoticed},
         {"Process name: [[", &FileParser::OnMpiProcessName},
@@ -750,6 +790,31 @@ class FileParser {
     int64_t local_rank = IntAfter(body, "local_rank: ");
     if (local_rank >= 0) e->local_rank = ToInt32(local_rank);
     e->pid = ToInt32(IntAfter(body, "(pid: "));
+    return true;
+  }
+
+  // --- Ray (2.60)
+  // ---------------------------------------------------------------------------------
+
+  // "... Worker PID: 24206 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly
+  // exits with a connection error code 2. End of file. Some common causes include: (1) the
+  // process was killed by the OOM killer ..., (3) the worker crashed unexpectedly due to SIGSEGV
+  // ..." (the raylet's and the controller's words for a worker that died). What follows "Some
+  // common causes include" is Ray's stock advice, printed for every such death: it is never
+  // evidence of how the process died.
+  bool OnRayWorkerExit(std::string_view line, std::string_view body) {
+    std::string_view type = WordAfter(body, "Worker exit type: ", " ");
+    if (type.empty() || StartsWith(type, "INTENDED")) return false;
+    LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    int64_t pid = IntAfter(body, "Worker PID: ");
+    if (pid >= 0 && pid <= INT32_MAX) {
+      e->pid = static_cast<int32_t>(pid);
+      if (auto it = ray_ranks_.find(e->pid); e->rank < 0 && it != ray_ranks_.end()) {
+        e->rank = it->second.first;
+        if (e->host.empty()) e->host = it->second.second;
+      }
+    }
+    e->reason = Cat({"Ray worker exit: ", type});
     return true;
   }
 
@@ -1262,7 +1327,13 @@ class FileParser {
       kind = LogEventKind::kInitFailure;
     } else if (EndsWith(type, "DistBackendError") || EndsWith(type, "DistStoreError") ||
                EndsWith(type, "DistNetworkError") || EndsWith(type, "ChildFailedError") ||
-               EndsWith(type, "SignalException") || Contains(message, "Watchdog caught") ||
+               // Ray Train's wrappers quote the worker's own error, read from its traceback.
+               EndsWith(type, "WorkerGroupError") || Contains(type, "RayTaskError") ||
+               EndsWith(type, "TrainingFailedError") ||
+               // ...and ActorDiedError reports a death the raylet's "Worker exit type" line
+               // states; the worker raised nothing.
+               EndsWith(type, "ActorDiedError") || EndsWith(type, "SignalException") ||
+               Contains(message, "Watchdog caught") ||
                Contains(message, "NCCL communicator was aborted") ||
                Contains(message, "ProcessGroupNCCL")) {
       return;
@@ -1317,6 +1388,11 @@ class FileParser {
   std::string carry_;
   // A line with mpirun's repeated tags taken out (WithoutRepeatedMpiTags).
   std::string mpi_line_;
+  std::string ansi_line_;
+  // Ray Train: pid -> (world rank, ip) from the controller's rank map; the rank whose error
+  // snippet is being quoted.
+  std::map<int32_t, std::pair<int32_t, std::string>> ray_ranks_;
+  int32_t ray_snippet_rank_ = -1;
   // The event of the last "Process name: [[J,S],R]" line, whose "Exit code:" follows it.
   size_t mpi_exit_event_ = 0;
   int64_t mpi_exit_line_ = -1;

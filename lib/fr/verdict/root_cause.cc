@@ -80,6 +80,13 @@ std::optional<RootCauseKind> FaultKind(const LogEvent& event) {
   }
 }
 
+// A worker process that ended without a word of its own: Ray's "Worker exit type: SYSTEM_ERROR"
+// (killed, or crashed in native code), which Ray reports without an exit code or signal.
+bool IsAbruptDeath(const LogEvent& event) {
+  return event.kind == LogEventKind::kWorkerFailed && event.signal <= 0 &&
+         event.exit_code == INT32_MIN && event.reason.starts_with("Ray worker exit: ");
+}
+
 // An exception raised because communication already failed is the cascade, not its cause.
 bool IsCascadeException(const LogEvent& event) {
   static constexpr std::string_view kCascade[] = {"DistBackendError",
@@ -409,7 +416,10 @@ class Explainer {
     std::string who = first->rank >= 0 ? fmt::format("rank {}", first->rank) : "a worker";
     if (!first->host.empty()) who += " on " + first->host;
     std::string how = first->signal > 0 ? fmt::format("signal {}", first->signal)
-                                        : fmt::format("exit code {}", first->exit_code);
+                      : first->exit_code != INT32_MIN
+                          ? fmt::format("exit code {}", first->exit_code)
+                      : !first->reason.empty() ? first->reason
+                                               : std::string("how was not logged");
     cause->set_summary(cause->summary() +
                        fmt::format(" The first death the launcher reported: {} ({}).", who, how));
     if (first->signal == 9) {
@@ -419,6 +429,13 @@ class Explainer {
     }
     if (!first->host.empty()) cause->add_hosts(first->host);
     if (first->signal > 0) (*cause->mutable_detail())["signal"] = std::to_string(first->signal);
+    // A process that vanished without a word (SIGKILL, Ray's SYSTEM_ERROR exit) is no victim
+    // that exited after its collective timed out: it is the rank to follow, named as such.
+    if (first->rank >= 0 && (first->signal == 9 || IsAbruptDeath(*first)) &&
+        cause->ranks_size() == 0) {
+      cause->add_ranks(first->rank);
+      victims_.erase(first->rank);
+    }
   }
 
   void SetTime(report::RootCause* cause, int64_t ns) {
@@ -1256,7 +1273,8 @@ std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs) {
     if (event.rank < 0) continue;
     bool death = false;
     if (event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable) {
-      death = event.signal != 15 && event.exit_code != 0 && event.exit_code != INT32_MIN;
+      death = (event.signal != 15 && event.exit_code != 0 && event.exit_code != INT32_MIN) ||
+              IsAbruptDeath(event);
     } else if (std::optional<RootCauseKind> kind = FaultKind(event)) {
       death = *kind == RootCauseKind::kSegfault || *kind == RootCauseKind::kHostOom ||
               *kind == RootCauseKind::kCudaOom || *kind == RootCauseKind::kCudaError ||
