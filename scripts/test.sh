@@ -17,6 +17,7 @@ cmake --build build/dev
 # bench_smoke times itself against a baseline in the same run, so it runs alone after the rest.
 (cd build/dev && ctest --output-on-failure --timeout 600 -E bench_smoke -j "$(nproc)" &&
   ctest --output-on-failure --timeout 600 -R bench_smoke)
+wheel=$(bash scripts/build-wheel.sh)
 PYTHONPATH="$PWD/build/dev/python" FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" \
-  FR_ANALYZE_CMAKE_BUILD_DIR="$PWD/build/dev" "$python" -m pytest -q tests/python
+  FR_ANALYZE_WHEEL="$wheel" "$python" -m pytest -q tests/python
 FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" "$python" -m pytest -q tests/torch

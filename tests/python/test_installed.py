@@ -1,10 +1,9 @@
-"""The package as a user gets it: `pip install '.[notebook,progress]'` into a fresh, plain venv,
-with pip's build isolation (setuptools, wheel and pybind11 come from PyPI), then the console
-command, `python -m fr_analyze`, the examples and the notebook, all run as subprocesses from
-outside the source tree.
+"""The package as a user gets it: the repaired manylinux wheel of scripts/build-wheel.sh installed
+with `pip install --only-binary=:all: 'WHEEL[notebook,progress]'` into a fresh, plain venv (pip
+may not build anything), then the console command, `python -m fr_analyze`, the examples and the
+notebook, all run as subprocesses from outside the source tree.
 
-Installing once per session costs a CMake build; scripts/test.sh sets FR_ANALYZE_CMAKE_BUILD_DIR
-to its build tree so that setup.py only copies what is already built.
+scripts/test.sh builds the wheel and names it in FR_ANALYZE_WHEEL; without it these tests skip.
 """
 
 import json
@@ -15,20 +14,30 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WHEEL = os.environ.get("FR_ANALYZE_WHEEL")
+
+# What a manylinux wheel may take from the machine it is installed on (auditwheel's whitelist, as
+# far as fr-analyze uses it); every other library must come from inside the installed wheel.
+SYSTEM_LIBRARIES = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libstdc++.so", "libgcc_s.so",
+                    "libpthread.so", "libdl.so", "librt.so", "libz.so")
 
 
 @pytest.fixture(scope="session")
 def venv(tmp_path_factory):
-    """A fresh venv (no system packages) with fr-analyze and its extras installed by pip, plus its
-    Jupyter kernel. Built from the interpreter running the tests (scripts/venv.sh's)."""
+    """A fresh venv (no system packages) with the wheel and its extras installed by pip, binary
+    wheels only, plus its Jupyter kernel. Built from the interpreter running the tests
+    (scripts/venv.sh's, the Python the wheel is built for)."""
+    if not WHEEL:
+        pytest.skip("FR_ANALYZE_WHEEL is not set (scripts/test.sh builds the wheel with "
+                    "scripts/build-wheel.sh and sets it)")
     directory = tmp_path_factory.mktemp("venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(directory)], check=True)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     install = subprocess.run(
         [str(directory / "bin" / "pip"), "install", "--disable-pip-version-check",
-         f"{ROOT}[notebook,progress]"],
-        capture_output=True, text=True, env=env)
+         "--only-binary=:all:", f"{WHEEL}[notebook,progress]"],
+        capture_output=True, text=True, env=env, cwd=str(directory))
     assert install.returncode == 0, install.stdout[-4000:] + install.stderr[-4000:]
     assert "Successfully installed" in install.stdout and "fr-analyze" in install.stdout
     subprocess.run([str(directory / "bin" / "python"), "-m", "ipykernel", "install",
@@ -58,6 +67,24 @@ def test_import_uses_the_installed_package_with_stubs(venv, tmp_path):
     assert where.startswith(str(venv))
     for name in ("py.typed", "_core.pyi", "bin", "_report.py"):
         assert name in files
+
+
+def test_wheel_is_manylinux_and_carries_its_cpp_libraries(venv):
+    assert "-manylinux_2_" in os.path.basename(WHEEL) and WHEEL.endswith("_x86_64.whl")
+    package = next((venv / "lib").glob("python3*/site-packages/fr_analyze"))
+    bundled = next((venv / "lib").glob("python3*/site-packages/fr_analyze.libs"))
+    for binary in (package / "bin" / "fr-analyze", next(package.glob("_core*.so"))):
+        ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True)
+        assert "not found" not in ldd.stdout, ldd.stdout
+        # "libfoo.so.1 => /path/libfoo.so.1 (0x...)", or "/lib64/ld-linux-x86-64.so.2 (0x...)"
+        found = {os.path.basename(p[0]): os.path.realpath(p[2]) if p[1:2] == ["=>"] else p[0]
+                 for p in map(str.split, ldd.stdout.splitlines()) if p}
+        outside = {name: path for name, path in found.items()
+                   if not name.startswith(SYSTEM_LIBRARIES)
+                   and os.path.dirname(path) != str(bundled.resolve())}
+        assert not outside, f"{binary.name} loads libraries from outside the wheel: {outside}"
+        loaded = list(found)
+        assert any(name.startswith("libprotobuf") for name in loaded), loaded
 
 
 def test_console_command_and_module_match_the_cli(venv, cli, simulated_job, tmp_path):
