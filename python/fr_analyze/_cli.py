@@ -28,6 +28,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         path = binary_path()
+        # The binary's Python helpers (`live`, `--dask`) run in this interpreter, which has the
+        # package, rather than whatever python3 is first on PATH (a venv used without activating).
+        os.environ.setdefault("FR_ANALYZE_PYTHON", sys.executable)
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(path, [path, *args])

@@ -3,7 +3,9 @@ with `pip install --only-binary=:all: 'WHEEL[notebook,progress]'` into a fresh, 
 may not build anything), then the console command, `python -m fr_analyze`, the examples and the
 notebook, all run as subprocesses from outside the source tree.
 
-scripts/test.sh builds the wheel and names it in FR_ANALYZE_WHEEL; without it these tests skip.
+.ci/run builds the wheel (scripts/build-wheel.sh) and names it in FR_ANALYZE_WHEEL; without it
+these tests skip (scripts/test.sh leaves them to CI: the wheel's profile-guided build takes
+minutes). By hand: FR_ANALYZE_WHEEL=$(bash scripts/build-wheel.sh) pytest tests/python/test_installed.py
 """
 
 import json
@@ -28,7 +30,7 @@ def venv(tmp_path_factory):
     wheels only, plus its Jupyter kernel. Built from the interpreter running the tests
     (scripts/venv.sh's, the Python the wheel is built for)."""
     if not WHEEL:
-        pytest.skip("FR_ANALYZE_WHEEL is not set (scripts/test.sh builds the wheel with "
+        pytest.skip("FR_ANALYZE_WHEEL is not set (.ci/run builds the wheel with "
                     "scripts/build-wheel.sh and sets it)")
     directory = tmp_path_factory.mktemp("venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(directory)], check=True)
