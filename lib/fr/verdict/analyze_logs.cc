@@ -16,6 +16,8 @@
 #include "fr/logs/log_text.h"
 #include "fr/model/op_kind.h"
 #include "fr/verdict/analyze.h"
+#include "fr/verdict/judgment.h"
+#include "fr/verdict/report_writer.h"
 #include "fr/verdict/root_cause.h"
 
 namespace fr {
@@ -297,13 +299,14 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
     ResolveIdentities(logs);
     with_deaths.died_ranks = RanksTheLogsSayDied(*logs);
   }
-  report::Report report = Analyze(trace, with_deaths);
+  Judgment judgment;
+  report::Report report = AnalyzeInto(trace, with_deaths, &judgment);
   SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, options.stacks, &report);
   if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
   ClockHints hints;
   // The dumps' time dates year-less log lines when no log line carries a year.
-  if (!trace.ranks.empty() && report.inputs().dump_time_ns() > 0) {
-    hints.near_ns = report.inputs().dump_time_ns();
+  if (!trace.ranks.empty() && judgment.matched.dump_time_ns > 0) {
+    hints.near_ns = judgment.matched.dump_time_ns;
   } else {
     // Else the logs' own modification times: when their last lines were written.
     std::vector<int64_t> mtimes;
