@@ -77,7 +77,7 @@ class JobLogs {
   report::Report Explain() {
     JobClock clock = AlignClocks(&logs_, {});
     report::Report report;
-    ExplainFromLogs(logs_, clock, /*have_dumps=*/false, &report);
+    ExplainFromLogs(logs_, clock, /*dumps=*/nullptr, &report);
     return report;
   }
 

@@ -875,7 +875,12 @@ report::Report AnalyzeInto(const LoadedTrace& trace, const AnalyzeOptions& optio
   report::Report report = WriteDumpReport(trace, with_gone, *judgment);
   // The live stacks first among the supporting evidence: they may decide the verdict.
   if (options.stacks != nullptr) {
-    JoinStackEvidence(*options.stacks, options.stacks_stalled_ns, &report);
+    if (std::optional<std::vector<int64_t>> decided =
+            JoinStackEvidence(*options.stacks, options.stacks_stalled_ns, &report)) {
+      // The stacks made the verdict: the judgment says so too, for the logs to join it.
+      judgment->verdict.failure_class = FailureClass::kMissingParticipant;
+      judgment->verdict.culprits = *std::move(decided);
+    }
   }
   if (options.monitors != nullptr) {
     // Supporting evidence from the hosts' side, after the dumps' own findings: it says what the

@@ -323,7 +323,7 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
   // Live stacks decide a verdict as dumps do: the logs then join it rather than replace it.
   bool have_verdict =
       !trace.ranks.empty() || (options.stacks != nullptr && !options.stacks->snapshots.empty());
-  ExplainFromLogs(*logs, clock, /*have_dumps=*/have_verdict, &report);
+  ExplainFromLogs(*logs, clock, have_verdict ? &judgment : nullptr, &report);
   return report;
 }
 

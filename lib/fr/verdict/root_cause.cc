@@ -189,8 +189,9 @@ struct Candidate {
 
 class Explainer {
  public:
-  Explainer(const LogSet& logs, const JobClock& clock, bool have_dumps, report::Report* report)
-      : logs_(logs), clock_(clock), have_dumps_(have_dumps), report_(report) {}
+  Explainer(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
+            report::Report* report)
+      : logs_(logs), clock_(clock), dumps_(dumps), report_(report) {}
 
   void Run() {
     FillInputs();
@@ -202,9 +203,8 @@ class Explainer {
     if (!FromFaults(cause) && !FromNcclVersionMismatch(cause) && !FromTimeouts(cause)) {
       bool any_anomaly = !victims_.empty();
       for (const LogEvent& event : logs_.events) any_anomaly |= IsCascade(event.kind);
-      cause->set_kind(std::string(
-          RootCauseKindName(any_anomaly ? RootCauseKind::kUnknown : RootCauseKind::kNone)));
-      cause->set_confidence(any_anomaly ? "low" : "medium");
+      SetKind(cause, any_anomaly ? RootCauseKind::kUnknown : RootCauseKind::kNone);
+      SetConfidence(cause, any_anomaly ? Confidence::kLow : Confidence::kMedium);
       cause->set_summary(
           any_anomaly ? fmt::format("The logs show the cascade ({} rank(s) timed out or aborted) "
                                     "but no initiating event.",
@@ -438,6 +438,17 @@ class Explainer {
     }
   }
 
+  // The kind and confidence are kept as values for the join with the dumps, and written once.
+  void SetKind(report::RootCause* cause, RootCauseKind kind) {
+    kind_ = kind;
+    cause->set_kind(std::string(RootCauseKindName(kind)));
+  }
+
+  void SetConfidence(report::RootCause* cause, Confidence confidence) {
+    confidence_ = confidence;
+    cause->set_confidence(std::string(ConfidenceName(confidence)));
+  }
+
   void SetTime(report::RootCause* cause, int64_t ns) {
     if (ns == kNoTime) return;
     cause->set_time_ns(ns);
@@ -552,7 +563,7 @@ class Explainer {
     std::rotate(candidates.begin(), lead_it, lead_it + 1);
     const Candidate& first = candidates.front();
     const LogEvent& lead = *first.event;
-    cause->set_kind(std::string(RootCauseKindName(first.kind)));
+    SetKind(cause, first.kind);
     SetTime(cause, lead.time_ns);
 
     std::set<int32_t> ranks;
@@ -617,17 +628,19 @@ class Explainer {
 
     FillDetail(cause, lead);
     // Confidence: the order rests on the clocks, and the culprit on a known rank.
-    std::string confidence = "high";
+    Confidence confidence = Confidence::kHigh;
     std::string doubt;
-    if (lead.time_ns == kNoTime) confidence = "low";
-    if (HostClockConfidence(lead.host) == "low" && logs_.files.size() > 1) confidence = "medium";
-    if (ranks.empty() && first.kind != RootCauseKind::kHostKill) confidence = "medium";
+    if (lead.time_ns == kNoTime) confidence = Confidence::kLow;
+    if (HostClockConfidence(lead.host) == "low" && logs_.files.size() > 1) {
+      confidence = Confidence::kMedium;
+    }
+    if (ranks.empty() && first.kind != RootCauseKind::kHostKill) confidence = Confidence::kMedium;
     for (const Candidate& other : candidates) {
       const LogEvent& event = *other.event;
       if (event.host == lead.host || other.kind == first.kind) continue;
       if (event.time_ns != kNoTime && lead.time_ns != kNoTime &&
           event.time_ns - lead.time_ns < kOrderingDoubtNs) {
-        confidence = "medium";
+        confidence = Confidence::kMedium;
         doubt = fmt::format(
             " A {} on {} came within {} ms; the clocks cannot order the two for certain.",
             RootCauseKindName(other.kind), event.host.empty() ? "an unknown host" : event.host,
@@ -635,7 +648,7 @@ class Explainer {
       }
       break;
     }
-    cause->set_confidence(confidence);
+    SetConfidence(cause, confidence);
     cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt + settled_by_);
     return true;
   }
@@ -687,9 +700,9 @@ class Explainer {
       }
       AddEvidence(cause, *line_of_version[version]);
     }
-    cause->set_kind(std::string(RootCauseKindName(RootCauseKind::kInitFailure)));
+    SetKind(cause, RootCauseKind::kInitFailure);
     for (const std::string& host : odd_hosts) cause->add_hosts(host);
-    cause->set_confidence("medium");
+    SetConfidence(cause, Confidence::kMedium);
     (*cause->mutable_detail())["nccl_versions"] = fmt::format("{}", fmt::join(parts, "; "));
     cause->set_summary(fmt::format(
         "The hosts run different NCCL releases ({}): processes built against different releases "
@@ -749,8 +762,7 @@ class Explainer {
     for (const LogEvent* report : reports) {
       if (Before(*report, *first)) first = report;
     }
-    cause->set_kind(std::string(RootCauseKindName(
-        node_failure != nullptr ? RootCauseKind::kHostKill : RootCauseKind::kUnknown)));
+    SetKind(cause, node_failure != nullptr ? RootCauseKind::kHostKill : RootCauseKind::kUnknown);
     SetTime(cause, first->time_ns);
     cause->add_hosts(host);
     std::set<int32_t> ranks;
@@ -781,7 +793,7 @@ class Explainer {
     }
     if (last_of_host != nullptr) AddEvidence(cause, *last_of_host);
     if (node_failure != nullptr) AddEvidence(cause, *node_failure);
-    cause->set_confidence("medium");
+    SetConfidence(cause, Confidence::kMedium);
     (*cause->mutable_detail())["peer_reports"] = std::to_string(reports.size());
     std::string sentence = fmt::format(
         "{} on {} lost the connection to {} from {}, and {} printed no error of its own",
@@ -884,7 +896,7 @@ class Explainer {
     }
     // Gloo's timeouts name no sequence number: the ranks that printed one reached the collective.
     if (stalled_seq.empty() && first_timeout_ == nullptr) return false;
-    cause->set_kind(std::string(RootCauseKindName(RootCauseKind::kCollectiveTimeout)));
+    SetKind(cause, RootCauseKind::kCollectiveTimeout);
     // Ranks that never reached it: their watchdog names an earlier op of the group, or their
     // last enqueued work is earlier.
     std::set<int32_t> laggards;
@@ -912,6 +924,8 @@ class Explainer {
     }
     for (int32_t rank : reached) laggards.erase(rank);
     std::string how = "its watchdog or flight-recorder dump names an earlier collective";
+    // The laggards' own lines name how far they got: surer than silence.
+    bool named_by_own_lines = true;
     size_t silent_candidates = 0;
     if (laggards.empty()) {
       // Ranks the job has that printed something but no timeout: silent in the collective.
@@ -945,6 +959,7 @@ class Explainer {
         silent_candidates = silent.size();
       }
       how = "it printed no timeout while the others did";
+      named_by_own_lines = false;
     }
     SetTime(cause, first_timeout_->time_ns);
     for (int32_t rank : laggards) {
@@ -978,17 +993,17 @@ class Explainer {
         ClockTime(first_timeout_->time_ns));
     if (!list.empty()) {
       sentence += fmt::format(" {} never reached it: {}.", Who(laggards, hosts), how);
-      cause->set_confidence(how.starts_with("its") ? "high" : "medium");
+      SetConfidence(cause, named_by_own_lines ? Confidence::kHigh : Confidence::kMedium);
     } else if (silent_candidates > 0) {
       sentence += fmt::format(
           " {} ranks printed no timeout (detail.candidates): the one that never reached it is "
           "among them, with victims the launcher killed first; their flight-recorder dumps, or "
           "TORCH_NCCL_DUMP_ON_TIMEOUT on the next run, would say which.",
           silent_candidates);
-      cause->set_confidence("low");
+      SetConfidence(cause, Confidence::kLow);
     } else {
       sentence += " The logs cannot say which rank never reached it.";
-      cause->set_confidence("low");
+      SetConfidence(cause, Confidence::kLow);
     }
     cause->set_summary(sentence);
     return true;
@@ -997,12 +1012,11 @@ class Explainer {
   // The logs' answer joined with the dumps'.
   void Join(report::RootCause* cause) {
     report::Verdict* verdict = report_->mutable_verdict();
-    std::vector<int32_t> dump_culprits(verdict->culprit_ranks().begin(),
-                                       verdict->culprit_ranks().end());
     std::vector<int32_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
-    RootCauseKind kind = ParseRootCauseKind(cause->kind()).value_or(RootCauseKind::kUnknown);
-    std::vector<std::string> actions = KindActions(*cause);
-    if (!have_dumps_) {
+    const RootCauseKind kind = kind_;
+    const std::string_view kind_name = RootCauseKindName(kind);
+    std::vector<std::string> actions = KindActions(kind, *cause);
+    if (dumps_ == nullptr) {
       verdict->clear_culprit_ranks();
       for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
       verdict->clear_victim_ranks();
@@ -1022,13 +1036,17 @@ class Explainer {
         verdict->clear_culprit_ranks();
       }
       verdict->set_failure_class(failure_class);
-      verdict->set_confidence(cause->confidence());
+      verdict->set_confidence(std::string(ConfidenceName(confidence_)));
       verdict->set_summary(cause->summary());
       verdict->clear_next_actions();
       for (const std::string& action : actions) verdict->add_next_actions(action);
       return;
     }
     // With dumps: the flight recorder says who the others waited for; the logs say why.
+    const DumpVerdict& judged = dumps_->verdict;
+    const std::vector<int32_t> dump_culprits(judged.culprits.begin(), judged.culprits.end());
+    const FailureClass dump_class = judged.failure_class;
+    const std::string_view dump_class_name = FailureClassName(dump_class);
     bool log_names_ranks = !log_ranks.empty();
     if (kind == RootCauseKind::kCollectiveTimeout || kind == RootCauseKind::kUnknown) {
       if (!dump_culprits.empty()) {
@@ -1050,22 +1068,22 @@ class Explainer {
                             Ranks(dump_culprits)));
       verdict->clear_culprit_ranks();
     } else if (log_names_ranks && IsDeath(kind) &&
-               verdict->failure_class() == "insufficient_evidence" &&
+               dump_class == FailureClass::kInsufficientEvidence &&
                std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
                              dump_culprits.end())) {
       // The dumps could not tell a rank that left no dump from a victim; the logs say it died.
       verdict->set_failure_class("missing_participant");
       verdict->clear_culprit_ranks();
       for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
-      verdict->set_confidence("medium");
+      verdict->set_confidence(std::string(ConfidenceName(Confidence::kMedium)));
       cause->set_disagreement(fmt::format(
           "The dumps alone could not decide (insufficient_evidence); the logs say rank(s) {} "
           "died ({}), which settles it.",
-          Ranks(log_ranks), cause->kind()));
+          Ranks(log_ranks), kind_name));
       verdict->set_summary(
           fmt::format("Rank(s) {} died ({}); the others' dumps show them waiting "
                       "for the ops it never issued.",
-                      Ranks(log_ranks), cause->kind()));
+                      Ranks(log_ranks), kind_name));
     } else if (log_names_ranks && !dump_culprits.empty()) {
       std::vector<int32_t> common;
       std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
@@ -1074,25 +1092,26 @@ class Explainer {
         cause->set_disagreement(fmt::format(
             "The dumps blame rank(s) {} ({}); the logs' earliest fault is on rank(s) {} ({}). "
             "Check whether the fault on {} made {} stop.",
-            Ranks(dump_culprits), verdict->failure_class(), Ranks(log_ranks), cause->kind(),
+            Ranks(dump_culprits), verdict->failure_class(), Ranks(log_ranks), kind_name,
             Ranks(log_ranks), Ranks(dump_culprits)));
       }
-    } else if (log_names_ranks && dump_culprits.empty() && verdict->failure_class() != "none") {
+    } else if (log_names_ranks && dump_culprits.empty() && dump_class != FailureClass::kNone) {
       verdict->clear_culprit_ranks();
       for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
-    } else if (log_names_ranks && verdict->failure_class() == "none" && IsDeath(kind) &&
+    } else if (log_names_ranks && dump_class == FailureClass::kNone && IsDeath(kind) &&
                InFlightOps() > 0) {
       // The dumps were written while the peers still waited, in ops younger than their timeout;
       // the logs say the rank those ops need is dead, so they will never complete.
       verdict->set_failure_class("missing_participant");
       verdict->clear_culprit_ranks();
       for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
-      verdict->set_confidence(cause->confidence() == "high" ? "high" : "medium");
+      verdict->set_confidence(std::string(ConfidenceName(
+          confidence_ == Confidence::kHigh ? Confidence::kHigh : Confidence::kMedium)));
       verdict->set_summary(fmt::format(
           "Rank(s) {} died ({}), and the dumps show {} op(s) of its peers still waiting: they "
           "were younger than their timeout when the dumps were written, but they cannot complete "
           "without the dead rank.",
-          Ranks(log_ranks), cause->kind(), InFlightOps()));
+          Ranks(log_ranks), kind_name, InFlightOps()));
       cause->set_disagreement(
           "The dumps alone show nothing stuck yet (the ops were in flight); the logs show the "
           "rank they wait for is gone.");
@@ -1112,11 +1131,11 @@ class Explainer {
               ? fmt::format("The logs show no fault, yet the dumps show rank(s) {} stopped ({}): "
                             "its log ends without an error, so it stopped silently (a hang in "
                             "host code, a deadlock, a stuck data loader); its stack says where.",
-                            Ranks(dump_culprits), verdict->failure_class())
+                            Ranks(dump_culprits), dump_class_name)
               : fmt::format("The logs show no fault, yet the dumps show rank(s) {} stopped ({}); "
                             "no line read is from rank(s) {}: collect its host's logs (and the "
                             "kernel's) before concluding it stopped silently.",
-                            Ranks(dump_culprits), verdict->failure_class(), Ranks(unlogged)));
+                            Ranks(dump_culprits), dump_class_name, Ranks(unlogged)));
     }
     std::string joined;
     if (kind != RootCauseKind::kNone && kind != RootCauseKind::kUnknown) {
@@ -1140,13 +1159,9 @@ class Explainer {
   }
 
   // Ops the dumps' matcher found pending but younger than their timeout.
-  int64_t InFlightOps() const {
-    auto it = report_->stats().counters().find("ops_in_flight_not_stuck");
-    return it == report_->stats().counters().end() ? 0 : it->second;
-  }
+  int64_t InFlightOps() const { return dumps_ == nullptr ? 0 : dumps_->matched.in_flight_ops; }
 
-  static std::vector<std::string> KindActions(const report::RootCause& cause) {
-    RootCauseKind kind = ParseRootCauseKind(cause.kind()).value_or(RootCauseKind::kUnknown);
+  static std::vector<std::string> KindActions(RootCauseKind kind, const report::RootCause& cause) {
     std::string hosts = fmt::format("{}", fmt::join(cause.hosts(), ", "));
     if (hosts.empty()) hosts = "the culprit's host";
     auto detail = [&](const char* key) {
@@ -1226,8 +1241,11 @@ class Explainer {
 
   const LogSet& logs_;
   const JobClock& clock_;
-  bool have_dumps_;
+  const Judgment* dumps_;  // nullptr: no dumps
   report::Report* report_;
+  // What the root cause was set to (SetKind, SetConfidence).
+  RootCauseKind kind_ = RootCauseKind::kUnknown;
+  Confidence confidence_ = Confidence::kHigh;
   std::set<int32_t> victims_;
   const LogEvent* first_timeout_ = nullptr;
   std::map<std::string, std::string> host_of_address_;
@@ -1286,9 +1304,9 @@ std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs) {
   return {died.begin(), died.end()};
 }
 
-void ExplainFromLogs(const LogSet& logs, const JobClock& clock, bool have_dumps,
+void ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
                      report::Report* report) {
-  Explainer(logs, clock, have_dumps, report).Run();
+  Explainer(logs, clock, dumps, report).Run();
   // Everything the logs added or rewrote.
   MakeValidUtf8(report->mutable_verdict());
   MakeValidUtf8(report->mutable_timeline());
@@ -1323,13 +1341,6 @@ std::string_view RootCauseKindName(RootCauseKind kind) {
     if (value == kind) return name;
   }
   return "unknown";
-}
-
-std::optional<RootCauseKind> ParseRootCauseKind(std::string_view name) {
-  for (const auto& [value, text] : kRootCauseKindNames) {
-    if (text == name) return value;
-  }
-  return std::nullopt;
 }
 
 }  // namespace fr

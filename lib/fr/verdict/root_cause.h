@@ -3,7 +3,7 @@
 // on, and how it joins the flight recorder's verdict (docs/report-contract.md, "root cause").
 //
 //   JobClock clock = AlignClocks(&logs, hints);
-//   ExplainFromLogs(logs, clock, /*have_dumps=*/true, &report);
+//   ExplainFromLogs(logs, clock, &judgment, &report);   // judgment: JudgeDumps(trace, options)
 //   report.verdict().root_cause().kind();   // "host_oom"
 //
 // Every rank's watchdog prints a timeout and every victim an abort, so frequency points away
@@ -24,6 +24,7 @@
 #include "fr/clock/job_clock.h"
 #include "fr/logs/log_event.h"
 #include "fr/report.pb.h"
+#include "fr/verdict/judgment.h"
 
 namespace fr {
 
@@ -47,7 +48,6 @@ enum class RootCauseKind : uint8_t {
 
 // "xid", "host_oom", ... "unknown": the report contract's names.
 std::string_view RootCauseKindName(RootCauseKind kind);
-std::optional<RootCauseKind> ParseRootCauseKind(std::string_view name);
 
 // Ranks the logs say died, once identities are resolved (ResolveIdentities): a worker the
 // launcher reported dead by its own failure (not the SIGTERM the launcher itself sent), or a
@@ -56,10 +56,12 @@ std::optional<RootCauseKind> ParseRootCauseKind(std::string_view name);
 std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs);
 
 // Fills report->verdict().root_cause(), report->timeline() and report->log_files(), and joins
-// the logs' answer with the verdict the dumps gave (`have_dumps`): with logs alone the verdict's
-// culprits, victims, class and summary come from the logs; with both, the culprits are kept when
-// the two agree (the summary then says why the culprit stopped), and a disagreement is stated.
-void ExplainFromLogs(const LogSet& logs, const JobClock& clock, bool have_dumps,
+// the logs' answer with the verdict the dumps gave (`dumps`, the judgment `report` was written
+// from; nullptr when there are no dumps): with logs alone the verdict's culprits, victims, class
+// and summary come from the logs; with both, the culprits are kept when the two agree (the
+// summary then says why the culprit stopped), and a disagreement is stated. The join decides on
+// the judgment's values, never on what the report says.
+void ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
                      report::Report* report);
 
 }  // namespace fr

@@ -85,9 +85,10 @@ std::vector<int64_t> RanksWhoseWorkerIsGone(const StackSnapshots& stacks) {
   return gone;
 }
 
-void JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, report::Report* report) {
+std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stacks,
+                                                      int64_t stalled_ns, report::Report* report) {
   StackJudgement judged = JudgeStacks(stacks);
-  if (judged.snapshots == 0) return;
+  if (judged.snapshots == 0) return std::nullopt;
   AddGroups(judged, report);
   report::Verdict* verdict = report->mutable_verdict();
   std::optional<FailureClass> failure = ParseFailureClass(verdict->failure_class());
@@ -148,10 +149,10 @@ void JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, report:
                               "stopped, D: in I/O), `py-spy dump --native --pid PID` for the "
                               "native frame that holds the GIL.",
                               FormatRankSet(ranks)));
-    return;
+    return ranks;
   }
 
-  if (judged.held_by.empty()) return;
+  if (judged.held_by.empty()) return std::nullopt;
   bool stalled =
       !judged.moving && judged.unchanged_snapshots >= 2 && judged.unchanged_ns >= stalled_ns;
   report::Finding* finding = report->add_findings();
@@ -192,9 +193,9 @@ void JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, report:
           ValidUtf8(fmt::format("{} The live stacks disagree: {}, {}, while the others wait in {}.",
                                 verdict->summary(), held, HowLong(judged), judged.waiting_in)));
     }
-    return;
+    return std::nullopt;
   }
-  if (!stalled) return;  // one snapshot, or a moving rank: a finding, not a verdict
+  if (!stalled) return std::nullopt;  // one snapshot, or a moving rank: a finding, not a verdict
   verdict->set_failure_class(std::string(FailureClassName(FailureClass::kMissingParticipant)));
   verdict->clear_culprit_ranks();
   for (int32_t rank : judged.held_by) verdict->add_culprit_ranks(rank);
@@ -215,6 +216,7 @@ void JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, report:
   verdict->add_next_actions(
       "Dump every thread of that process with py-spy (`py-spy dump --native --pid PID`) to see "
       "what its native code waits on.");
+  return Wide(judged.held_by);
 }
 
 }  // namespace fr

@@ -17,6 +17,7 @@
 #define FR_VERDICT_STACK_EVIDENCE_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "fr/report.pb.h"
@@ -32,7 +33,10 @@ std::vector<int64_t> RanksWhoseWorkerIsGone(const StackSnapshots& stacks);
 
 // `stalled_ns`: how long an outlier must stay unchanged for a verdict (kStalledSpanNs unless
 // `fr-analyze live --stall` says otherwise); high confidence from max(it, kSureSpanNs).
-void JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, report::Report* report);
+// Returns the culprits when the stacks made the verdict (missing_participant, the dumps having
+// found no failure), in the order the report lists them; nullopt when the dumps' verdict stands.
+std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stacks,
+                                                      int64_t stalled_ns, report::Report* report);
 
 }  // namespace fr
 
