@@ -1,5 +1,5 @@
 // One clock for the whole job: who printed each log event (rank, host), and when on a corrected
-// UTC clock (shared design, "one clock (per-host offset and drift)").
+// UTC clock (docs/architecture.md, "clock"; docs/logs.md, "One clock").
 //
 //   LogSet logs = ...;                          // lib/fr/logs
 //   JobClock clock = AlignClocks(&logs, {});    // fills every event's rank, host and time_ns

@@ -4,7 +4,7 @@
 //   for (const DiscoveredFile& file : found.files) { ... file.rank ... }
 //   // found.skipped and found.conflicts say what was left out, and why.
 //
-// Real directories are messy (shared design, dump-format.md section 1): a common prefix
+// Real directories are messy (docs/dump-format.md, "Files"): a common prefix
 // (nccl_trace_rank_12), host names inside names (nccl_trace_rank_node02_12), per-host
 // subfolders, rank_12.json from Ray, compressed copies (.zst, .gz), and files that are not dumps
 // (.pipe triggers, logs, core files). Discovery only looks at names and file types, plus at most

@@ -1,5 +1,5 @@
 // What the log stage hands on: one LogEvent per line (or multi-line block) that matters for the
-// verdict, out of logs the job already printed (shared design, "logs: parse lines -> events").
+// verdict, out of logs the job already printed (docs/logs.md, "Stages").
 // Most lines of a log (NCCL INFO chatter, training progress) produce nothing; memory is bounded
 // by the events kept, never by the bytes read.
 //
