@@ -92,7 +92,7 @@ TEST(JobClockTest, HostOffsetsAreRecoveredFromSharedTimeouts) {
     const HostClock* estimate = clock.Find(host);
     ASSERT_NE(estimate, nullptr) << host;
     EXPECT_LE(std::llabs((estimate->offset_ns - reference->offset_ns) - offset), 50 * kMs) << host;
-    EXPECT_EQ(estimate->confidence, "high") << host;
+    EXPECT_EQ(estimate->confidence, Confidence::kHigh) << host;
     EXPECT_NE(estimate->method.find("SeqNum 2383"), std::string::npos) << estimate->method;
   }
   // Corrected, the enqueues (time minus ran-for) agree across hosts.
@@ -196,7 +196,7 @@ TEST(JobClockTest, KernelSecondsSinceBootArePlacedBeforeTheStall) {
   ASSERT_NE(placed.time_ns, kNoTime);
   EXPECT_LT(placed.time_ns, stalled);
   EXPECT_GT(placed.time_ns, stalled - kSecond);
-  EXPECT_EQ(clock.Find("node01")->confidence, "low");
+  EXPECT_EQ(clock.Find("node01")->confidence, Confidence::kLow);
 }
 
 TEST(JobClockTest, DumpTimesOfSharedCollectivesAnchorHostsTheLogsTieRanksTo) {

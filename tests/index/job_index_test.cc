@@ -160,7 +160,7 @@ TEST(DumpTimeTest, FileTimesOlderThanTheDumpsOwnRecordsAreRefused) {
   EXPECT_EQ(times.file_times_rejected, 2);
   EXPECT_THAT(times.per_dump, ElementsAre(kUnknown, kUnknown));
   EXPECT_THAT(times.source, StartsWith("unknown"));
-  EXPECT_EQ(times.confidence, "low");
+  EXPECT_EQ(times.confidence, Confidence::kLow);
   EXPECT_THAT(times.newest_record, ElementsAre(kStart + 10 * kSecond, kStart + 10 * kSecond));
 }
 
@@ -170,12 +170,12 @@ TEST(DumpTimeTest, ConsistentFileTimesAreUsedAndARefusedOneTakesTheJobTime) {
   trace.ranks.push_back(Dump(1, {GlooOp("all_reduce", 1, 10, true)}, kStart + 31 * kSecond));
   DumpTimes times = EstimateDumpTimes(trace, kUnknown);
   EXPECT_EQ(times.source, "file modification time");
-  EXPECT_EQ(times.confidence, "medium");
+  EXPECT_EQ(times.confidence, Confidence::kMedium);
   EXPECT_EQ(times.job_ns, kStart + 31 * kSecond);
   trace.ranks[0].file_mtime_ns = 0;
   times = EstimateDumpTimes(trace, kUnknown);
   EXPECT_EQ(times.per_dump[0], kStart + 31 * kSecond);
-  EXPECT_EQ(times.confidence, "low");
+  EXPECT_EQ(times.confidence, Confidence::kLow);
   EXPECT_THAT(times.source, StartsWith("file modification time (1 file(s) refused"));
 }
 
@@ -185,7 +185,7 @@ TEST(DumpTimeTest, AGivenTimeWins) {
   DumpTimes times = EstimateDumpTimes(trace, kStart + 99 * kSecond);
   EXPECT_THAT(times.per_dump, ElementsAre(kStart + 99 * kSecond));
   EXPECT_EQ(times.source, "option");
-  EXPECT_EQ(times.confidence, "high");
+  EXPECT_EQ(times.confidence, Confidence::kHigh);
 }
 
 }  // namespace

@@ -376,7 +376,7 @@ void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>&
     // boot + anchor (host clock) corrects to just before `when`.
     target->boot_ns = when - kNanosPerMs + target->offset_ns - anchor;
     target->method += "; kernel seconds since boot placed just before the first stalled collective";
-    target->confidence = "low";
+    target->confidence = Confidence::kLow;
   }
 }
 
@@ -566,7 +566,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     if (it == groups_of_host.end()) {
       out.method = single_host ? "the only source: its clock is the job's"
                                : "no event shared with other hosts: its clock is taken as is";
-      out.confidence = single_host ? "medium" : "low";
+      out.confidence = single_host ? Confidence::kMedium : Confidence::kLow;
       clock.hosts.push_back(std::move(out));
       continue;
     }
@@ -593,7 +593,8 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     if (list.size() > 1) out.method += fmt::format(" (+{} more shared events)", list.size() - 1);
     if (out.drift_ppm != 0) out.method += fmt::format(", drift {:.1f} ppm", out.drift_ppm);
     bool widely_shared = best->by_host.size() >= 3;
-    out.confidence = widely_shared && worst <= kTightResidualNs ? "high" : "medium";
+    out.confidence =
+        widely_shared && worst <= kTightResidualNs ? Confidence::kHigh : Confidence::kMedium;
     clock.hosts.push_back(std::move(out));
   }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "fr/base/confidence.h"
 #include "fr/logs/log_event.h"
 
 namespace fr {
@@ -37,7 +38,7 @@ struct HostClock {
   double drift_ppm = 0;
   int64_t drift_origin_ns = 0;
   std::string method;
-  std::string confidence = "low";  // high | medium | low
+  Confidence confidence = Confidence::kLow;
   int32_t anchors = 0;
   // For dmesg's seconds since boot: the boot on this host's clock, kNoTime when not placed.
   int64_t boot_ns = kNoTime;

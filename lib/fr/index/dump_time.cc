@@ -109,7 +109,7 @@ DumpTimes EstimateDumpTimesOnly(const LoadedTrace& trace, int64_t option_ns, int
     std::fill(times.per_dump.begin(), times.per_dump.end(), option_ns);
     times.job_ns = option_ns;
     times.source = "option";
-    times.confidence = "high";
+    times.confidence = Confidence::kHigh;
     return times;
   }
   int64_t accepted = 0, without_time = 0;
@@ -139,7 +139,7 @@ DumpTimes EstimateDumpTimesOnly(const LoadedTrace& trace, int64_t option_ns, int
                              "dumps' own records, so pending ops are judged stuck",
                              times.file_times_rejected)
                        : "unknown: no file times, so pending ops are judged stuck";
-    times.confidence = "low";
+    times.confidence = Confidence::kLow;
     return times;
   }
   if (times.file_times_rejected > 0) {
@@ -151,10 +151,10 @@ DumpTimes EstimateDumpTimesOnly(const LoadedTrace& trace, int64_t option_ns, int
     times.source =
         fmt::format("file modification time ({} file(s) refused: older than their own records)",
                     times.file_times_rejected);
-    times.confidence = "low";
+    times.confidence = Confidence::kLow;
   } else {
     times.source = "file modification time";
-    times.confidence = without_time > 0 ? "low" : "medium";
+    times.confidence = without_time > 0 ? Confidence::kLow : Confidence::kMedium;
   }
   return times;
 }

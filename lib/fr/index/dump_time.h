@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "fr/base/confidence.h"
 #include "fr/model/loaded_trace.h"
 
 namespace fr {
@@ -44,7 +45,8 @@ struct DumpTimes {
   int64_t job_ns = kUnknown;
   // "option", "file modification time", or "unknown", with the reason when a source was refused.
   std::string source;
-  std::string confidence;           // "high" (option), "medium" (file times), "low" (unknown)
+  // kHigh (option), kMedium (file times), kLow (unknown, or some refused or missing).
+  Confidence confidence = Confidence::kLow;
   int64_t file_times_rejected = 0;  // files whose mtime predates their own records
 };
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fr/base/confidence.h"
 #include "fr/index/job_index.h"
 #include "fr/model/loaded_trace.h"
 
@@ -140,7 +141,7 @@ struct MatchResult {
   // When the dumps were taken (see dump_time.h): the job's time, its source and how sure it is.
   int64_t dump_time_ns = kUnknown;
   std::string dump_time_source;
-  std::string dump_time_confidence;
+  Confidence dump_time_confidence = Confidence::kLow;
 };
 
 // Ages are judged against the index's dump times (BuildJobIndex's `dump_time_ns`).

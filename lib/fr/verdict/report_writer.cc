@@ -127,7 +127,7 @@ class ReportWriter {
     const MatchResult& matched = judgment_.matched;
     if (matched.dump_time_ns != kUnknown) inputs->set_dump_time_ns(matched.dump_time_ns);
     inputs->set_dump_time_source(matched.dump_time_source);
-    inputs->set_dump_time_confidence(matched.dump_time_confidence);
+    inputs->set_dump_time_confidence(ConfidenceText(matched.dump_time_confidence));
   }
 
   void FillStragglers(Report* report) const {

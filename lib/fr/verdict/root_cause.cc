@@ -262,7 +262,7 @@ class Explainer {
       out->set_offset_ms(host.offset_ns / 1'000'000);
       out->set_drift_ppm(host.drift_ppm);
       out->set_method(host.method);
-      out->set_confidence(host.confidence);
+      out->set_confidence(std::string(ConfidenceName(host.confidence)));
       out->set_anchors(host.anchors);
     }
   }
@@ -455,9 +455,9 @@ class Explainer {
     cause->set_time(FormatUtc(ns));
   }
 
-  std::string HostClockConfidence(const std::string& host) const {
+  Confidence HostClockConfidence(const std::string& host) const {
     const HostClock* clock = clock_.Find(host);
-    return clock == nullptr ? "low" : clock->confidence;
+    return clock == nullptr ? Confidence::kLow : clock->confidence;
   }
 
   bool FromFaults(report::RootCause* cause) {
@@ -631,7 +631,7 @@ class Explainer {
     Confidence confidence = Confidence::kHigh;
     std::string doubt;
     if (lead.time_ns == kNoTime) confidence = Confidence::kLow;
-    if (HostClockConfidence(lead.host) == "low" && logs_.files.size() > 1) {
+    if (HostClockConfidence(lead.host) == Confidence::kLow && logs_.files.size() > 1) {
       confidence = Confidence::kMedium;
     }
     if (ranks.empty() && first.kind != RootCauseKind::kHostKill) confidence = Confidence::kMedium;
