@@ -11,22 +11,16 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fr/base/errno_status.h"
 #include "fr/base/status_macros.h"
 
 namespace fr {
 namespace {
 
-absl::Status ErrnoToStatus(int error, const std::string& path, std::string_view what) {
-  std::string message = fmt::format("{}: {}: {}", path, what, std::strerror(error));
-  switch (error) {
-    case ENOENT:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::UnavailableError(message);
-  }
+// "<path>: <what>: <strerror(errno)>" with its canonical code (errno_status.h).
+absl::Status FileError(const std::string& path, std::string_view what) {
+  int error = errno;  // before formatting can touch it
+  return ErrnoToStatus(error, fmt::format("{}: {}", path, what));
 }
 
 // An open regular file; closes it when done.
@@ -35,9 +29,9 @@ class OpenFile {
   static absl::StatusOr<OpenFile> Open(const std::string& path) {
     OpenFile file;
     file.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (file.fd_ < 0) return ErrnoToStatus(errno, path, "cannot open");
+    if (file.fd_ < 0) return FileError(path, "cannot open");
     struct stat info;
-    if (::fstat(file.fd_, &info) != 0) return ErrnoToStatus(errno, path, "cannot stat");
+    if (::fstat(file.fd_, &info) != 0) return FileError(path, "cannot stat");
     if (!S_ISREG(info.st_mode)) {
       return absl::InvalidArgumentError(fmt::format("{}: not a regular file", path));
     }
@@ -62,7 +56,7 @@ class OpenFile {
 absl::StatusOr<void*> MapWhole(const OpenFile& file, const std::string& path) {
   if (file.size() == 0) return nullptr;
   void* mapping = ::mmap(nullptr, file.size(), PROT_READ, MAP_PRIVATE, file.fd(), 0);
-  if (mapping == MAP_FAILED) return ErrnoToStatus(errno, path, "cannot map");
+  if (mapping == MAP_FAILED) return FileError(path, "cannot map");
   // Dumps are read once, front to back, right away. (The advice values are not bit flags, so
   // they take a call each.)
   ::madvise(mapping, file.size(), MADV_SEQUENTIAL);
@@ -110,7 +104,7 @@ absl::StatusOr<std::shared_ptr<const Buffer>> Buffer::ReadFile(const std::string
     ssize_t got = ::pread(file.fd(), buffer->owned_.data() + done, file.size() - done,
                           static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return ErrnoToStatus(errno, path, "cannot read");
+    if (got < 0) return FileError(path, "cannot read");
     if (got == 0) break;  // the file shrank since fstat
     done += static_cast<size_t>(got);
   }

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fr/base/errno_status.h"
 #include "fr/read/input_file.h"
 #include "re2/re2.h"
 
@@ -496,12 +497,7 @@ absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverO
     if (stat_errno == ENOENT || stat_errno == ENOTDIR) {
       return absl::NotFoundError(fmt::format("dump path '{}' does not exist", root));
     }
-    if (stat_errno == EACCES) {
-      return absl::PermissionDeniedError(
-          fmt::format("cannot access dump path '{}': {}", root, std::strerror(stat_errno)));
-    }
-    return absl::UnavailableError(
-        fmt::format("cannot access dump path '{}': {}", root, std::strerror(stat_errno)));
+    return ErrnoToStatus(stat_errno, fmt::format("cannot access dump path '{}'", root));
   }
 
   Walker walker(options, pattern->get());

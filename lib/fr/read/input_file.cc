@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
 #include "fmt/format.h"
+#include "fr/base/errno_status.h"
 #include "fr/base/status_macros.h"
 
 namespace fr {
@@ -54,20 +55,6 @@ constexpr char kNotADumpPayload[] = "fr-analyze/not-a-dump";
 
 absl::Status NotADump(std::string_view bytes) { return NotADumpError(DescribeNonDump(bytes)); }
 
-absl::Status ErrnoStatus(int error, std::string_view what) {
-  std::string message = fmt::format("{}: {}", what, std::strerror(error));
-  switch (error) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::UnavailableError(message);
-  }
-}
-
 std::string_view FileTypeName(mode_t mode) {
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
@@ -89,11 +76,11 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ReadRegularFile(const std::string&
     if (errno == ELOOP && !options.follow_symlinks) {
       return absl::FailedPreconditionError("is a symbolic link now (not followed)");
     }
-    return ErrnoStatus(errno, "cannot open");
+    return ErrnoToStatus(errno, "cannot open");
   }
   std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
   struct stat info;
-  if (::fstat(fd, &info) != 0) return ErrnoStatus(errno, "cannot stat");
+  if (::fstat(fd, &info) != 0) return ErrnoToStatus(errno, "cannot stat");
   if (!S_ISREG(info.st_mode)) {
     return absl::InvalidArgumentError(
         fmt::format("{}, not a regular file: not read", FileTypeName(info.st_mode)));
