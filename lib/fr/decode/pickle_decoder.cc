@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fr/base/byte_order.h"
 #include "fr/decode/pickle_opcodes.h"
 #include "simdjson.h"
 
@@ -62,27 +63,6 @@ struct MixedIdHash {
     return static_cast<size_t>(x ^ (x >> 31));
   }
 };
-
-inline uint32_t LoadLe32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-  return v;
-}
-
-inline uint64_t LoadLe64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  return v;
-}
-
-inline uint64_t LoadBe64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
-  return v;
-}
 
 // Nearly every string in a dump is ASCII (names, paths, dtypes); checking 8 bytes at a time avoids
 // the cost of a full validator call per short string.

@@ -12,7 +12,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "fr/base/byte_order.h"
 #include "fr/decode/pickle_decoder.h"
+#include "fr/normalize/entry_keys.h"
 #include "fr/normalize/profiling_name.h"
 #include "fr/normalize/recorder_semantics.h"
 #include "simdjson.h"
@@ -35,115 +37,18 @@ namespace {
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr int kMaxLayoutsLearned = 16;  // as the normalizer's
 
-enum class Field : uint8_t {
-  kUnknown,
-  kFrames,
-  kRecordId,
-  kPgId,
-  kProcessGroup,
-  kThreadName,
-  kThreadId,
-  kCollectiveSeqId,
-  kP2pSeqId,
-  kOpId,
-  kProfilingName,
-  kTimeCreatedNs,
-  kDurationMs,
-  kInputSizes,
-  kInputDtypes,
-  kOutputSizes,
-  kOutputDtypes,
-  kState,
-  kTimeDiscoveredStartedNs,
-  kTimeDiscoveredCompletedNs,
-  kRetired,
-  kTimeoutMs,
-  kIsP2p,
-  kCount,
-};
+using Field = EntryField;
 constexpr uint8_t kNotClassified = 0xff;
 static_assert(static_cast<size_t>(Field::kCount) < 32, "fields are kept in a 32-bit mask");
 
 // The entry keys of dump versions 2.2 and newer. The older aliases (seq_id, time_created_us) and
 // unknown keys are declined: the normalizer reads them differently or counts them as oddities.
 Field ClassifyField(std::string_view key) {
-  switch (key.size()) {
-    case 5:
-      if (key == "op_id") return Field::kOpId;
-      if (key == "pg_id") return Field::kPgId;
-      if (key == "state") return Field::kState;
-      break;
-    case 6:
-      if (key == "frames") return Field::kFrames;
-      if (key == "is_p2p") return Field::kIsP2p;
-      break;
-    case 7:
-      if (key == "retired") return Field::kRetired;
-      break;
-    case 9:
-      if (key == "record_id") return Field::kRecordId;
-      if (key == "thread_id") return Field::kThreadId;
-      break;
-    case 10:
-      if (key == "p2p_seq_id") return Field::kP2pSeqId;
-      if (key == "timeout_ms") return Field::kTimeoutMs;
-      break;
-    case 11:
-      if (key == "thread_name") return Field::kThreadName;
-      if (key == "input_sizes") return Field::kInputSizes;
-      if (key == "duration_ms") return Field::kDurationMs;
-      break;
-    case 12:
-      if (key == "input_dtypes") return Field::kInputDtypes;
-      if (key == "output_sizes") return Field::kOutputSizes;
-      break;
-    case 13:
-      if (key == "process_group") return Field::kProcessGroup;
-      if (key == "output_dtypes") return Field::kOutputDtypes;
-      break;
-    case 14:
-      if (key == "profiling_name") return Field::kProfilingName;
-      break;
-    case 15:
-      if (key == "time_created_ns") return Field::kTimeCreatedNs;
-      break;
-    case 17:
-      if (key == "collective_seq_id") return Field::kCollectiveSeqId;
-      break;
-    case 26:
-      if (key == "time_discovered_started_ns") return Field::kTimeDiscoveredStartedNs;
-      break;
-    case 28:
-      if (key == "time_discovered_completed_ns") return Field::kTimeDiscoveredCompletedNs;
-      break;
-  }
-  return Field::kUnknown;
+  Field field = ClassifyEntryKey(key);
+  return IsLegacyEntryKey(field) ? Field::kUnknown : field;
 }
 
 constexpr uint32_t Bit(Field field) { return uint32_t{1} << static_cast<uint32_t>(field); }
-
-inline uint32_t LoadLe16(const uint8_t* p) { return p[0] | (uint32_t{p[1]} << 8); }
-
-inline uint32_t LoadLe32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-  return v;
-}
-
-inline uint64_t LoadLe64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  return v;
-}
-
-inline uint64_t LoadBe64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
-  return v;
-}
 
 // The decoder's rule for strings: strict UTF-8, checked 8 ASCII bytes at a time first.
 bool IsValidUtf8(const uint8_t* p, size_t n) {
@@ -1117,6 +1022,8 @@ inline bool Reader::ReadValue(Field field, Entry& entry) {
     case Field::kFrames:
       return ReadFrames();
     case Field::kUnknown:
+    case Field::kSeqId:          // declined by ClassifyField
+    case Field::kTimeCreatedUs:  // likewise
     case Field::kCount:
       break;
   }
