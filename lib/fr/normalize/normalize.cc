@@ -13,225 +13,14 @@
 #include "absl/strings/string_view.h"
 #include "fmt/format.h"
 #include "fr/base/status_macros.h"
+#include "fr/normalize/entry_keys.h"
+#include "fr/normalize/intern_caches.h"
+#include "fr/normalize/normalize_budget.h"
 #include "fr/normalize/profiling_name.h"
 #include "fr/normalize/recorder_semantics.h"
 
 namespace fr {
 namespace {
-
-enum class EntryField : uint8_t {
-  kUnknown,
-  kFrames,
-  kRecordId,
-  kPgId,
-  kProcessGroup,
-  kThreadName,
-  kThreadId,
-  kCollectiveSeqId,
-  kSeqId,  // 1.x name of collective_seq_id
-  kP2pSeqId,
-  kOpId,
-  kProfilingName,
-  kTimeCreatedNs,
-  kTimeCreatedUs,  // before 1.1
-  kDurationMs,
-  kInputSizes,
-  kInputDtypes,
-  kOutputSizes,
-  kOutputDtypes,
-  kState,
-  kTimeDiscoveredStartedNs,
-  kTimeDiscoveredCompletedNs,
-  kRetired,
-  kTimeoutMs,
-  kIsP2p,
-};
-
-// Every entry repeats the same ~22 keys, so this runs tens of thousands of times per file: a
-// switch on length keeps it to one or two comparisons.
-EntryField ClassifyEntryKey(std::string_view key) {
-  switch (key.size()) {
-    case 5:
-      if (key == "op_id") return EntryField::kOpId;
-      if (key == "pg_id") return EntryField::kPgId;
-      if (key == "state") return EntryField::kState;
-      break;
-    case 6:
-      if (key == "frames") return EntryField::kFrames;
-      if (key == "is_p2p") return EntryField::kIsP2p;
-      if (key == "seq_id") return EntryField::kSeqId;
-      break;
-    case 7:
-      if (key == "retired") return EntryField::kRetired;
-      break;
-    case 9:
-      if (key == "record_id") return EntryField::kRecordId;
-      if (key == "thread_id") return EntryField::kThreadId;
-      break;
-    case 10:
-      if (key == "p2p_seq_id") return EntryField::kP2pSeqId;
-      if (key == "timeout_ms") return EntryField::kTimeoutMs;
-      break;
-    case 11:
-      if (key == "thread_name") return EntryField::kThreadName;
-      if (key == "input_sizes") return EntryField::kInputSizes;
-      if (key == "duration_ms") return EntryField::kDurationMs;
-      break;
-    case 12:
-      if (key == "input_dtypes") return EntryField::kInputDtypes;
-      if (key == "output_sizes") return EntryField::kOutputSizes;
-      break;
-    case 13:
-      if (key == "process_group") return EntryField::kProcessGroup;
-      if (key == "output_dtypes") return EntryField::kOutputDtypes;
-      break;
-    case 14:
-      if (key == "profiling_name") return EntryField::kProfilingName;
-      break;
-    case 15:
-      if (key == "time_created_ns") return EntryField::kTimeCreatedNs;
-      if (key == "time_created_us") return EntryField::kTimeCreatedUs;
-      break;
-    case 17:
-      if (key == "collective_seq_id") return EntryField::kCollectiveSeqId;
-      break;
-    case 26:
-      if (key == "time_discovered_started_ns") return EntryField::kTimeDiscoveredStartedNs;
-      break;
-    case 28:
-      if (key == "time_discovered_completed_ns") return EntryField::kTimeDiscoveredCompletedNs;
-      break;
-  }
-  return EntryField::kUnknown;
-}
-
-// Interning of short byte strings (encoded shape lists, id sequences) by a 64-bit hash, keeping
-// the bytes to verify hits: one cheap hash per lookup and no allocation on a hit. Each entry
-// interns four or five such keys, so this is the normalizer's hottest path. A small direct-mapped
-// table of recent hits sits in front of the hash map: a dump repeats a handful of shapes and
-// stacks thousands of times, and one array probe is far cheaper than a map lookup.
-class ByteKeyInterner {
- public:
-  static constexpr uint32_t kMissing = std::numeric_limits<uint32_t>::max();
-
-  static uint64_t Hash(absl::string_view key) {
-    uint64_t hash = 0x9e3779b97f4a7c15ULL ^ key.size();
-    size_t at = 0;
-    for (; at + 8 <= key.size(); at += 8) {
-      uint64_t word;
-      std::memcpy(&word, key.data() + at, 8);
-      hash = (hash ^ word) * 0xff51afd7ed558ccdULL;
-      hash ^= hash >> 32;
-    }
-    for (; at < key.size(); ++at) {
-      hash = (hash ^ static_cast<unsigned char>(key[at])) * 0xc4ceb9fe1a85ec53ULL;
-    }
-    return hash ^ (hash >> 29);
-  }
-
-  uint32_t Find(absl::string_view key, uint64_t hash) {
-    Slot& recent = recent_[hash % kRecentSlots];
-    if (recent.hash == hash && Matches(recent, key)) return recent.id;
-    auto it = by_hash_.find(hash);
-    if (it == by_hash_.end()) return kMissing;
-    if (Matches(it->second, key)) {
-      recent = it->second;
-      return it->second.id;
-    }
-    auto collided = collided_.find(key);
-    return collided == collided_.end() ? kMissing : collided->second;
-  }
-
-  void Insert(absl::string_view key, uint64_t hash, uint32_t id) {
-    Slot slot{hash, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), id};
-    auto [it, inserted] = by_hash_.try_emplace(hash, slot);
-    if (inserted) {
-      arena_.append(key.data(), key.size());
-      recent_[hash % kRecentSlots] = slot;
-    } else {
-      collided_.emplace(std::string(key), id);
-    }
-  }
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t offset = 0;
-    uint32_t length = kMissing;  // never equal to a key's length: an empty recent slot
-    uint32_t id = kMissing;
-  };
-  // Keys of by_hash_ are Hash() values, already mixed: hashing them again would be wasted work.
-  struct IdentityHash {
-    size_t operator()(uint64_t hash) const { return static_cast<size_t>(hash); }
-  };
-  static constexpr size_t kRecentSlots = 64;
-
-  // Keys are a few dozen bytes: an inline word loop beats a call to memcmp.
-  bool Matches(const Slot& slot, absl::string_view key) const {
-    if (slot.length != key.size()) return false;
-    const char* stored = arena_.data() + slot.offset;
-    size_t at = 0;
-    for (; at + 8 <= key.size(); at += 8) {
-      uint64_t a, b;
-      std::memcpy(&a, stored + at, 8);
-      std::memcpy(&b, key.data() + at, 8);
-      if (a != b) return false;
-    }
-    for (; at < key.size(); ++at) {
-      if (stored[at] != key[at]) return false;
-    }
-    return true;
-  }
-
-  std::array<Slot, kRecentSlots> recent_;
-  absl::flat_hash_map<uint64_t, Slot, IdentityHash> by_hash_;
-  std::string arena_;
-  absl::flat_hash_map<std::string, uint32_t> collided_;
-};
-
-// Results for lists whose items are memo-shared values, such as a stack's frame dicts or a list
-// of dtype names: within one pickle such a list is determined by its item ids, which a few
-// compares verify, so a list seen before costs no hashing of its contents. A small direct-mapped
-// table: a dump repeats a few dozen stacks and dtype lists. JSON documents share no values and
-// simply miss.
-template <size_t kSlots, size_t kMaxItems>  // longer lists are not cached
-class ItemIdsCache {
- public:
-  static constexpr uint32_t kMissing = std::numeric_limits<uint32_t>::max();
-
-  uint32_t Find(std::span<const ValueId> items) const {
-    const Slot& slot = slots_[SlotOf(items)];
-    if (slot.count != items.size()) return kMissing;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (slot.items[i] != items[i]) return kMissing;
-    }
-    return slot.result;
-  }
-
-  void Insert(std::span<const ValueId> items, uint32_t result) {
-    if (items.size() > kMaxItems) return;
-    Slot& slot = slots_[SlotOf(items)];
-    slot.count = static_cast<uint32_t>(items.size());
-    std::copy(items.begin(), items.end(), slot.items.begin());
-    slot.result = result;
-  }
-
- private:
-  struct Slot {
-    uint32_t count = kMissing;  // never a list's size: an empty slot
-    uint32_t result = kMissing;
-    std::array<ValueId, kMaxItems> items;
-  };
-
-  static size_t SlotOf(std::span<const ValueId> items) {
-    if (items.empty()) return 0;
-    uint32_t mixed = static_cast<uint32_t>(items.size()) * 0x9e3779b1u ^
-                     items.front() * 0x85ebca77u ^ items.back() * 0xc2b2ae3du;
-    return (mixed >> 16) % kSlots;
-  }
-
-  std::array<Slot, kSlots> slots_;
-};
 
 // ParseRanksString, remembering the last few long strings parsed on this thread: every dump of a
 // job spells out the same world group, thousands of ranks long, and comparing that text is much
@@ -273,60 +62,6 @@ bool ParseInt(std::string_view text, int64_t* value) {
   return ec == std::errc() && ptr == end && !text.empty();
 }
 
-// The budgets of NormalizeLimits for one document. Work is charged where it happens and checked
-// where a key path is at hand to name: charging is an add, and checking a compare, so that the
-// per-entry paths stay as cheap as they were.
-class Budget {
- public:
-  // A string costs one visit per this many bytes read.
-  static constexpr uint64_t kStringBytesPerVisit = 64;
-
-  Budget(const NormalizeLimits& limits, uint64_t input_size)
-      : limits_(limits),
-        input_size_(input_size),
-        max_kept_(Scaled(limits.kept_bytes_per_input_byte, input_size, limits.min_kept_bytes)),
-        max_visits_(Scaled(limits.visits_per_input_byte, input_size, limits.min_visits)) {}
-
-  // Each returns false once over its budget (and stays over).
-  bool Keep(uint64_t bytes) {
-    kept_ += bytes;
-    return kept_ <= max_kept_;
-  }
-  bool Visit(uint64_t values) {
-    visits_ += values;
-    return visits_ <= max_visits_;
-  }
-  bool VisitText(size_t bytes) { return Visit(1 + bytes / kStringBytesPerVisit); }
-  bool exceeded() const { return kept_ > max_kept_ || visits_ > max_visits_; }
-
-  // Why a document went over, after "<where> (byte N): ".
-  std::string Describe() const {
-    bool memory = kept_ > max_kept_;
-    return fmt::format(
-        "normalizing would {} more than {} {}, the budget for a {}-byte input ({} per input byte, "
-        "at least {}: NormalizeLimits); shared references repeat the same data too often",
-        memory ? "keep" : "read", memory ? max_kept_ : max_visits_, memory ? "bytes" : "values",
-        input_size_, memory ? limits_.kept_bytes_per_input_byte : limits_.visits_per_input_byte,
-        memory ? limits_.min_kept_bytes : limits_.min_visits);
-  }
-
-  NormalizeCost cost() const { return NormalizeCost{kept_, visits_, max_kept_, max_visits_}; }
-
- private:
-  static uint64_t Scaled(uint64_t per_byte, uint64_t size, uint64_t floor) {
-    uint64_t scaled;
-    if (__builtin_mul_overflow(per_byte, size, &scaled)) return UINT64_MAX;
-    return std::max(scaled, floor);
-  }
-
-  const NormalizeLimits& limits_;
-  uint64_t input_size_;
-  uint64_t max_kept_;
-  uint64_t max_visits_;
-  uint64_t kept_ = 0;
-  uint64_t visits_ = 0;
-};
-
 // Oddity names that carry a key from the file keep at most this many bytes of it: a long key
 // repeated by memo hits must not be copied in full each time it is counted.
 constexpr size_t kMaxOddityKeyBytes = 64;
@@ -341,33 +76,6 @@ std::string_view OddityKey(std::string_view key) {
   while (end > 0 && (static_cast<unsigned char>(key[end]) & 0xc0) == 0x80) --end;
   return key.substr(0, end);
 }
-
-// Per-ValueId caches, one per thread and reused across documents: a slot is valid only when its
-// stamp is the current document's, so starting a document costs nothing (no clearing of arrays as
-// large as the document).
-struct ValueCache {
-  struct Slot {
-    uint32_t stamp = 0;
-    StringId string = kNoString;  // the interned string of a string value
-    uint8_t field = 0xff;         // the EntryField of a key, 0xff until classified
-  };
-  std::vector<Slot> slots;
-  uint32_t stamp = 0;
-
-  void StartDocument(size_t values) {
-    if (++stamp == 0) {  // wrapped: forget everything once
-      std::fill(slots.begin(), slots.end(), Slot{});
-      stamp = 1;
-    }
-    if (slots.size() < values) slots.resize(values);
-  }
-
-  Slot& At(ValueId value) {
-    Slot& slot = slots[value];
-    if (slot.stamp != stamp) slot = Slot{stamp};
-    return slot;
-  }
-};
 
 // Builds one RankDump from one Document. Holds the interning caches for the duration.
 class Normalizer {
@@ -1051,6 +759,7 @@ class Normalizer {
           expected = "expected a bool";
           break;
         case EntryField::kUnknown:
+        case EntryField::kCount:  // never classified
           Oddity(fmt::format("unknown_entry_key:{}", OddityKey(doc_.string_value(key))));
           break;
       }
@@ -1063,7 +772,7 @@ class Normalizer {
   // the same order, and pickles memoize key strings, so following entries usually list the very
   // same key values as the one a layout was learned from: their fields are then read straight
   // from their positions, without classifying keys (most of the cost of ReadEntryByKeys).
-  static constexpr size_t kFieldCount = static_cast<size_t>(EntryField::kIsP2p) + 1;
+  static constexpr size_t kFieldCount = static_cast<size_t>(EntryField::kCount);
   static constexpr uint8_t kAbsent = 0xff;
   struct EntryLayout {
     std::vector<ValueId> keys;  // the key of each pair, as value ids of this document
@@ -1620,7 +1329,7 @@ class Normalizer {
   absl::flat_hash_map<ValueId, ParsedRanks> parsed_rank_lists_;
   absl::flat_hash_map<ValueId, size_t> shared_entries_;    // into dump_.entries
   absl::flat_hash_map<std::string, size_t> oddity_index_;  // into dump_.oddities
-  Budget budget_;
+  NormalizeBudget budget_;
   // Indexed by the profiling name's StringId.
   std::vector<ParsedName> parsed_names_;
   std::vector<bool> name_parsed_;
