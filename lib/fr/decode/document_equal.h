@@ -15,10 +15,6 @@ namespace fr {
 std::string DescribeDifference(const Document& a, ValueId a_root, const Document& b,
                                ValueId b_root);
 
-inline bool LogicallyEqual(const Document& a, const Document& b) {
-  return DescribeDifference(a, a.root(), b, b.root()).empty();
-}
-
 }  // namespace fr
 
 #endif  // FR_DECODE_DOCUMENT_EQUAL_H_

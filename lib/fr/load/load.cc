@@ -503,20 +503,6 @@ absl::StatusOr<RankDump> LoadDumpFile(const std::string& path, int64_t rank,
   return *std::move(result.dump);
 }
 
-absl::StatusOr<RankDump> LoadDumpBytes(std::shared_ptr<const Buffer> bytes, int64_t rank,
-                                       const std::string& name, const ReadOptions& options) {
-  int64_t started = NowNs();
-  FileResult result;
-  try {
-    result = DecodeAndNormalize(ReadInputBytes(std::move(bytes), options), rank, name, started,
-                                /*hash_content=*/false);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory(name);
-  }
-  if (!result.dump->ok()) return WithPath(result.dump->status(), name);
-  return *std::move(result.dump);
-}
-
 namespace {
 
 // Ranks claimed by several files: their files' contents are hashed, to tell copies apart.

@@ -46,10 +46,6 @@ struct LoadOptions {
 absl::StatusOr<RankDump> LoadDumpFile(const std::string& path, int64_t rank,
                                       const ReadOptions& options = {});
 
-// The same for bytes in memory; `name` stands for the path in messages.
-absl::StatusOr<RankDump> LoadDumpBytes(std::shared_ptr<const Buffer> bytes, int64_t rank,
-                                       const std::string& name, const ReadOptions& options = {});
-
 // Loads every dump under `root` (a directory or one file). Errors only when nothing can be
 // attempted: `root` missing, a bad rank pattern, or cancellation. A directory with no dump at all
 // gives an empty trace; callers decide whether that is an error.

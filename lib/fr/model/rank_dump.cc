@@ -59,8 +59,4 @@ int64_t RankDump::OddityCount(std::string_view name) const {
   return 0;
 }
 
-bool VersionAtLeast(const RankDump& dump, int major, int minor) {
-  return dump.version_major > major || (dump.version_major == major && dump.version_minor >= minor);
-}
-
 }  // namespace fr

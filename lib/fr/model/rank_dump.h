@@ -98,8 +98,6 @@ struct RankDump {
 };
 
 // Compares "major.minor" versions numerically ("2.10" > "2.9").
-bool VersionAtLeast(const RankDump& dump, int major, int minor);
-
 }  // namespace fr
 
 #endif  // FR_MODEL_RANK_DUMP_H_
