@@ -2,10 +2,13 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
+#include "fr/logs/log_parser.h"
 #include "gtest/gtest.h"
 
 namespace fr {
@@ -243,6 +246,51 @@ TEST(JobClockTest, TimesAreFormattedAsRfc3339Utc) {
   EXPECT_EQ(FormatUtc(kNoTime), "");
   LogTime boot{.kind = LogTime::Kind::kSinceBoot, .ns = 1234 * kSecond + 567890 * 1000};
   EXPECT_EQ(FormatRawTime(boot), "1234.567890 s after boot");
+}
+
+// A real torchrun job (torch 2.13.0, one agent, rank 2 segfaulted): the --log-dir file
+// ".../attempt_0/2/stderr.log" names no host and only a local rank; the agent's console ties
+// local rank 2 to rank 2, so the faulthandler block in that file is rank 2's too.
+TEST(JobClockTest, LogDirFilesOfOneAgentTakeTheGlobalRankOfTheirLocalRank) {
+  std::string job = std::string(FR_TEST_DATA_DIR) + "/torchrun/2.13.0/segfault";
+  std::vector<std::string> paths = {job + "/console.log"};
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(job + "/logdir")) {
+    if (entry.is_regular_file()) paths.push_back(entry.path().string());
+  }
+  absl::StatusOr<LogSet> logs = ParseLogFiles(paths);
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  ResolveIdentities(&*logs);
+  int from_log_dir = 0;
+  for (const LogEvent& event : logs->events) {
+    if (event.kind != LogEventKind::kSegfault) continue;
+    EXPECT_EQ(event.rank, 2) << logs->files[event.file].path << ": " << event.text;
+    if (logs->files[event.file].path.find("/attempt_0/2/") != std::string::npos) ++from_log_dir;
+  }
+  EXPECT_EQ(from_log_dir, 1);
+}
+
+// Two agents on one host: local rank 2 is rank 2 on one and rank 6 on the other, so a log-dir
+// file that names neither its host nor its node keeps no rank rather than a wrong one.
+TEST(JobClockTest, LogDirLocalRankOfSeveralAgentsStaysUnresolved) {
+  LogSet logs;
+  logs.files.push_back(NamedFile("console0.log"));
+  logs.files.push_back(NamedFile("logdir/run/attempt_0/2/stderr.log"));
+  logs.files.back().local_rank = 2;
+  for (int32_t rank : {2, 6}) {
+    LogEvent table;
+    table.file = 0;
+    table.kind = LogEventKind::kRootCauseTable;
+    table.host = "localhost";
+    table.rank = rank;
+    table.local_rank = 2;
+    logs.events.push_back(table);
+  }
+  LogEvent crash;
+  crash.file = 1;
+  crash.kind = LogEventKind::kSegfault;
+  logs.events.push_back(crash);
+  ResolveIdentities(&logs);
+  EXPECT_EQ(logs.events.back().rank, -1);
 }
 
 }  // namespace

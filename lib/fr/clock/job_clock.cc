@@ -203,6 +203,7 @@ void ResolveIdentities(LogSet* logs) {
   std::map<std::pair<std::string, int32_t>, int32_t> by_device, by_pid;
   std::map<std::pair<std::string, std::string>, int32_t> by_bus;
   std::map<int32_t, std::string> host_of_rank;
+  std::map<int32_t, std::set<int32_t>> ranks_of_local_rank;
   for (const LogEvent& event : events) {
     if (event.host.empty() || event.rank < 0) continue;
     bool world_init = event.kind == LogEventKind::kNcclInit && event.nranks == world;
@@ -216,8 +217,10 @@ void ResolveIdentities(LogSet* logs) {
         (event.kind != LogEventKind::kNcclInit && event.kind != LogEventKind::kWorkerFailed);
     if (!global_rank) continue;
     host_of_rank.emplace(event.rank, event.host);
-    if (event.local_rank >= 0)
+    if (event.local_rank >= 0) {
       by_device.emplace(std::pair{event.host, event.local_rank}, event.rank);
+      ranks_of_local_rank[event.local_rank].insert(event.rank);
+    }
   }
   for (LogEvent& event : events) {
     if (event.rank < 0 && !event.host.empty()) {
@@ -232,6 +235,14 @@ void ResolveIdentities(LogSet* logs) {
       if (event.rank < 0 && !event.bus_id.empty()) {
         event.rank = find(by_bus, std::pair{event.host, event.bus_id});
       }
+    }
+    // A torchrun --log-dir file (".../attempt_0/2/stderr.log") names only its local rank and no
+    // host. When every host that knows local rank N gives it the same global rank (one agent),
+    // that is its rank; with several agents the local rank is ambiguous and stays unresolved.
+    if (event.rank < 0 && event.host.empty() && event.local_rank >= 0) {
+      auto it = ranks_of_local_rank.find(event.local_rank);
+      if (it != ranks_of_local_rank.end() && it->second.size() == 1)
+        event.rank = *it->second.begin();
     }
     if (event.host.empty() && event.rank >= 0) {
       if (auto it = host_of_rank.find(event.rank); it != host_of_rank.end())
