@@ -22,7 +22,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import mpirun_capture  # noqa: E402
-from test_torchrun_jobs import analyze, check, stage  # noqa: E402
+from test_torchrun_jobs import analyze, check, check_launcher, stage  # noqa: E402
 
 GOLDEN = HERE.parent / "data" / "mpirun"
 GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
@@ -39,6 +39,7 @@ def test_golden_mpirun_job_is_diagnosed(cli, tmp_path, case):
     job = stage(case, tmp_path / "job", times)
     status, report = analyze(cli, job)
     check(status, report, expected)
+    check_launcher(report, expected, "mpirun")
 
 
 # Captured live in every run: the two whose evidence depends most on timing (what faulthandler and
@@ -57,3 +58,4 @@ def test_live_mpirun_job_is_diagnosed(cli, tmp_path, scenario):
     job = stage(out, tmp_path / "job")
     status, report = analyze(cli, job)
     check(status, report, expected)
+    check_launcher(report, expected, "mpirun")

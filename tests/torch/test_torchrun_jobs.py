@@ -98,6 +98,27 @@ def check(status, report, expected):
                        + f"\n(injected: {expected['notes']})")
 
 
+# Faults after which the launcher itself sees the faulty rank's process end (it exits or dies of
+# a signal on its own, before the launcher stops the others).
+DEATHS = {"exception", "segfault", "sigkill"}
+
+
+def check_launcher(report, expected, launcher, sees_the_death=True):
+    """The report names the launcher that ran the job (`launcher`, what the harness started), and
+    its line on the death: the faulty rank's own exit where the launcher saw it, and never a
+    victim's exit without saying so."""
+    found = report.get("launcher", {})
+    assert launcher in found.get("names", []), found
+    line = found.get("death_line")
+    if expected["failure_class"] == "none":
+        assert line is None, found
+        return
+    if expected["scenario"] in DEATHS and sees_the_death:
+        assert line is not None and line.get("rank") == expected["fault_rank"], found
+    if line is not None and line.get("rank") != expected["fault_rank"]:
+        assert found.get("note"), f"a victim's exit shown as the death without a note: {found}"
+
+
 # Captured live in every run: the faults whose evidence depends most on timing (which rank the
 # launcher saw die first, what the survivors printed before they were stopped). Every scenario,
 # the slower two-agent, desync and healthy jobs included, is also a golden case below;
@@ -116,6 +137,7 @@ def test_live_torchrun_job_is_diagnosed(cli, tmp_path, scenario):
     job = stage(out, tmp_path / "job")
     status, report = analyze(cli, job)
     check(status, report, expected)
+    check_launcher(report, expected, "torchrun")
 
 
 def test_golden_cases_are_present():
@@ -131,3 +153,6 @@ def test_golden_torchrun_job_is_diagnosed(cli, tmp_path, case):
     job = stage(case, tmp_path / "job", times)
     status, report = analyze(cli, job)
     check(status, report, expected)
+    # Two agents: the culprit's agent may fail before it reports anything (the first golden's
+    # agent died reading an empty error.json), so only the note is required there.
+    check_launcher(report, expected, "torchrun", sees_the_death=expected["scenario"] != "two_agents")

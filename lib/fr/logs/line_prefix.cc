@@ -520,15 +520,18 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out) {
     LinePrefix& p = *out;
     if (c == '(' && pass == 0 && ConsumeRayPrefix(&t, &p)) {
       p.format = kFormatRay;
+      p.launchers |= LauncherBit(Launcher::kRay);
       continue;
     }
     if (c == '[') {
       if (pass == 0 && ConsumeMpiTag(&t, &p)) {
         p.format = kFormatOpenMpi;
+        p.launchers |= LauncherBit(Launcher::kOpenMpi);
         continue;
       }
       if (ConsumeTorchrunPrefix(&t, &p)) {
         if (p.format == kFormatText || p.format == kFormatSlurm) p.format = kFormatTorchrun;
+        if (p.local_rank >= 0) p.launchers |= LauncherBit(Launcher::kTorchrun);
         continue;
       }
       if (ConsumeGlogPrefix(&t, &p)) continue;
@@ -546,6 +549,7 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out) {
     if (IsDigit(c) || c == ' ') {
       if (pass == 0 && ConsumeSrunPrefix(&t, &p)) {
         p.format = kFormatSlurm;
+        p.launchers |= LauncherBit(Launcher::kSlurm);
         // srun pads its label ("14: " and " 0:  "): a bracketed prefix may follow the padding.
         size_t bracket = t.find_first_not_of(' ');
         if (bracket != std::string_view::npos && bracket <= 2 && t[bracket] == '[') {

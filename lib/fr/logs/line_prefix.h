@@ -43,7 +43,10 @@ struct LinePrefix {
   LogTime time;
   LineFormat format = kFormatText;  // the innermost prefix that was recognized
   char nccl_level = 0;              // 'I' / 'W' for "NCCL INFO" / "NCCL WARN" lines, else 0
-  std::string_view body;            // what is left after the prefixes
+  // Launchers whose prefixes the line carries, bit (1 << Launcher): srun -l, mpirun's tags,
+  // Ray's worker prefix, torchrun's "[defaultN]:" (not "[rankN]:", which torch prints itself).
+  uint32_t launchers = 0;
+  std::string_view body;  // what is left after the prefixes
 };
 
 // Fills `out` from `line` (no trailing newline or carriage return).

@@ -6,6 +6,25 @@
 
 namespace fr {
 
+const char* LauncherName(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::kSlurm:
+      return "slurm";
+    case Launcher::kOpenMpi:
+      return "mpirun";
+    case Launcher::kDeepSpeed:
+      return "deepspeed";
+    case Launcher::kRay:
+      return "ray";
+    case Launcher::kTorchrun:
+      return "torchrun";
+    case Launcher::kNone:
+    case Launcher::kCount:
+      break;
+  }
+  return "";
+}
+
 const char* LogEventKindName(LogEventKind kind) {
   switch (kind) {
     case LogEventKind::kXid:

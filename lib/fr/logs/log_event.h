@@ -54,6 +54,25 @@ enum class LogEventKind : uint8_t {
   kNcclVersion,    // NCCL INFO NCCL version 2.22.3+cuda12.2 (`reason`: the version)
 };
 
+// The launcher whose own words a line is: its prefixes on the workers' lines, its reports of a
+// worker's death. Ordered outermost first (Slurm starts torchrun, not the other way round).
+enum class Launcher : uint8_t {
+  kNone,
+  kSlurm,      // srun -l "37: ", "srun: error: node05: task 37: Killed"
+  kOpenMpi,    // mpirun --tag-output "[1,3]<stderr>:", "mpirun noticed that process rank 2 ..."
+  kDeepSpeed,  // "[launch.py:321:sigkill_handler] [...] exits with return code = -9"
+  kRay,        // "(RayTrainWorker pid=15904) ", "Worker exit type: SYSTEM_ERROR"
+  kTorchrun,   // "[default3]:", "failed (exitcode: -9) local_rank: 3", ChildFailedError's table
+  kCount,
+};
+
+// "slurm", "mpirun", "deepspeed", "ray", "torchrun"; "" for kNone.
+const char* LauncherName(Launcher launcher);
+
+constexpr uint32_t LauncherBit(Launcher launcher) {
+  return uint32_t{1} << static_cast<int>(launcher);
+}
+
 // A time as the line wrote it, before any correction.
 struct LogTime {
   enum class Kind : uint8_t {
@@ -132,6 +151,8 @@ struct LogEvent {
   // kPythonException: raised in the launcher itself (its outermost frame is torchrun's or the
   // elastic agent's code, or its line is the agent's log), not in a worker.
   bool in_launcher = false;
+  // A launcher's report of a worker's death (kWorkerFailed, kRootCauseTable): whose words.
+  Launcher launcher = Launcher::kNone;
   std::string reason;  // kHostKill: "time limit" | "preemption" | "node failure" |
                        // "cancelled"; exceptions: the exception type; Xid: its message
 };
@@ -155,6 +176,8 @@ struct LogFile {
   // kept), lines longer than the line cap (only their head was looked at).
   int64_t events_dropped = 0;
   int64_t long_lines = 0;
+  // The launchers whose prefixes or reports the file holds: bit (1 << Launcher).
+  uint32_t launchers = 0;
 };
 
 // Every log of a job, parsed.

@@ -331,6 +331,7 @@ class FileParser {
     line = WithoutAnsiAndRepeats(line, &ansi_line_);
     line = WithoutRepeatedMpiTags(line, &mpi_line_);
     ParseLinePrefix(line, &prefix_);
+    file().launchers |= prefix_.launchers;
     RayIdentity();
     if (prefix_.time.kind != LogTime::Kind::kNone) {
       last_time_ = prefix_.time;
@@ -440,6 +441,10 @@ class FileParser {
         {" death signal", &FileParser::OnLauncherSignalled},
         {"Rendezvous complete", &FileParser::OnRendezvous},
         {"Setting OMP_NUM_THREADS environment variable", &FileParser::OnLauncherStart},
+        // DeepSpeed's launcher.
+        {"exits with return code = ", &FileParser::OnDeepSpeedExit},
+        {"Killing subprocess ", &FileParser::OnDeepSpeedKill},
+        {"deepspeed.launcher.launch", &FileParser::OnDeepSpeedCommand},
         {"setting system clock to ", &FileParser::OnBootClock},
         {"Root Cause (first observed failure)", &FileParser::OnTableStart},
         {"Failures:", &FileParser::OnTableStart},
@@ -499,6 +504,13 @@ class FileParser {
     }
     event->text = EventText(line);
     return event;
+  }
+
+  // `event` is `launcher`'s own report (a worker's death), and the file holds that launcher's
+  // words.
+  void MarkLauncher(LogEvent* event, Launcher launcher) {
+    event->launcher = launcher;
+    file().launchers |= LauncherBit(launcher);
   }
 
   void SetGroup(LogEvent* event, std::string_view body) {
@@ -695,6 +707,7 @@ class FileParser {
       signal = 15;
     }
     LogEvent* e = Emit(kind, line);
+    MarkLauncher(e, Launcher::kSlurm);
     if (task >= 0) e->rank = ToInt32(task);
     if (host.find(' ') == std::string_view::npos && !host.empty()) e->host = std::string(host);
     e->signal = signal;
@@ -784,6 +797,7 @@ class FileParser {
   // "failed (exitcode: -9) local_rank: 3 (pid: 4567) of binary: /usr/bin/python"
   bool OnWorkerFailed(std::string_view line, std::string_view body) {
     LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    MarkLauncher(e, Launcher::kTorchrun);
     int64_t code = IntAfter(body, "(exitcode: ", INT32_MIN);
     if (code != INT32_MIN) e->exit_code = ToInt32(code);
     if (code < 0 && code > -64) e->signal = static_cast<int32_t>(-code);
@@ -806,6 +820,7 @@ class FileParser {
     std::string_view type = WordAfter(body, "Worker exit type: ", " ");
     if (type.empty() || StartsWith(type, "INTENDED")) return false;
     LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    MarkLauncher(e, Launcher::kRay);
     int64_t pid = IntAfter(body, "Worker PID: ");
     if (pid >= 0 && pid <= INT32_MAX) {
       e->pid = static_cast<int32_t>(pid);
@@ -826,6 +841,7 @@ class FileParser {
     int64_t rank = IntAfter(body, "process rank ");
     if (rank < 0 || rank > INT32_MAX) return false;
     LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    MarkLauncher(e, Launcher::kOpenMpi);
     e->rank = static_cast<int32_t>(rank);
     std::string_view node = WordAfter(body, " on node ", " ");
     if (!node.empty()) e->host = std::string(node);
@@ -848,6 +864,7 @@ class FileParser {
     int64_t rank = IntAfter(rest.substr(close), "],");
     if (rank < 0 || rank > INT32_MAX) return false;
     LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    MarkLauncher(e, Launcher::kOpenMpi);
     e->rank = static_cast<int32_t>(rank);
     mpi_exit_event_ = out_->events.size() - 1;
     mpi_exit_line_ = line_no_;
@@ -881,6 +898,7 @@ class FileParser {
   bool OnSignalSent(std::string_view line, std::string_view body) {
     if (!Contains(body, "Sending process ")) return false;
     LogEvent* e = Emit(LogEventKind::kSignalSent, line);
+    file().launchers |= LauncherBit(Launcher::kTorchrun);
     e->pid = ToInt32(IntAfter(body, "Sending process "));
     std::string_view name = WordAfter(body, "closing signal ", " ,.");
     e->signal = SignalFromName(name);
@@ -895,7 +913,45 @@ class FileParser {
 
   bool OnLauncherStart(std::string_view line, std::string_view) {
     Emit(LogEventKind::kLauncherStart, line);
+    file().launchers |= LauncherBit(Launcher::kTorchrun);
     return true;
+  }
+
+  // --- DeepSpeed's launcher (deepspeed.launcher.launch) -----------------------------------------
+
+  // "[ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py',
+  // '--local_rank=0', ...] exits with return code = -9": the first worker it saw exit non-zero,
+  // by its return code (negative: the signal). The quoted command is not that worker's: the
+  // launcher prints the command variable left over from its spawn loop, the last local rank's
+  // (with two GPUs, '--local_rank=1' whichever failed), so the line names no rank.
+  bool OnDeepSpeedExit(std::string_view line, std::string_view body) {
+    if (!Contains(body, "sigkill_handler]")) return false;
+    LogEvent* e = Emit(LogEventKind::kWorkerFailed, line);
+    MarkLauncher(e, Launcher::kDeepSpeed);
+    e->local_rank = -1;
+    int64_t code = IntAfter(body, "exits with return code = ", INT32_MIN);
+    if (code != INT32_MIN) e->exit_code = ToInt32(code);
+    if (code < 0 && code > -64) e->signal = static_cast<int32_t>(-code);
+    e->reason = "deepspeed launcher: first worker exit";
+    return true;
+  }
+
+  // "[INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266": printed for every worker,
+  // the one that already died included, once the launcher saw a failure: its own kills.
+  bool OnDeepSpeedKill(std::string_view line, std::string_view body) {
+    if (!Contains(body, "sigkill_handler]")) return false;
+    LogEvent* e = Emit(LogEventKind::kSignalSent, line);
+    file().launchers |= LauncherBit(Launcher::kDeepSpeed);
+    e->pid = ToInt32(IntAfter(body, "Killing subprocess "));
+    e->reason = "killed by the deepspeed launcher";
+    return true;
+  }
+
+  // "cmd = /usr/bin/python -u -m deepspeed.launcher.launch --world_info=..." (runner.py): a
+  // launch by DeepSpeed; no event of its own.
+  bool OnDeepSpeedCommand(std::string_view, std::string_view) {
+    file().launchers |= LauncherBit(Launcher::kDeepSpeed);
+    return false;
   }
 
   // "rtc_cmos 00:04: setting system clock to 2025-03-16T06:31:14 UTC (1742106674)": the epoch
@@ -1003,6 +1059,7 @@ class FileParser {
     if (!entry.host.empty()) e->host = entry.host;
     if (entry.rank >= 0) e->rank = ToInt32(entry.rank);
     if (entry.local_rank >= 0) e->local_rank = ToInt32(entry.local_rank);
+    MarkLauncher(e, Launcher::kTorchrun);
     e->exit_code = entry.exit_code;
     e->signal = ToInt32(entry.signal);
     e->pid = ToInt32(entry.pid);

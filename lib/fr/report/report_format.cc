@@ -63,6 +63,12 @@ std::string GroupLabel(const report::ProcessGroupRef& group) {
 
 std::string Seq(int64_t seq) { return seq < 0 ? std::string("-") : fmt::format("#{}", seq); }
 
+// A long path cut to its file name.
+std::string ShortPath(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash != std::string::npos && path.size() > 60 ? "..." + path.substr(slash) : path;
+}
+
 // The logs' answer, first: what happened, to whom, when, and the lines that say so.
 void AppendRootCause(const Report& report, std::string* out) {
   if (!report.verdict().has_root_cause()) return;
@@ -77,14 +83,25 @@ void AppendRootCause(const Report& report, std::string* out) {
   if (!cause.disagreement().empty()) *out += fmt::format("  note: {}\n", cause.disagreement());
   if (cause.evidence_size() > 0) *out += "  evidence:\n";
   for (const auto& line : cause.evidence()) {
-    std::string where = line.file();
-    if (size_t slash = where.rfind('/'); slash != std::string::npos && where.size() > 60) {
-      where = "..." + where.substr(slash);
-    }
+    std::string where = ShortPath(line.file());
     *out += fmt::format("    {}:{} [{}{}] {}\n", where, line.line(),
                         line.time().empty() ? line.raw_time() : line.time(),
                         line.rank() >= 0 ? fmt::format(" rank {}", line.rank()) : "", line.text());
   }
+  const auto& launcher = report.launcher();
+  if (launcher.names_size() > 0) {
+    *out += fmt::format("  launcher: {}\n", fmt::join(launcher.names(), " > "));
+  }
+  if (launcher.has_death_line()) {
+    const auto& line = launcher.death_line();
+    bool listed = false;
+    for (const auto& shown : cause.evidence()) {
+      listed |= shown.file() == line.file() && shown.line() == line.line();
+    }
+    *out += fmt::format("    its report of the death: {}:{}{}\n", ShortPath(line.file()),
+                        line.line(), listed ? " (in the evidence above)" : " " + line.text());
+  }
+  if (!launcher.note().empty()) *out += fmt::format("    note: {}\n", launcher.note());
   *out += "\n";
 }
 

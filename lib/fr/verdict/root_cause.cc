@@ -226,6 +226,7 @@ class Explainer {
     cause->clear_evidence();
     for (report::EvidenceLine& line : lines) *cause->add_evidence() = std::move(line);
     Join(cause);
+    FillLauncher(*cause);
   }
 
  private:
@@ -253,6 +254,48 @@ class Explainer {
       out->set_rank(file.rank);
     }
     for (const std::string& error : logs_.errors) report_->add_log_errors(error);
+  }
+
+  // Which launchers' words the logs hold, and the launcher's line on the death that matters: the
+  // culprit's, else the first it reported.
+  void FillLauncher(const report::RootCause& cause) {
+    report::LauncherReport* out = report_->mutable_launcher();
+    uint32_t seen = 0;
+    for (const LogFile& file : logs_.files) seen |= file.launchers;
+    for (int launcher = 1; launcher < static_cast<int>(Launcher::kCount); ++launcher) {
+      if (seen & LauncherBit(static_cast<Launcher>(launcher))) {
+        out->add_names(LauncherName(static_cast<Launcher>(launcher)));
+      }
+    }
+    std::set<int32_t> culprits(cause.ranks().begin(), cause.ranks().end());
+    if (culprits.empty()) {
+      const auto& ranks = report_->verdict().culprit_ranks();
+      culprits.insert(ranks.begin(), ranks.end());
+    }
+    // A launcher's first report and its report of the culprit. Its kills of the others (torchrun's
+    // SIGTERM to the survivors) are its own doing, not deaths it observed.
+    const LogEvent* first = nullptr;
+    const LogEvent* of_culprit = nullptr;
+    for (const LogEvent& event : logs_.events) {
+      if (event.launcher == Launcher::kNone || event.signal == 15) continue;
+      if (first == nullptr || Before(event, *first)) first = &event;
+      if (event.rank >= 0 && culprits.contains(event.rank) &&
+          (of_culprit == nullptr || Before(event, *of_culprit))) {
+        of_culprit = &event;
+      }
+    }
+    const LogEvent* shown = of_culprit != nullptr ? of_culprit : first;
+    if (shown == nullptr) return;
+    report::RootCause lines;
+    AddEvidence(&lines, *shown);
+    *out->mutable_death_line() = lines.evidence(0);
+    if (first != nullptr && first->rank >= 0 && !culprits.empty() &&
+        !culprits.contains(first->rank)) {
+      out->set_note(fmt::format(
+          "{} first reported rank {} ({}:{}), a victim: the rank that caused the failure died "
+          "or stopped without the launcher seeing it first.",
+          LauncherName(first->launcher), first->rank, PathOf(*first), first->line));
+    }
   }
 
   void FillTimeline() {
@@ -1310,6 +1353,7 @@ void ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judgment* 
   // Everything the logs added or rewrote.
   MakeValidUtf8(report->mutable_verdict());
   MakeValidUtf8(report->mutable_timeline());
+  MakeValidUtf8(report->mutable_launcher());
   for (report::LogFileRead& file : *report->mutable_log_files()) MakeValidUtf8(&file);
   for (std::string& error : *report->mutable_log_errors()) error = ValidUtf8(error);
 }
