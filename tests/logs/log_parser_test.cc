@@ -116,6 +116,52 @@ TEST(OpenMpi, TagsInsideALineAreTakenOut) {
   EXPECT_EQ(logs.events[0].text, "[1,2]<stderr>:Fatal Python error: Segmentation fault");
 }
 
+// --- torchrun --tee: a line copied before its writer ended it -------------------------------
+
+// torchrun's tail thread copies what it read so far, newline or not; faulthandler writes "Fatal
+// Python error: " and "Segmentation fault" apart. The real capture's line, torn both ways the
+// copy can tear it: continued by the same worker, or by another worker's line, or running on
+// from another worker's torn line.
+TEST(TorchrunTee, ALineTornByTheCopyIsReadAsItsWriterPrintedIt) {
+  std::string console =
+      ReadAll(std::string(FR_TEST_DATA_DIR) + "/torchrun/2.13.0/segfault/console.log");
+  const std::string whole = "[default2]:Fatal Python error: Segmentation fault\n";
+  ASSERT_NE(console.find(whole), std::string::npos);
+  for (const std::string& torn :
+       {std::string("[default2]:Fatal Python error: [default2]:Segmentation fault\n"),
+        std::string("[default2]:Fatal Python error: [default0]:step 3 loss 0.2931\n"
+                    "[default2]:Segmentation fault\n"),
+        std::string("[default0]:step 3 lo[default2]:Fatal Python error: Segmentation fault\n"
+                    "[default0]:ss 0.2931\n")}) {
+    std::string text = console;
+    text.replace(text.find(whole), whole.size(), torn);
+    LogSet logs = Parse(text, "console.log");
+    int segfaults = 0;
+    for (const LogEvent& e : logs.events) {
+      if (e.kind != LogEventKind::kSegfault) continue;
+      ++segfaults;
+      EXPECT_EQ(e.local_rank, 2) << e.text;
+      EXPECT_EQ(e.text.find("[default0]"), std::string::npos) << e.text;
+    }
+    EXPECT_GE(segfaults, 1) << torn;
+  }
+  // The same worker's line reads whole again.
+  LogSet same = Parse("[default2]:Fatal Python error: [default2]:Segmentation fault\n");
+  ASSERT_EQ(same.events.size(), 1u);
+  EXPECT_EQ(same.events[0].text, "[default2]:Fatal Python error: Segmentation fault");
+}
+
+TEST(TorchrunTee, TorchsOwnRankPrefixAfterTheTagIsNotATear) {
+  LogSet logs = Parse(
+      "[default1]:[rank1]: Traceback (most recent call last):\n"
+      "[default1]:[rank1]:   File \"/job.py\", line 9, in <module>\n"
+      "[default1]:[rank1]: ValueError: injected fault on rank 1\n");
+  ASSERT_EQ(logs.events.size(), 1u);
+  EXPECT_EQ(logs.events[0].kind, LogEventKind::kPythonException);
+  EXPECT_EQ(logs.events[0].rank, 1);
+  EXPECT_EQ(logs.events[0].local_rank, 1);
+}
+
 // --- Ray Train 2.60 (real captures: tests/data/ray/2.60.0) ----------------------------------
 
 std::string RayConsole(const std::string& scenario) {

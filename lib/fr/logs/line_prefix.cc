@@ -111,6 +111,63 @@ std::string_view WithoutRepeatedMpiTags(std::string_view line, std::string* scra
   return *scratch;
 }
 
+namespace {
+
+// "[default2]:" -> its length, role "default" and local rank 2; 0 when `s` does not start with
+// one. torch's own "[rank2]:" is not a tee tag.
+size_t TeeTagLength(std::string_view s, std::string_view* role, int64_t* rank) {
+  if (s.empty() || s[0] != '[') return 0;
+  size_t letters = 1;
+  while (letters < s.size() && letters <= 32 &&
+         (std::isalpha(static_cast<unsigned char>(s[letters])) || s[letters] == '_')) {
+    ++letters;
+  }
+  if (letters == 1 || letters > 32) return 0;
+  std::string_view name = s.substr(1, letters - 1);
+  if (name == "rank") return 0;
+  std::string_view t = s.substr(letters);
+  int64_t number;
+  if (t.empty() || !IsDigit(t[0]) || !ConsumeInt(&t, &number) || !ConsumeLiteral(&t, "]:")) {
+    return 0;
+  }
+  *role = name;
+  *rank = number;
+  return s.size() - t.size();
+}
+
+}  // namespace
+
+bool SplitTeeCopies(std::string_view line, std::vector<std::string>* pieces) {
+  std::string_view role;
+  int64_t rank = -1;
+  size_t first = TeeTagLength(line, &role, &rank);
+  std::string needle = first == 0 ? std::string() : "[" + std::string(role);
+  if (first == 0 || line.find(needle, first) == std::string_view::npos) return false;
+  pieces->clear();
+  pieces->emplace_back(line.substr(0, first));
+  size_t at = first;
+  while (at < line.size()) {
+    size_t open = line.find(needle, at);
+    if (open == std::string_view::npos) open = line.size();
+    pieces->back().append(line.substr(at, open - at));
+    if (open == line.size()) break;
+    std::string_view next_role;
+    int64_t next_rank = -1;
+    size_t tag = TeeTagLength(line.substr(open), &next_role, &next_rank);
+    if (tag == 0 || next_role != role) {
+      pieces->back().push_back('[');
+      at = open + 1;
+    } else if (next_rank == rank) {
+      at = open + tag;  // the same worker's line, continued
+    } else {
+      pieces->emplace_back(line.substr(open, tag));  // another worker's line begins
+      rank = next_rank;
+      at = open + tag;
+    }
+  }
+  return true;
+}
+
 std::string_view WithoutAnsiAndRepeats(std::string_view line, std::string* scratch) {
   constexpr std::string_view kRepeated = " [repeated ";
   bool ansi = line.find('\x1b') != std::string_view::npos;

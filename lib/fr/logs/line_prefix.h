@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "fr/logs/log_event.h"
 
@@ -57,6 +58,16 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out);
 // runs into the next tag (`loss 0.1940[1,0]<stdout>:step 4`). For a line that starts with such a
 // tag, the line without every later tag (in `scratch`); otherwise `line` itself.
 std::string_view WithoutRepeatedMpiTags(std::string_view line, std::string* scratch);
+
+// torchrun's --tee copies a worker's output line by line, and a line it reads before the worker
+// finished writing it (faulthandler writes "Fatal Python error: " and "Segmentation fault" apart)
+// is copied without its newline, so the next copy runs into it: `[default2]:Fatal Python error:
+// [default2]:Segmentation fault`, or another worker's `[default2]:Fatal Python error:
+// [default0]:step 3`. For a line that starts with such a tag ("[<role><local rank>]:", any role
+// but torch's own "rank") and holds another, true and the logical lines in `pieces`: the same
+// worker's later tags taken out, another worker's tag starting a line of its own. False (and
+// `pieces` untouched) when `line` is one line as it is.
+bool SplitTeeCopies(std::string_view line, std::vector<std::string>* pieces);
 
 // Ray colours its prefixes (`\x1b[36m(RayTrainWorker pid=15904)\x1b[0m`) and folds repeats into
 // a suffix (`\x1b[32m [repeated 3x across cluster]\x1b[0m`): the line without both (in

@@ -39,6 +39,7 @@ using logs_internal::LinePrefix;
 using logs_internal::MpiTagLength;
 using logs_internal::ParseLinePrefix;
 using logs_internal::SkipSpaces;
+using logs_internal::SplitTeeCopies;
 using logs_internal::StartsWith;
 using logs_internal::Trim;
 using logs_internal::TrimLeft;
@@ -330,6 +331,15 @@ class FileParser {
     if (line.empty() && tracebacks_.empty()) return;
     line = WithoutAnsiAndRepeats(line, &ansi_line_);
     line = WithoutRepeatedMpiTags(line, &mpi_line_);
+    if (!SplitTeeCopies(line, &tee_pieces_)) {
+      LogicalLine(line);
+      return;
+    }
+    for (const std::string& piece : tee_pieces_) LogicalLine(piece);
+  }
+
+  // One line as its writer printed it (a physical line may hold several: SplitTeeCopies).
+  void LogicalLine(std::string_view line) {
     ParseLinePrefix(line, &prefix_);
     file().launchers |= prefix_.launchers;
     RayIdentity();
@@ -1465,6 +1475,8 @@ class FileParser {
   std::vector<size_t> awaiting_next_time_;
   LogEvent scratch_;
   int64_t format_lines_[kFormatCount] = {};
+  // The logical lines of the current physical line; prefix_ points into them until the next.
+  std::vector<std::string> tee_pieces_;
   absl::flat_hash_map<int64_t, Traceback> tracebacks_;
   // Per writer, the last Python exception it printed (an index into out_->events), whose
   // `lines_after` count the writer's later lines.
