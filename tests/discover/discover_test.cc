@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -105,6 +106,15 @@ class DiscoverTest : public ::testing::Test {
       if (skipped.path == Path(relative)) return skipped.reason;
     }
     return "<not skipped>";
+  }
+
+  // Whether a skipped file may be opened as other evidence (a log, a snapshot); nullopt when
+  // the file was not skipped.
+  std::optional<bool> MayReadSkipped(const Discovery& found, const std::string& relative) const {
+    for (const SkippedFile& skipped : found.skipped) {
+      if (skipped.path == Path(relative)) return MayReadAsOtherEvidence(skipped.kind);
+    }
+    return std::nullopt;
   }
 
   fs::path root_;
@@ -260,6 +270,17 @@ TEST_F(DiscoverTest, SkipsEverythingThatIsNotADumpInAMixedDirectory) {
   EXPECT_EQ(SkipReason(found, ".ipynb_checkpoints"), "hidden directory (not searched)");
   EXPECT_EQ(SkipReason(found, "ctl_6"), "socket");
   EXPECT_EQ(found.skipped.size(), 17u);
+  // What may be opened as a log or snapshot is decided by the kind, never by the wording: pipes
+  // (a FIFO would block, a trigger file would fire), sockets, core files and hidden files never.
+  for (const char* never :
+       {"node00/nccl_trace_rank_0.pipe", "node01/trigger_2", "node01/nccl_trace_rank_3.pipe",
+        "core", "core.1234", ".nccl_trace_rank_9", ".ipynb_checkpoints", "ctl_6"}) {
+    EXPECT_EQ(MayReadSkipped(found, never), false) << never;
+  }
+  for (const char* may :
+       {"train.log", "node00/rank_1.log", "job_4.err", "train_5.log.gz", "worker_7"}) {
+    EXPECT_EQ(MayReadSkipped(found, may), true) << may;
+  }
   EXPECT_TRUE(
       std::is_sorted(found.skipped.begin(), found.skipped.end(),
                      [](const SkippedFile& a, const SkippedFile& b) { return a.path < b.path; }));
@@ -491,6 +512,7 @@ TEST_F(DiscoverTest, LinksOutOfTheDirectoryAreSkippedUnlessAllowed) {
   EXPECT_EQ(SkipReason(found, "nccl_trace_rank_1"),
             "symlink to a file outside the input directory (not followed; fr-analyze "
             "--follow-links follows it)");
+  EXPECT_EQ(MayReadSkipped(found, "nccl_trace_rank_1"), false) << "never opened, not even as a log";
   // What the loader opens: the link's target as resolved now, never the link again.
   std::string real_root = fs::canonical(root_).string();
   EXPECT_EQ(found.files[0].open_path, Path("nccl_trace_rank_0"));

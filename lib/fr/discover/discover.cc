@@ -99,13 +99,15 @@ bool IsCoreName(std::string_view stem) { return stem == "core" || StartsWith(ste
 // What the name says about a file. Exactly one of `skip_reason` and `rank` is set.
 struct NameVerdict {
   std::string skip_reason;
+  SetAsideKind skip_kind = SetAsideKind::kNotADump;
   std::optional<int64_t> rank;
   bool confirm_by_content = false;  // the name alone does not make it a dump
 };
 
-NameVerdict Skip(std::string reason) {
+NameVerdict Skip(std::string reason, SetAsideKind kind = SetAsideKind::kNotADump) {
   NameVerdict verdict;
   verdict.skip_reason = std::move(reason);
+  verdict.skip_kind = kind;
   return verdict;
 }
 
@@ -129,18 +131,20 @@ NameVerdict RankFromDigits(std::string_view digits, int64_t max_rank) {
 }
 
 // Name rules shared by the default and the prefix modes: files that are never dumps.
-std::optional<std::string> NotADumpByName(std::string_view name, std::string_view stem) {
-  if (EndsWithNoCase(name, ".pipe") || EndsWithNoCase(stem, ".pipe")) return "trigger pipe";
-  if (IsLogName(stem)) return "log file";
-  if (IsCoreName(stem)) return "core file";
+std::optional<NameVerdict> NotADumpByName(std::string_view name, std::string_view stem) {
+  if (EndsWithNoCase(name, ".pipe") || EndsWithNoCase(stem, ".pipe")) {
+    return Skip("trigger pipe", SetAsideKind::kSpecial);
+  }
+  if (IsLogName(stem)) return Skip("log file", SetAsideKind::kLogByName);
+  if (IsCoreName(stem)) return Skip("core file", SetAsideKind::kCore);
   return std::nullopt;
 }
 
 NameVerdict JudgeNameByDefault(std::string_view name, int64_t max_rank) {
-  if (name.front() == '.') return Skip("hidden file");
+  if (name.front() == '.') return Skip("hidden file", SetAsideKind::kHidden);
   bool has_dump_extension = false;
   std::string_view stem = StripDumpExtensions(name, &has_dump_extension);
-  if (std::optional<std::string> reason = NotADumpByName(name, stem)) return Skip(*reason);
+  if (std::optional<NameVerdict> skip = NotADumpByName(name, stem)) return *std::move(skip);
 
   size_t digits_begin = stem.size();
   while (digits_begin > 0 && IsDigit(stem[digits_begin - 1])) --digits_begin;
@@ -175,9 +179,9 @@ NameVerdict JudgeNameByDefault(std::string_view name, int64_t max_rank) {
 NameVerdict JudgeNameByPrefix(std::string_view name, std::string_view prefix, int64_t max_rank) {
   bool has_dump_extension = false;
   std::string_view stem = StripDumpExtensions(name, &has_dump_extension);
-  if (std::optional<std::string> reason = NotADumpByName(name, stem)) return Skip(*reason);
+  if (std::optional<NameVerdict> skip = NotADumpByName(name, stem)) return *std::move(skip);
   if (!StartsWith(name, prefix)) {
-    if (name.front() == '.') return Skip("hidden file");
+    if (name.front() == '.') return Skip("hidden file", SetAsideKind::kHidden);
     return Skip(fmt::format("name does not start with prefix '{}'", prefix));
   }
   std::string_view digits = stem.size() > prefix.size() ? stem.substr(prefix.size()) : "";
@@ -280,7 +284,8 @@ class Walker {
       auto [directory, relative] = std::move(pending.back());
       pending.pop_back();
       if (std::error_code error = WalkDirectory(directory, relative, &pending)) {
-        SkipFile(directory.string(), fmt::format("cannot read directory: {}", error.message()));
+        SkipFile(directory.string(), fmt::format("cannot read directory: {}", error.message()),
+                 SetAsideKind::kUnreadable);
       }
     }
     return absl::OkStatus();
@@ -290,7 +295,9 @@ class Walker {
   // open (the resolved target of a symlink, or `path`).
   void VisitFile(const std::string& path, const std::string& relative_path, const struct stat& info,
                  const std::string& open_path) {
-    if (!S_ISREG(info.st_mode)) return SkipFile(path, NonRegularReason(info.st_mode));
+    if (!S_ISREG(info.st_mode)) {
+      return SkipFile(path, NonRegularReason(info.st_mode), SetAsideKind::kSpecial);
+    }
     std::string_view name = relative_path;
     if (size_t slash = name.rfind('/'); slash != std::string_view::npos) {
       name.remove_prefix(slash + 1);
@@ -304,10 +311,12 @@ class Walker {
     } else {
       verdict = JudgeNameByDefault(name, options_.max_rank);
     }
-    if (!verdict.rank.has_value()) return SkipFile(path, std::move(verdict.skip_reason));
+    if (!verdict.rank.has_value()) {
+      return SkipFile(path, std::move(verdict.skip_reason), verdict.skip_kind);
+    }
     if (verdict.confirm_by_content && info.st_size > 0) {
       if (std::optional<std::string> reason = NotADumpByContent(open_path)) {
-        return SkipFile(path, std::move(*reason));
+        return SkipFile(path, std::move(*reason), SetAsideKind::kNotADump);
       }
     }
     candidates_.push_back({.path = path,
@@ -317,8 +326,8 @@ class Walker {
                            .identity = {info.st_dev, info.st_ino}});
   }
 
-  void SkipFile(std::string path, std::string reason) {
-    result_.skipped.push_back({.path = std::move(path), .reason = std::move(reason)});
+  void SkipFile(std::string path, std::string reason, SetAsideKind kind) {
+    result_.skipped.push_back({.path = std::move(path), .reason = std::move(reason), .kind = kind});
   }
 
   // Sorts everything and settles ranks claimed more than once.
@@ -337,7 +346,8 @@ class Walker {
       if (one_file) {
         result_.files.push_back({first.path, first.rank, first.size, first.open_path});
         for (size_t i = begin + 1; i < end; ++i) {
-          SkipFile(candidates_[i].path, fmt::format("same file as {}", first.path));
+          SkipFile(candidates_[i].path, fmt::format("same file as {}", first.path),
+                   SetAsideKind::kSameFile);
         }
         continue;
       }
@@ -353,7 +363,8 @@ class Walker {
             std::find_if(candidates_.begin() + begin, candidates_.begin() + i,
                          [&](const Candidate& c) { return c.identity == candidate.identity; });
         if (same != candidates_.begin() + i) {
-          SkipFile(candidate.path, fmt::format("same file as {}", same->path));
+          SkipFile(candidate.path, fmt::format("same file as {}", same->path),
+                   SetAsideKind::kSameFile);
           continue;
         }
         result_.files.push_back(
@@ -384,7 +395,8 @@ class Walker {
       VisitEntry(path.string(), child_relative, name, pending);
       if (it.increment(error); error) {
         SkipFile(directory.string(),
-                 fmt::format("directory listing stopped early: {}", error.message()));
+                 fmt::format("directory listing stopped early: {}", error.message()),
+                 SetAsideKind::kUnreadable);
         break;
       }
     }
@@ -396,29 +408,38 @@ class Walker {
     struct stat info;
     if (::lstat(path.c_str(), &info) != 0) {
       // Gone since the listing (a dump being rewritten): nothing to report it as.
-      return SkipFile(path, fmt::format("cannot stat: {}", std::strerror(errno)));
+      return SkipFile(path, fmt::format("cannot stat: {}", std::strerror(errno)),
+                      SetAsideKind::kUnreadable);
     }
     if (S_ISLNK(info.st_mode)) {
       if (::stat(path.c_str(), &info) != 0) {
-        return SkipFile(path, fmt::format("broken symlink: {}", std::strerror(errno)));
+        return SkipFile(path, fmt::format("broken symlink: {}", std::strerror(errno)),
+                        SetAsideKind::kLink);
       }
       // Like os.walk and find: links to directories can loop or leave the tree.
-      if (S_ISDIR(info.st_mode)) return SkipFile(path, "symlink to a directory (not followed)");
+      if (S_ISDIR(info.st_mode)) {
+        return SkipFile(path, "symlink to a directory (not followed)", SetAsideKind::kLink);
+      }
       std::optional<std::string> target = RealPath(path);
       if (!target.has_value()) {
-        return SkipFile(path, fmt::format("cannot resolve symlink: {}", std::strerror(errno)));
+        return SkipFile(path, fmt::format("cannot resolve symlink: {}", std::strerror(errno)),
+                        SetAsideKind::kLink);
       }
       if (!options_.follow_links_out_of_root && !IsInside(*target, root_real_)) {
         return SkipFile(path,
                         "symlink to a file outside the input directory (not followed; "
-                        "fr-analyze --follow-links follows it)");
+                        "fr-analyze --follow-links follows it)",
+                        SetAsideKind::kLink);
       }
       return VisitFile(path, relative, info, *target);
     }
     if (S_ISDIR(info.st_mode)) {
-      if (name.front() == '.') return SkipFile(path, "hidden directory (not searched)");
+      if (name.front() == '.') {
+        return SkipFile(path, "hidden directory (not searched)", SetAsideKind::kHidden);
+      }
       if (!visited_.insert({info.st_dev, info.st_ino}).second) {
-        return SkipFile(path, "directory already searched under another path");
+        return SkipFile(path, "directory already searched under another path",
+                        SetAsideKind::kSameFile);
       }
       pending->emplace_back(path, relative);
       return;

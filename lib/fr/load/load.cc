@@ -163,7 +163,10 @@ void AddTimings(const FileResult& result, LoadedTrace* trace) {
 }
 
 void SetAside(const RankDump& dump, std::string reason, LoadedTrace* trace) {
-  trace->skipped.push_back({.path = dump.path, .reason = std::move(reason), .rank = dump.rank});
+  trace->skipped.push_back({.path = dump.path,
+                            .reason = std::move(reason),
+                            .rank = dump.rank,
+                            .kind = SetAsideKind::kDumpNotUsed});
 }
 
 // How new a dump's records are: the newest entry's creation time, then how many entries it
@@ -219,8 +222,9 @@ std::optional<size_t> SettleRank(std::vector<FileResult>& results,
     if (dump.ok()) {
       readable.push_back(i);
     } else if (IsNotADump(dump.status())) {
-      trace->skipped.push_back(
-          {.path = files[i].path, .reason = std::string(dump.status().message())});
+      trace->skipped.push_back({.path = files[i].path,
+                                .reason = std::string(dump.status().message()),
+                                .kind = SetAsideKind::kNotADump});
     } else {
       damaged.push_back(i);
     }
@@ -263,7 +267,8 @@ std::optional<size_t> SettleRank(std::vector<FileResult>& results,
                                "read: {}",
                                files[i].rank, kept.path, files[i].rank,
                                std::string(results[i].dump->status().message())),
-         .rank = files[i].rank});
+         .rank = files[i].rank,
+         .kind = SetAsideKind::kDumpNotUsed});
   }
   return best;
 }
@@ -404,7 +409,8 @@ void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
            .reason = fmt::format("named rank {}, which no readable dump lists in its process "
                                  "groups: not a rank of this job. It could not be read either: {}",
                                  file.rank, file.error),
-           .rank = file.rank});
+           .rank = file.rank,
+           .kind = SetAsideKind::kDumpNotUsed});
       continue;
     }
     rejected.push_back(std::move(file));
@@ -447,8 +453,10 @@ void SettleWorld(bool check_own_rank, LoadedTrace* trace) {
     std::vector<RejectedFile> near;
     for (RejectedFile& file : trace->rejected) {
       if (file.rank > plausible) {
-        trace->skipped.push_back(
-            {.path = file.path, .reason = far_beyond(file.rank), .rank = file.rank});
+        trace->skipped.push_back({.path = file.path,
+                                  .reason = far_beyond(file.rank),
+                                  .rank = file.rank,
+                                  .kind = SetAsideKind::kDumpNotUsed});
       } else {
         near.push_back(std::move(file));
       }
@@ -696,8 +704,10 @@ void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResu
         fmt::join(kept_folders, ", "), other.folders.front());
     for (const FolderOfDumps* folder : jobs[j].folders) {
       for (size_t file : folder->files) {
-        trace->skipped.push_back(
-            {.path = files[file].path, .reason = why, .rank = files[file].rank});
+        trace->skipped.push_back({.path = files[file].path,
+                                  .reason = why,
+                                  .rank = files[file].rank,
+                                  .kind = SetAsideKind::kDumpNotUsed});
         results[file].dump.reset();
       }
     }

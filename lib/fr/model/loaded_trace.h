@@ -17,12 +17,34 @@
 
 namespace fr {
 
+// Why a file was set aside, as a kind that decides whether it may be opened as other evidence
+// (a log, a monitor or debug-server snapshot); `SkippedFile::reason` words it for people.
+enum class SetAsideKind : uint8_t {
+  kNotADump,     // a regular file of the input that is no dump, by its name or its content
+  kLogByName,    // ... named like a log ("train.log", "slurm-123.out")
+  kDumpNotUsed,  // a dump, or a damaged one, not used: its rank is read from another file, or it
+                 // belongs to another job
+  kHidden,       // a hidden file or directory: never opened
+  kLink,         // a symlink not followed (out of the input, to a directory, broken)
+  kSpecial,      // a FIFO (the recorder's trigger pipe), socket or device, or a file named as the
+                 // trigger pipe: opening could block or fire the trigger
+  kCore,         // a core file: large, and may hold the process's secrets
+  kSameFile,     // another path to a file or directory already listed
+  kUnreadable,   // could not be listed or stat'ed
+};
+
+// Only a regular file of the input that is no dump may be opened as other evidence.
+inline bool MayReadAsOtherEvidence(SetAsideKind kind) {
+  return kind == SetAsideKind::kNotADump || kind == SetAsideKind::kLogByName;
+}
+
 struct SkippedFile {
   std::string path;
   std::string reason;  // "trigger pipe", "log file", "no rank in the name", ...
   // For a dump that was read and set aside (another file of its rank was preferred, or its rank
   // is not one of the job's): the rank its name claims. -1 for files that are not dumps.
   int64_t rank = -1;
+  SetAsideKind kind = SetAsideKind::kNotADump;
 };
 
 // A job whose dumps lie beside the analysed one's: the folders that hold them, how many ranks,

@@ -23,15 +23,6 @@
 namespace fr {
 namespace {
 
-// Reasons discovery gives for files that must not be read at all.
-bool NeverRead(std::string_view reason) {
-  for (std::string_view word : {"symlink", "hidden", "pipe", "core file", "directory", "same file",
-                                "unreadable", "cannot"}) {
-    if (reason.find(word) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 bool Compressed(std::string_view head) {
   return head.starts_with("\x1f\x8b") || head.starts_with("\x28\xb5\x2f\xfd");
 }
@@ -98,9 +89,9 @@ std::vector<RankAnchor> DumpAnchors(const LoadedTrace& trace) {
   return anchors;
 }
 
-// Whether a file discovery set aside may be read as other evidence (not a dump, not a pipe,
-// device or link out of the directory).
-bool MayRead(const SkippedFile& file) { return file.rank < 0 && !NeverRead(file.reason); }
+// Whether a file discovery set aside may be read as other evidence: by its kind, never by how
+// its reason is worded (not a dump, not a pipe, device, core or link out of the directory).
+bool MayRead(const SkippedFile& file) { return MayReadAsOtherEvidence(file.kind); }
 
 // Opens a file that MayRead and reads its first 4 KB into `head`, by which its kind is judged;
 // false when it cannot be opened. Leading NUL bytes are skipped (up to 64 MiB of them): a log
@@ -160,7 +151,7 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
                            "quotes are read from their own files)"});
       continue;
     }
-    bool named_log = file.reason == "log file";
+    bool named_log = file.kind == SetAsideKind::kLogByName;
     if (LooksLikeLog(head) || (named_log && Compressed(head))) {
       paths.push_back(file.path);
     } else {
