@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from fr_analyze import _core
+from fr_analyze import _args, _core, _frames, _html
 from fr_analyze.errors import Error
 
 if TYPE_CHECKING:
@@ -153,33 +153,23 @@ class Report:
 
     def ranks_df(self) -> "pandas.DataFrame":
         """One row per rank: role, last op, host and its state in each kind of group."""
-        from fr_analyze import _frames
-
         return _frames.ranks_df(self)
 
     def rank_states_df(self) -> "pandas.DataFrame":
         """One row per rank x process group: where the rank stands in it (state, op, seq)."""
-        from fr_analyze import _frames
-
         return _frames.rank_states_df(self)
 
     def findings_df(self) -> "pandas.DataFrame":
         """One row per finding, earliest cause first."""
-        from fr_analyze import _frames
-
         return _frames.findings_df(self)
 
     def events_df(self) -> "pandas.DataFrame":
         """One row per event parsed from the logs, on the corrected clock: time (UTC), raw time
         as printed, rank, host, kind, file, line, text; ordered by time."""
-        from fr_analyze import _frames
-
         return _frames.events_df(self._events)
 
     def collectives_df(self) -> "pandas.DataFrame":
         """One row per process group x collective seq: which ranks issued, started, completed."""
-        from fr_analyze import _frames
-
         return _frames.collectives_df(self)
 
     def to_html(self, *, fragment: bool = False) -> str:
@@ -188,14 +178,10 @@ class Report:
         failure, the groups with problems, the findings with their stacks on click. No scripts,
         nothing fetched. fragment=True gives one <div> to embed (what a notebook shows).
         Needs the trace the report was made from (a report of a pasted log has none)."""
-        from fr_analyze import _args
-
         return _core.html_report(self.trace._loaded, self._core, _args.flag(fragment, "fragment"))
 
     def write_html(self, path: str) -> int:
         """Writes to_html() to `path`; returns the bytes written."""
-        from fr_analyze import _args
-
         path = _args.file_name(path, "path")
         data = self.to_html().encode()
         with open(path, "wb") as f:
@@ -207,6 +193,4 @@ class Report:
         # log alone has no timeline or graph to draw, and gets the text-only view.
         if self._trace is not None:
             return self.to_html(fragment=True)
-        from fr_analyze import _html
-
         return _html.report_html(self)

@@ -6,15 +6,14 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence
 
-from fr_analyze import _args, _core
+from fr_analyze import _args, _core, _frames, _html
 from fr_analyze._paths import LoadRoot, PathsArg, resolve
 from fr_analyze._progress import ProgressArg, make_progress
+from fr_analyze._report import Report
 from fr_analyze.errors import NoDumpsError
 
 if TYPE_CHECKING:
     import pandas
-
-    from fr_analyze._report import Report
 
 
 def _entry_dict(dump: "_core.RankDump", entry: "_core.Entry") -> dict:
@@ -199,8 +198,7 @@ class Trace:
         Raises NoDumpsError when no dump, log or stacks snapshot could be read (the CLI's exit
         status 2).
         """
-        from fr_analyze._report import Report
-
+    
         core, events = _core.analyze_with_logs(self._loaded, self._core_source(),
                                                _args.names(pg_filter, "pg_filter"),
                                                _args.dump_time_ns(dump_time_ns))
@@ -229,13 +227,9 @@ class Trace:
 
     def entries_df(self) -> "pandas.DataFrame":
         """One row per rank x entry; columns documented in fr_analyze._frames.entries_df."""
-        from fr_analyze import _frames
-
         return _frames.entries_df(self)
 
     def _repr_html_(self) -> str:
-        from fr_analyze import _html
-
         return _html.trace_html(self)
 
 
@@ -322,7 +316,6 @@ def analyze(
 def analyze_log(text: str) -> "Report":
     """Analyses one log pasted from a terminal, with nothing else (`fr-analyze analyze -`).
     `text` is a str, or the bytes of a log file (read like one: UTF-16 and NUL padding too)."""
-    from fr_analyze._report import Report
 
     text = _args.log_text(text, "text")
     core, events = _core.analyze_with_logs(_core.LoadedTrace(), "<pasted>", [], -1, text)
