@@ -293,5 +293,37 @@ TEST(JobClockTest, LogDirLocalRankOfSeveralAgentsStaysUnresolved) {
   EXPECT_EQ(logs.events.back().rank, -1);
 }
 
+// A traceback carries no time; its rank's death reported by the launcher dates it, unless the
+// file was last written long before that death (a previous run's log kept beside the job).
+TEST(JobClockTest, AnUntimedCrashIsDatedByItsRanksDeathOnlyIfItsFileCouldBeThatLate) {
+  int64_t death = Utc(2026, 12, 3, 6, 48, 18);
+  for (int64_t written : {death + kSecond, death - 24 * 3600 * kSecond}) {
+    LogSet logs;
+    logs.files.push_back(NamedFile("console.log"));
+    logs.files.push_back(NamedFile("logdir/run/attempt_0/2/stderr.log"));
+    logs.files.back().mtime_ns = written;
+    LogEvent died;
+    died.file = 0;
+    died.kind = LogEventKind::kRootCauseTable;
+    died.host = "localhost";
+    died.rank = 2;
+    died.raw_time = {.kind = LogTime::Kind::kLocal, .ns = death};
+    LogEvent traceback;
+    traceback.file = 1;
+    traceback.kind = LogEventKind::kPythonException;
+    traceback.rank = 2;
+    logs.events = {died, traceback};
+    AlignClocks(&logs, {});
+    const LogEvent& crash = logs.events[1];
+    if (written > death) {
+      EXPECT_TRUE(crash.time_inferred);
+      EXPECT_NEAR(crash.time_ns, death, kSecond);
+    } else {
+      EXPECT_EQ(crash.time_ns, kNoTime);
+      EXPECT_EQ(crash.time_upper_ns, written);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fr

@@ -156,3 +156,25 @@ def test_golden_torchrun_job_is_diagnosed(cli, tmp_path, case):
     # Two agents: the culprit's agent may fail before it reports anything (the first golden's
     # agent died reading an empty error.json), so only the note is required there.
     check_launcher(report, expected, "torchrun", sees_the_death=expected["scenario"] != "two_agents")
+
+
+@pytest.mark.parametrize("current", ["healthy", "sigkill"])
+def test_a_previous_runs_log_dir_tree_is_not_this_jobs_cause(cli, tmp_path, current):
+    """A messy directory: the --log-dir tree of yesterday's run (rank 2 raised ValueError) beside
+    today's job. Its traceback carries no time of its own; its files were last written a day
+    before today's job began, so it is neither today's cause nor the reason of today's rank 2
+    death (a SIGKILL, which nothing logged)."""
+    golden = GOLDEN / "2.13.0"
+    expected = json.loads((golden / current / "expected.json").read_text())
+    job = stage(golden / current, tmp_path / "job",
+                json.loads((golden / current / "file_times.json").read_text()))
+    day = 86400 * 10**9
+    for rel, ns in json.loads((golden / "exception" / "file_times.json").read_text()).items():
+        if rel.startswith("logdir/"):
+            (job / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(golden / "exception" / rel, job / rel)
+            os.utime(job / rel, ns=(ns - day, ns - day))
+    status, report = analyze(cli, job)
+    check(status, report, expected)
+    cause = report["verdict"].get("root_cause", {})
+    assert "ValueError" not in json.dumps(cause), cause

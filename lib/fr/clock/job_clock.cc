@@ -273,9 +273,15 @@ bool IsCrash(LogEventKind kind) {
 // launcher reported the death with a date (torchrun polls its workers a few times a second), so
 // an untimed crash of a rank is put just before the earliest reported death of that rank; failing
 // that, it lies between the nearest earlier and later timed lines of its file (its bounds).
+//
+// A file's modification time is when its last line was written: no line of it is later. A crash
+// in a file last written well before a death of its rank is not that death's (a previous run's
+// --log-dir tree, a log kept from an earlier attempt): it keeps its file's bounds.
 void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t>& nearby,
-                        const std::vector<int64_t>& next) {
+                        const std::vector<int64_t>& next, const std::vector<int64_t>& written) {
   constexpr int64_t kLauncherPollNs = 300 * kNanosPerMs;
+  // File times come from the machine that stores the file, not the host's corrected clock.
+  constexpr int64_t kFileClockSlackNs = 60 * kNanosPerSecond;
   std::map<int32_t, int64_t> death_of_rank;
   for (const LogEvent& event : events) {
     bool death =
@@ -287,13 +293,17 @@ void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t
   for (size_t i = 0; i < events.size(); ++i) {
     LogEvent& event = events[i];
     if (event.time_ns != kNoTime || !IsCrash(event.kind)) continue;
-    if (auto it = death_of_rank.find(event.rank); it != death_of_rank.end()) {
+    int64_t upper = next[i];
+    if (written[i] != kNoTime && (upper == kNoTime || written[i] < upper)) upper = written[i];
+    auto it = death_of_rank.find(event.rank);
+    if (it != death_of_rank.end() &&
+        (written[i] == kNoTime || written[i] + kFileClockSlackNs >= it->second - kLauncherPollNs)) {
       event.time_ns = it->second - kLauncherPollNs;
       event.time_upper_ns = event.time_ns;  // as good as a time of its own
       event.time_inferred = true;
-    } else if (nearby[i] != kNoTime || next[i] != kNoTime) {
+    } else if (nearby[i] != kNoTime || upper != kNoTime) {
       event.time_ns = nearby[i];
-      event.time_upper_ns = next[i];
+      event.time_upper_ns = upper;
       event.time_inferred = true;
     }
   }
@@ -626,7 +636,14 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     int64_t after = reading(events[i].next_time);
     if (after != kNoTime) next[i] = clock.Correct(ClockOf(events[i]), after);
   }
-  TimeUntimedCrashes(events, nearby, next);
+  std::vector<int64_t> written(events.size(), kNoTime);
+  for (size_t i = 0; i < events.size(); ++i) {
+    int32_t file = events[i].file;
+    if (file >= 0 && file < static_cast<int32_t>(logs->files.size())) {
+      written[i] = logs->files[file].mtime_ns;
+    }
+  }
+  TimeUntimedCrashes(events, nearby, next, written);
   return clock;
 }
 

@@ -89,6 +89,20 @@ std::vector<RankAnchor> DumpAnchors(const LoadedTrace& trace) {
   return anchors;
 }
 
+// The creation time of the job's first recorded op: record 0 of every dump that still holds it
+// (a wrapped ring buffer has lost it), the earliest.
+int64_t FirstRecordNs(const LoadedTrace& trace) {
+  int64_t first = kUnknown;
+  for (const RankDump& dump : trace.ranks) {
+    for (const Entry& entry : dump.entries) {
+      if (entry.record_id != 0 || entry.time_created_ns <= 0) continue;
+      if (first == kUnknown || entry.time_created_ns < first) first = entry.time_created_ns;
+      break;
+    }
+  }
+  return first;
+}
+
 // Whether a file discovery set aside may be read as other evidence: by its kind, never by how
 // its reason is worded (not a dump, not a pipe, device, core or link out of the directory).
 bool MayRead(const SkippedFile& file) { return MayReadAsOtherEvidence(file.kind); }
@@ -292,6 +306,7 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
   }
   Judgment judgment;
   report::Report report = AnalyzeInto(trace, with_deaths, &judgment);
+  judgment.first_record_ns = FirstRecordNs(trace);
   SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, options.stacks, &report);
   if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
   ClockHints hints;

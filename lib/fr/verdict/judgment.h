@@ -97,6 +97,9 @@ struct Judgment {
   // Findings per kind beyond AnalyzeOptions::max_findings_per_kind, counted, not listed; keyed
   // by the finding kind's contract name.
   std::map<std::string, int64_t> findings_not_listed;
+  // When the job's first recorded op was created (ns, that rank's clock): the earliest record 0
+  // of a dump whose buffer never wrapped; kUnknown when every buffer wrapped or nothing is timed.
+  int64_t first_record_ns = kUnknown;
 };
 
 // "all_reduce #12 in group 0 DP (scheduled, retired)": one entry as evidence and the ranks'

@@ -35,6 +35,8 @@ constexpr int64_t kControllerSkewNs = 300 * kNanosPerSecond;
 // A fault that ended this long before the job began (an old Xid or OOM kill in kern.log) is not
 // this job's.
 constexpr int64_t kBeforeJobNs = 60 * kNanosPerSecond;
+// The longest start-up assumed between a launch and its first collective.
+constexpr int64_t kStartUpNs = 10 * 60 * kNanosPerSecond;
 
 // The root-cause kind a fault event stands for, or nullopt for cascade and identity lines.
 std::optional<RootCauseKind> FaultKind(const LogEvent& event) {
@@ -362,9 +364,14 @@ class Explainer {
            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   }
 
-  // When the job began, from the launcher and NCCL's start lines: faults that ended well before
-  // it (an old Xid in kern.log, a previous run's OOM kill) are not this job's.
+  // When the job began, from the launcher and NCCL's start lines, or from the dumps: faults that
+  // ended well before it (an old Xid in kern.log, a previous run's OOM kill or traceback) are not
+  // this job's. The dumps' first record is the job's first collective, which follows the
+  // launch by its start-up (initialization, model load): the job began at most that long before.
   void FindJobStart() {
+    if (dumps_ != nullptr && dumps_->first_record_ns > 0) {
+      job_start_ns_ = dumps_->first_record_ns - kStartUpNs;
+    }
     for (const LogEvent& event : logs_.events) {
       bool start =
           event.kind == LogEventKind::kLauncherStart || event.kind == LogEventKind::kRendezvous ||
