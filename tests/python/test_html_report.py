@@ -205,3 +205,22 @@ def test_timeline_command_writes_both_formats(cli, tmp_path):
     unknown = subprocess.run([cli, "timeline", str(dumps), "--format", "svg"], capture_output=True,
                              text=True)
     assert unknown.returncode == 2 and "svg" in unknown.stderr
+
+
+def test_a_real_torchrun_job_names_its_launcher_and_the_line_on_the_death(cli, browser, tmp_path):
+    """A real torchrun job (torch 2.13.0, rank 2 SIGSEGV, tests/data/torchrun): the page says
+    torchrun ran it and quotes torchrun's own report of rank 2's death."""
+    case = ROOT / "tests" / "data" / "torchrun" / "2.13.0" / "segfault"
+    expected = json.loads((case / "expected.json").read_text())
+    job = tmp_path / "job"
+    shutil.copytree(case, job, ignore=shutil.ignore_patterns("expected.json", "file_times.json"))
+    for name, ns in json.loads((case / "file_times.json").read_text()).items():
+        os.utime(job / name, ns=(ns, ns))
+    page = tmp_path / "report.html"
+    write_report(cli, job, page)
+    dom, console = render(browser, page, ARTIFACTS / "html" / "torchrun_segfault.png", tmp_path)
+    assert console == []
+    launcher = re.search(r"<dt>launcher</dt><dd>([^<]*)</dd>", dom)
+    assert launcher and launcher.group(1) == "torchrun", dom[:3000]
+    death = re.search(r"<dt>its report of the death</dt><dd[^>]*>([^<]*)</dd>", dom)
+    assert death and f"rank: {expected['fault_rank']} " in death.group(1), death

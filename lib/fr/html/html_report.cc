@@ -262,6 +262,20 @@ class HtmlWriter {
     for (const auto& [key, value] : detail) {
       out_ += fmt::format("<dt>{}</dt><dd>{}</dd>\n", Esc(key), Esc(value));
     }
+    const report::LauncherReport& launcher = report_.launcher();
+    if (!launcher.names().empty()) {
+      std::vector<std::string> names(launcher.names().begin(), launcher.names().end());
+      out_ += fmt::format("<dt>launcher</dt><dd>{}</dd>\n",
+                          Esc(fmt::format("{}", fmt::join(names, " > "))));
+    }
+    if (launcher.has_death_line()) {
+      const report::EvidenceLine& line = launcher.death_line();
+      out_ += fmt::format("<dt>its report of the death</dt><dd class=\"mono\">{}:{} {}</dd>\n",
+                          Esc(line.file()), line.line(), Esc(Shorten(line.text(), 400)));
+    }
+    if (!launcher.note().empty()) {
+      out_ += fmt::format("<dt>note</dt><dd>{}</dd>\n", Esc(launcher.note()));
+    }
     out_ += "</dl>\n";
     if (!cause.disagreement().empty()) {
       out_ += fmt::format("<p><strong>The dumps and the logs disagree:</strong> {}</p>\n",
