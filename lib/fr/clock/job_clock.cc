@@ -280,8 +280,10 @@ bool IsCrash(LogEventKind kind) {
 void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t>& nearby,
                         const std::vector<int64_t>& next, const std::vector<int64_t>& written) {
   constexpr int64_t kLauncherPollNs = 300 * kNanosPerMs;
-  // File times come from the machine that stores the file, not the host's corrected clock.
-  constexpr int64_t kFileClockSlackNs = 60 * kNanosPerSecond;
+  // File times come from the clock of the machine that stored the file (the host, or a file
+  // server), never corrected: they are trusted only to tell a previous run's file, minutes or
+  // days older, from this job's.
+  constexpr int64_t kFileClockSlackNs = 10 * 60 * kNanosPerSecond;
   std::map<int32_t, int64_t> death_of_rank;
   for (const LogEvent& event : events) {
     bool death =
@@ -293,11 +295,13 @@ void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t
   for (size_t i = 0; i < events.size(); ++i) {
     LogEvent& event = events[i];
     if (event.time_ns != kNoTime || !IsCrash(event.kind)) continue;
+    // The file's last write bounds the line, give or take the file clock's error.
     int64_t upper = next[i];
-    if (written[i] != kNoTime && (upper == kNoTime || written[i] < upper)) upper = written[i];
+    int64_t written_by = written[i] == kNoTime ? kNoTime : written[i] + kFileClockSlackNs;
+    if (written_by != kNoTime && (upper == kNoTime || written_by < upper)) upper = written_by;
     auto it = death_of_rank.find(event.rank);
     if (it != death_of_rank.end() &&
-        (written[i] == kNoTime || written[i] + kFileClockSlackNs >= it->second - kLauncherPollNs)) {
+        (written_by == kNoTime || written_by >= it->second - kLauncherPollNs)) {
       event.time_ns = it->second - kLauncherPollNs;
       event.time_upper_ns = event.time_ns;  // as good as a time of its own
       event.time_inferred = true;
