@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -137,6 +138,20 @@ bool OpenWithHead(const SkippedFile& file, std::ifstream* in, std::string* head)
   return true;
 }
 
+// The whole of an opened file of at most `max_bytes` (a snapshot far larger is not one), else
+// nullopt.
+std::optional<std::string> ReadWhole(std::ifstream* in, std::streamsize max_bytes) {
+  in->clear();
+  in->seekg(0, std::ios::end);
+  std::streamsize size = in->tellg();
+  if (size < 0 || size > max_bytes) return std::nullopt;
+  std::string text(static_cast<size_t>(size), '\0');
+  in->seekg(0);
+  in->read(text.data(), size);
+  text.resize(static_cast<size_t>(in->gcount()));
+  return text;
+}
+
 }  // namespace
 
 LogSet ReadLogsBeside(const LoadedTrace& trace) {
@@ -206,14 +221,8 @@ MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string&
     if (!OpenWithHead(file, &in, &head) || MonitorFormatOf(head) == MonitorFormat::kNone) {
       continue;
     }
-    in.clear();
-    in.seekg(0, std::ios::end);
-    std::streamsize size = in.tellg();
-    if (size < 0 || size > kMaxMonitorBytes) continue;
-    std::string text(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    in.read(text.data(), size);
-    text.resize(static_cast<size_t>(in.gcount()));
+    std::optional<std::string> text = ReadWhole(&in, kMaxMonitorBytes);
+    if (!text) continue;
     // The host: the folder the file sits in, below the directory analysed.
     std::string_view relative = file.path;
     if (!source.empty() && relative.starts_with(source)) relative.remove_prefix(source.size());
@@ -227,7 +236,7 @@ MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string&
       host = std::string(folder);
     }
     // A file that is not one after all (no header line) is simply not a monitor snapshot.
-    (void)ParseMonitorFile(file.path, text, host, &snapshots);
+    (void)ParseMonitorFile(file.path, *text, host, &snapshots);
   }
   if (logs != nullptr) AssignGpuRanks(*logs, &snapshots);
   return snapshots;
@@ -242,16 +251,10 @@ StackSnapshots ReadStacksBeside(const LoadedTrace& trace) {
     std::ifstream in;
     std::string head;
     if (!OpenWithHead(file, &in, &head) || !LooksLikeStackSnapshot(head, file.path)) continue;
-    in.clear();
-    in.seekg(0, std::ios::end);
-    std::streamsize size = in.tellg();
-    if (size < 0 || size > kMaxStacksBytes) continue;
-    std::string text(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    in.read(text.data(), size);
-    text.resize(static_cast<size_t>(in.gcount()));
+    std::optional<std::string> text = ReadWhole(&in, kMaxStacksBytes);
+    if (!text) continue;
     // One that holds no rank block after all is simply not a snapshot (listed as set aside).
-    (void)ParseStackSnapshot(file.path, text, &stacks);
+    (void)ParseStackSnapshot(file.path, *text, &stacks);
   }
   return stacks;
 }
