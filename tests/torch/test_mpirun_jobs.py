@@ -4,7 +4,8 @@ torchrun jobs are: fr-analyze reads mpirun's console exactly as it printed it (e
 ... exited on signal 11", "Process name: [[J,1],R]" naming the first rank to exit, often a
 victim) and the dumps the survivors managed to write, and must name the injected fault.
 
-Golden copies under tests/data/mpirun/<Open MPI version>/<scenario>/ are analysed offline; the
+Golden copies under tests/data/mpirun/<Open MPI version>/<scenario>/ (torch 2.13.0; the
+`<scenario>_torch_2.14.1` ones with torch 2.14.1, worded the same) are analysed offline; the
 segfault and the hang are also captured live when mpirun is installed (scripts/install-deps.sh
 installs it; FR_MPIRUN_ALL=1: every scenario).
 """
