@@ -90,3 +90,35 @@ def test_a_copy_in_a_backup_folder_is_no_second_job(cli, tmp_path):
     got_class, got_culprits, report = analyze(cli, job)
     assert (got_class, got_culprits) == expected
     assert report["inputs"].get("other_jobs", []) == []
+
+
+def test_attempts_of_one_run_are_never_mixed_and_the_first_is_analysed(cli, tmp_path):
+    # A launcher that restarts the job (Ray Train's FailureConfig, torchelastic's --max-restarts)
+    # and keeps each attempt's dumps in attempt_<n>/: the first failure caused the restart, so
+    # its attempt is analysed, even when a later one is newer and complete.
+    job = tmp_path / "job"
+    first = simulate(cli, job / "attempt_0", 5, 16)
+    later = simulate(cli, job / "attempt_1", 2, 20)
+    assert first != later
+    got_class, got_culprits, report = analyze(cli, job)
+    assert (got_class, got_culprits) == first, report["verdict"]["summary"]
+    assert [o["folders"] for o in report["inputs"]["other_jobs"]] == [[str(job / "attempt_1")]]
+    set_aside = [f for f in report["inputs"]["files_skipped"] if "attempt_1" in f["path"]]
+    assert len(set_aside) == 8 and all("later attempt" in f["reason"] for f in set_aside)
+
+
+def test_attempts_with_different_ranks_are_not_one_job(cli, tmp_path):
+    # Ray kills the worker group after one rank fails: each attempt leaves the dumps of other
+    # ranks, which no rank conflict would tell apart.
+    made = tmp_path / "made"
+    simulate(cli, made / "a0", 5, 16)
+    simulate(cli, made / "a1", 2, 20)
+    job = tmp_path / "job"
+    for attempt, source, ranks in (("attempt_1", "a0", range(0, 4)),
+                                   ("attempt_2", "a1", range(4, 8))):
+        (job / attempt).mkdir(parents=True)
+        for rank in ranks:
+            shutil.copy2(made / source / f"nccl_trace_rank_{rank}", job / attempt)
+    _, _, report = analyze(cli, job)
+    assert report["inputs"]["ranks_loaded"] == [0, 1, 2, 3]
+    assert [o["folders"] for o in report["inputs"]["other_jobs"]] == [[str(job / "attempt_2")]]

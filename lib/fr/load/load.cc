@@ -561,10 +561,55 @@ size_t CountRanks(const std::vector<DiscoveredFile>& files) {
   return ranks;
 }
 
+// The restart a dump belongs to, from a folder named "attempt_<n>" on its path (torchelastic's
+// own layout for restarts, `<log_dir>/<run_id>/attempt_<n>/`, which launchers and harnesses that
+// keep each attempt's files apart follow): the path up to that folder and n; n = -1 for none.
+struct Attempt {
+  std::string root;
+  int64_t number = -1;
+  bool operator==(const Attempt&) const = default;
+};
+
+Attempt AttemptOf(std::string_view path) {
+  Attempt attempt;
+  size_t begin = 0;
+  while (begin < path.size()) {
+    size_t end = path.find('/', begin);
+    if (end == std::string_view::npos) break;  // the file's own name is no folder
+    std::string_view name = path.substr(begin, end - begin);
+    constexpr std::string_view kWord = "attempt_";
+    if (name.size() > kWord.size() && name.size() <= kWord.size() + 9 &&
+        name.substr(0, kWord.size()) == kWord &&
+        std::all_of(name.begin() + kWord.size(), name.end(),
+                    [](char c) { return c >= '0' && c <= '9'; })) {
+      attempt.root = std::string(path.substr(0, begin));
+      attempt.number = std::stoll(std::string(name.substr(kWord.size())));
+    }
+    begin = end + 1;
+  }
+  return attempt;
+}
+
+// Whether the dumps lie in more than one attempt of one run.
+bool SeveralAttempts(const std::vector<DiscoveredFile>& files) {
+  std::optional<Attempt> first;
+  for (const DiscoveredFile& file : files) {
+    Attempt attempt = AttemptOf(file.path);
+    if (attempt.number < 0) continue;
+    if (!first.has_value()) {
+      first = std::move(attempt);
+    } else if (attempt.root == first->root && attempt.number != first->number) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // A folder's readable dumps, as one piece of a job.
 struct FolderOfDumps {
   std::string folder;
   std::string parent;
+  Attempt attempt;
   std::vector<size_t> files;  // indices into results
   std::map<int64_t, size_t> by_rank;
   int64_t oldest_ns = kUnknown;
@@ -574,6 +619,7 @@ struct FolderOfDumps {
 
 struct JobOfFolders {
   std::vector<const FolderOfDumps*> folders;
+  Attempt attempt;  // its folders' (they never span two attempts)
   std::map<int64_t, size_t> by_rank;
   int64_t oldest_ns = kUnknown;
   int64_t newest_ns = kUnknown;
@@ -594,6 +640,11 @@ bool SameContent(const FileResult& a, const FileResult& b) {
 // sit side by side (per-host folders of one job) or overlap in time.
 bool FitsJob(const FolderOfDumps& folder, const JobOfFolders& job,
              const std::vector<FileResult>& results) {
+  // Two attempts of one run are two jobs, whatever their ranks and times: a retry restarts every
+  // rank, so its ops never match the failed attempt's.
+  if (folder.attempt.root == job.attempt.root && folder.attempt.number != job.attempt.number) {
+    return false;
+  }
   for (const auto& [rank, file] : folder.by_rank) {
     auto other = job.by_rank.find(rank);
     if (other != job.by_rank.end() && !SameContent(results[file], results[other->second])) {
@@ -607,13 +658,16 @@ bool FitsJob(const FolderOfDumps& folder, const JobOfFolders& job,
          folder.oldest_ns <= job.newest_ns && job.oldest_ns <= folder.newest_ns;
 }
 
-// One job at a time. Where two files claim one rank with different contents, the directory may
+// One job at a time. Where two files claim one rank with different contents, or the dumps lie in
+// several attempt_<n> folders of one run, the directory may
 // hold more than one job (a previous run in prev_run/, a second job in a subfolder): settling
 // rank by rank would mix them (the newest file of each rank wins, so a culprit that stopped
 // early loses to the other job's healthy copy). So the readable dumps are grouped by folder, the
 // folders into jobs (never two different files of one rank in a job; side-by-side folders or
 // overlapping times join), and the job kept is the newest complete one (every rank its dumps
-// claim has a file), else the one with the most ranks. The others' files are set aside, listed in
+// claim has a file), else the one with the most ranks; of attempts of one run, the first: its
+// failure caused the restarts (a retry's failure, often another rank's, is what the job's last
+// error names, which buries the first). The others' files are set aside, listed in
 // `trace->other_jobs`, unless they are a few ranks from within the kept job's time.
 void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResult>& results,
                   LoadedTrace* trace) {
@@ -625,6 +679,7 @@ void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResu
     FolderOfDumps& folder = folders[parent];
     folder.folder = parent;
     folder.parent = ParentOf(parent);
+    folder.attempt = AttemptOf(files[i].path);
     folder.files.push_back(i);
     if (!folder.by_rank.emplace(files[i].rank, i).second) continue;
     for (const Entry& entry : dump.entries) {
@@ -654,7 +709,10 @@ void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResu
         break;
       }
     }
-    if (home == nullptr) home = &jobs.emplace_back();
+    if (home == nullptr) {
+      home = &jobs.emplace_back();
+      home->attempt = folder->attempt;
+    }
     home->folders.push_back(folder);
     for (const auto& [rank, file] : folder->by_rank) home->by_rank.emplace(rank, file);
     if (folder->oldest_ns != kUnknown &&
@@ -668,11 +726,16 @@ void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResu
   auto complete = [](const JobOfFolders& job) {
     return static_cast<int64_t>(job.by_rank.size()) >= job.world;
   };
+  // Attempts of one run: every job is one attempt_<n> of the same root.
+  bool attempts = std::all_of(jobs.begin(), jobs.end(), [&](const JobOfFolders& job) {
+    return job.attempt.number >= 0 && job.attempt.root == jobs.front().attempt.root;
+  });
   size_t kept = 0;
   for (size_t j = 1; j < jobs.size(); ++j) {
     const JobOfFolders& a = jobs[j];
     const JobOfFolders& b = jobs[kept];
-    bool better = complete(a) != complete(b)             ? complete(a)
+    bool better = attempts                               ? a.attempt.number < b.attempt.number
+                  : complete(a) != complete(b)           ? complete(a)
                   : complete(a)                          ? a.newest_ns > b.newest_ns
                   : a.by_rank.size() != b.by_rank.size() ? a.by_rank.size() > b.by_rank.size()
                                                          : a.newest_ns > b.newest_ns;
@@ -690,18 +753,26 @@ void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResu
     // A few ranks' dumps from within the kept job's time (an earlier dump of those ranks kept in
     // backup/) are that job's, settled rank by rank as before; a complete set of ranks, or one
     // from another time, is another job.
-    if (!complete(jobs[j]) && overlaps(jobs[j], jobs[kept])) continue;
+    if (!attempts && !complete(jobs[j]) && overlaps(jobs[j], jobs[kept])) continue;
     OtherJob other;
     for (const FolderOfDumps* folder : jobs[j].folders) other.folders.push_back(folder->folder);
     std::sort(other.folders.begin(), other.folders.end());
     other.ranks = static_cast<int64_t>(jobs[j].by_rank.size());
     other.newest_ns = jobs[j].newest_ns;
-    std::string why = fmt::format(
-        "another job's dump ({} with {} ranks{}); the job analysed is in {}; analyse this one "
-        "with `fr-analyze {}`",
-        fmt::join(other.folders, ", "), other.ranks,
-        complete(jobs[j]) ? "" : fmt::format(" of {}", jobs[j].world),
-        fmt::join(kept_folders, ", "), other.folders.front());
+    std::string why =
+        attempts ? fmt::format(
+                       "a later attempt's dump ({} with {} ranks{}); the attempt analysed is the "
+                       "first, whose failure caused the restart, in {}; analyse this one with "
+                       "`fr-analyze {}`",
+                       fmt::join(other.folders, ", "), other.ranks,
+                       complete(jobs[j]) ? "" : fmt::format(" of {}", jobs[j].world),
+                       fmt::join(kept_folders, ", "), other.folders.front())
+                 : fmt::format(
+                       "another job's dump ({} with {} ranks{}); the job analysed is in {}; "
+                       "analyse this one with `fr-analyze {}`",
+                       fmt::join(other.folders, ", "), other.ranks,
+                       complete(jobs[j]) ? "" : fmt::format(" of {}", jobs[j].world),
+                       fmt::join(kept_folders, ", "), other.folders.front());
     for (const FolderOfDumps* folder : jobs[j].folders) {
       for (size_t file : folder->files) {
         trace->skipped.push_back({.path = files[file].path,
@@ -726,7 +797,7 @@ LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<F
   trace.skipped = std::move(discovery.skipped);
   const std::vector<DiscoveredFile>& files = discovery.files;
   const size_t count = files.size();
-  if (!discovery.conflicts.empty()) SeparateJobs(files, results, &trace);
+  if (!discovery.conflicts.empty() || SeveralAttempts(files)) SeparateJobs(files, results, &trace);
   trace.ranks.reserve(CountRanks(files));
   for (size_t begin = 0, end = 0; begin < count; begin = end) {
     end = begin + 1;
