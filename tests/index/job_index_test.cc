@@ -108,6 +108,40 @@ TEST(JobIndexTest, RetiredOpThatAPeerIssuedDifferentlyFailed) {
   EXPECT_TRUE(Member(index, 0).units[0].retired_failed);
 }
 
+TEST(JobIndexTest, AnAllReduceAPeerWentPastCompletedThoughAMemberLeftNoDump) {
+  // accelerate launch (tests/data/accelerate/1.16.0/exception): rank 2 raised after its #2, the
+  // step's DDP all_reduce; ranks 1 and 3 went on to #3 and wait there; rank 0 was SIGTERMed
+  // before it dumped. #2 completed on ranks 1 and 3, so every member, rank 0 included, took part:
+  // rank 2's #2 did not end in a death's error, and rank 2 waits for no one.
+  LoadedTrace trace;
+  std::vector<EntrySpec> on_peers = {GlooOp("all_reduce", 1, 0, true),
+                                     GlooOp("all_reduce", 2, 1, true),
+                                     GlooOp("all_reduce", 3, 2, true)};
+  trace.ranks.push_back(Dump(1, on_peers, kStart + 9 * kSecond));
+  trace.ranks.push_back(Dump(2,
+                             {GlooOp("all_reduce", 1, 0, true), GlooOp("all_reduce", 2, 1, true)},
+                             kStart + 8 * kSecond));
+  trace.ranks.push_back(Dump(3, on_peers, kStart + 9 * kSecond));
+  trace.missing_ranks = {0};
+  JobIndex index = BuildJobIndex(trace);
+  EXPECT_FALSE(Member(index, 2).units[1].retired_failed);
+  EXPECT_EQ(Member(index, 2).units[1].state, EntryState::kCompleted);
+  // The peers' own last op is still the one the missing rank's death may have ended.
+  EXPECT_TRUE(Member(index, 1).units[2].retired_failed);
+  EXPECT_TRUE(Member(index, 3).units[2].retired_failed);
+}
+
+TEST(JobIndexTest, ABroadcastAPeerWentPastSaysNothingOfTheOtherMembers) {
+  // A broadcast completes on a receiver once the root sent: no proof that every member was in it.
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(1, {GlooOp("broadcast", 1, 0, true), GlooOp("all_reduce", 2, 1, true)},
+                             kStart + 9 * kSecond));
+  trace.ranks.push_back(Dump(2, {GlooOp("broadcast", 1, 0, true)}, kStart + 8 * kSecond));
+  trace.missing_ranks = {0};
+  JobIndex index = BuildJobIndex(trace);
+  EXPECT_TRUE(Member(index, 2).units[0].retired_failed);
+}
+
 TEST(JobIndexTest, DefaultGroupWithoutPgConfigSpansTheJob) {
   LoadedTrace trace;
   trace.ranks.push_back(Dump(0, {GlooOp("barrier", 1, 0, true)}, kStart + kSecond));

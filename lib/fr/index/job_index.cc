@@ -109,6 +109,12 @@ bool IssuedOtherOp(const RankDump& dump, const GroupMember& member, int64_t seq,
   return it != member.units.end() && it->seq == seq && dump.entries[it->first_entry].op != op;
 }
 
+// Collectives that complete on one member only once every member has contributed.
+bool NeedsEveryMember(OpKind op) {
+  return op == OpKind::kAllReduce || op == OpKind::kAllGather || op == OpKind::kReduceScatter ||
+         op == OpKind::kAllToAll || op == OpKind::kBarrier;
+}
+
 // Groups whose ranks no dump states (Gloo writes no usable pg_config) have as members the dumps
 // that name them, so a rank that left no file is in none of them. Groups of one kind (one desc:
 // the TP, PP or DP groups of a job) partition the ranks into groups of one size; a group that
@@ -182,7 +188,18 @@ int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times
       bool someone_died =
           std::any_of(group->members.begin(), group->members.end(),
                       [&](const GroupMember& m) { return &m != &member && died(m); });
-      bool failed = someone_died && unit == member.units.rbegin() &&
+      // ...unless a peer went past it: an op that needs every member's data (all_reduce,
+      // all_gather, ...) completed for that peer only because every member, this one and the
+      // dead one included, took part. (DDP's last bucket all_reduce of the step before a rank
+      // raised: the survivors are in the next step's, Gloo retired this one as it completes.)
+      bool peer_went_past =
+          NeedsEveryMember(entry.op) &&
+          std::any_of(group->members.begin(), group->members.end(), [&](const GroupMember& m) {
+            return &m != &member && m.dump >= 0 && m.last_enqueued != kUnknown &&
+                   m.last_enqueued > unit->seq &&
+                   !IssuedOtherOp(trace.ranks[m.dump], m, unit->seq, entry.op);
+          });
+      bool failed = someone_died && !peer_went_past && unit == member.units.rbegin() &&
                     unit->first_entry + unit->entry_count >= dump.entries.size();
       for (const GroupMember& other : group->members) {
         if (failed) break;
