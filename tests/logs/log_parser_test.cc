@@ -200,6 +200,26 @@ TEST(Ray, AKilledWorkerIsADeathNotTheSegfaultOfTheStockAdvice) {
   EXPECT_TRUE(died);
 }
 
+TEST(Ray, ARetriedRanksNewProcessDoesNotMakeTheFailedOnesExceptionHandled) {
+  // FailureConfig(max_failures=1): rank 2 (pid A) raised in attempt 1, Ray started every rank
+  // again with new pids, and rank 2 (pid B) printed on. Rank 2's first exception is still a death
+  // of its process, not one that process handled and went on from.
+  LogSet logs = Parse(RayConsole("retry"), "console.log");
+  std::vector<const LogEvent*> own;  // the workers' own tracebacks, not the controller's quotes
+  for (const LogEvent& e : logs.events) {
+    if (e.kind == LogEventKind::kPythonException &&
+        e.text.find("RayTrainWorker") != std::string::npos) {
+      own.push_back(&e);
+    }
+  }
+  ASSERT_EQ(own.size(), 2u);
+  EXPECT_EQ(own[0]->rank, 2);
+  EXPECT_EQ(own[1]->rank, 3);
+  EXPECT_LT(own[0]->line, own[1]->line);
+  EXPECT_NE(own[0]->pid, own[1]->pid);
+  for (const LogEvent* e : own) EXPECT_EQ(e->lines_after, 0) << e->text;
+}
+
 // --- Real lines from public issues (tests/data/logs/real) ------------------------------------
 
 // DeepSpeed's launcher (lines quoted in DeepSpeed issues #618, #3232, #5302).

@@ -3,7 +3,9 @@ torchrun jobs are: fr-analyze reads the driver's console exactly as Ray printed 
 "(RayTrainWorker pid=N)" prefixes, the controller's "world_rank=R" map, "[Rank R Error Snippet]:",
 WorkerGroupError and ActorDiedError wrappers, "Worker exit type: SYSTEM_ERROR" followed by stock
 advice that names the OOM killer and SIGSEGV) and the one dump written before Ray killed the
-group, and must name the injected fault.
+group, and must name the injected fault. In the retry (FailureConfig(max_failures=1)) rank 2
+fails the first attempt and rank 3 the second: the first failure is the root cause, and the
+attempts' dumps (dumps/attempt_<n>/) are never matched together.
 
 The golden copies under tests/data/ray/<version>/ run in every test run. Capturing them live takes
 about a minute per job on 2 cores plus installing Ray (`pip install "ray[train]"`, about 30 s), too
@@ -28,7 +30,7 @@ GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
 
 
 def test_golden_cases_are_present():
-    assert {case.name for case in GOLDEN_CASES} >= {"exception", "sigkill"}, GOLDEN
+    assert {case.name for case in GOLDEN_CASES} >= {"exception", "sigkill", "retry"}, GOLDEN
 
 
 @pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda c: f"{c.parent.name}/{c.name}")
@@ -44,7 +46,7 @@ def test_golden_ray_job_is_diagnosed(cli, tmp_path, case):
 
 
 @pytest.mark.skipif(not os.environ.get("FR_RAY_LIVE"), reason="FR_RAY_LIVE=1 runs Ray jobs")
-@pytest.mark.parametrize("scenario", ["exception", "sigkill"])
+@pytest.mark.parametrize("scenario", ["exception", "sigkill", "retry"])
 def test_live_ray_job_is_diagnosed(cli, tmp_path, scenario):
     job = tmp_path / "job"
     job.mkdir()
@@ -53,7 +55,8 @@ def test_live_ray_job_is_diagnosed(cli, tmp_path, scenario):
                         "--fault-rank", "2", "--dumps", str(job / "dumps")], cwd=job,
                        stdout=console, stderr=subprocess.STDOUT, timeout=600)
     expected = json.loads((GOLDEN / "2.60.0" / scenario / "expected.json").read_text())
+    # The first attempt's dumps are the ones analysed.
     expected["ranks_dumped"] = sorted(
-        int(p.name.rsplit("_", 1)[1]) for p in (job / "dumps").glob("*/nccl_trace_rank_*"))
+        int(p.name.rsplit("_", 1)[1]) for p in (job / "dumps").glob("attempt_1/nccl_trace_rank_*"))
     status, report = analyze(cli, job)
     check(status, report, expected)

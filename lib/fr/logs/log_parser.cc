@@ -385,8 +385,20 @@ class FileParser {
     if (prefix_.rank < 0 && ray_snippet_rank_ >= 0) prefix_.rank = ray_snippet_rank_;
   }
 
+  // A Ray Train worker's process, by its pid: Ray starts a new process for each rank on every
+  // attempt (FailureConfig retries), so the rank alone would take a retried rank's lines as the
+  // failed process going on (its exception "handled"). -1 for other lines; the controller's
+  // quote of a rank's error ("[Rank 2 Error Snippet]:") keeps that rank.
+  int64_t RayWorkerKey(const LinePrefix& prefix) const {
+    if (prefix.format != kFormatRay || prefix.pid < 0 || !ray_ranks_.contains(prefix.pid)) {
+      return -1;
+    }
+    return (int64_t{1} << 41) + prefix.pid;
+  }
+
   // Who a line belongs to for following a traceback: the rank its prefix names, else the file.
   int64_t WriterKey() const {
+    if (int64_t ray = RayWorkerKey(prefix_); ray >= 0) return ray;
     if (prefix_.rank >= 0) return prefix_.rank;
     if (prefix_.local_rank >= 0) return (int64_t{1} << 40) + prefix_.local_rank;
     return -1;
@@ -1293,6 +1305,7 @@ class FileParser {
   // without prefixes interleaves many processes, which cannot be told apart).
   std::array<int64_t, 2> ProcessKeys(const LinePrefix& prefix) {
     constexpr int64_t kNone = INT64_MIN;
+    if (int64_t ray = RayWorkerKey(prefix); ray >= 0) return {ray, kNone};
     if (prefix.rank < 0 && prefix.local_rank < 0) return {file().rank >= 0 ? -1 : kNone, kNone};
     return {prefix.rank >= 0 ? prefix.rank : kNone,
             prefix.local_rank >= 0 ? (int64_t{1} << 40) + prefix.local_rank : kNone};
