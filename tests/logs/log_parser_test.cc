@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -218,6 +219,46 @@ TEST(Ray, ARetriedRanksNewProcessDoesNotMakeTheFailedOnesExceptionHandled) {
   EXPECT_LT(own[0]->line, own[1]->line);
   EXPECT_NE(own[0]->pid, own[1]->pid);
   for (const LogEvent* e : own) EXPECT_EQ(e->lines_after, 0) << e->text;
+}
+
+// --- PyTorch Lightning 2.6 and accelerate 1.16 (real captures: tests/data/lightning,
+// tests/data/accelerate) ---------------------------------------------------------------------
+
+std::string LauncherConsole(const std::string& launcher) {
+  return ReadAll(std::string(FR_TEST_DATA_DIR) + "/" + launcher + "/exception/console.log");
+}
+
+TEST(Lightning, EveryRanksTracebackCarriesTorchsRankPrefix) {
+  // Lightning's own ranks share one console without a prefix of its own; torch prefixes an
+  // uncaught exception's lines with "[rankN]:". Rank 2 raised; the others' RuntimeErrors are
+  // Gloo's closed connection.
+  LogSet logs = Parse(LauncherConsole("lightning/2.6.6"), "console.log");
+  std::map<int32_t, std::string> exceptions;
+  for (const LogEvent& e : logs.events) {
+    if (e.kind == LogEventKind::kPythonException) exceptions[e.rank] = e.reason;
+  }
+  EXPECT_EQ(exceptions[2], "ValueError");
+  for (int32_t rank : {0, 1, 3}) EXPECT_NE(exceptions[rank], "ValueError") << rank;
+}
+
+TEST(Accelerate, TheWorkersExceptionIsTheOnlyOneAndTheTableNamesItsRank) {
+  // accelerate runs torchrun's agent in its own process: its console is torchrun's. The
+  // ChildFailedError traceback under accelerate's own frames is the launcher's report, no
+  // exception of a worker; "Root Cause (first observed failure)" names rank 2.
+  LogSet logs = Parse(LauncherConsole("accelerate/1.16.0"), "console.log");
+  std::vector<const LogEvent*> exceptions;
+  const LogEvent* table = nullptr;
+  for (const LogEvent& e : logs.events) {
+    if (e.kind == LogEventKind::kPythonException) exceptions.push_back(&e);
+    if (e.kind == LogEventKind::kRootCauseTable) table = &e;
+  }
+  ASSERT_EQ(exceptions.size(), 1u);
+  EXPECT_EQ(exceptions[0]->rank, 2);
+  EXPECT_EQ(exceptions[0]->reason, "ValueError");
+  EXPECT_FALSE(exceptions[0]->in_launcher);
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->rank, 2);
+  EXPECT_EQ(table->exit_code, 1);
 }
 
 // --- Real lines from public issues (tests/data/logs/real) ------------------------------------

@@ -1,0 +1,75 @@
+"""Real jobs of launchers other than torchrun and mpirun (tests/torch/launcher_capture.py), judged
+as the torchrun jobs are: fr-analyze reads the launcher's console exactly as it printed it and the
+dumps the ranks wrote, and must name the injected fault (expected.json, from the harness).
+
+  lightning   PyTorch Lightning Trainer(accelerator="cpu", devices=4, strategy="ddp"): Lightning
+              starts ranks 1-3 itself (no torchrun) and all four print to one console; rank 2
+              raises in training_step (tests/data/lightning/<version>/exception)
+  accelerate  accelerate launch --multi_gpu --num_processes 4 with Accelerator(cpu=True), torchrun
+              underneath; rank 2 raises; the agent SIGTERMs rank 0 before it dumps
+              (tests/data/accelerate/<version>/exception)
+  ray_retry   Ray Train with FailureConfig(max_failures=1): rank 2 fails attempt 1, rank 3 the
+              retry; the first failure is the root cause and the attempts' dumps
+              (dumps/attempt_<n>/) are never matched together (tests/data/ray/<version>/retry,
+              run by test_ray_jobs.py with the other Ray goldens)
+
+The golden copies run in every test run. Capturing them live needs lightning, accelerate and
+ray[train], which are not in scripts/venv.sh: a separate venv,
+
+    python3.11 -m venv build/launchers-venv
+    build/launchers-venv/bin/pip install torch==2.13.0 lightning accelerate "ray[train]"
+    FR_LAUNCHERS_LIVE=1 FR_LAUNCHERS_PYTHON=build/launchers-venv/bin/python \\
+        FR_ANALYZE_CLI=build/dev/tools/fr-analyze build/venv/bin/python -m pytest \\
+        tests/torch/test_launcher_jobs.py
+
+(on 2 busy cores: Lightning about 30 s, accelerate about 20 s, the Ray retry about 75 s).
+`$FR_LAUNCHERS_PYTHON tests/torch/launcher_capture.py OUT --launcher NAME --golden` replaces a
+golden copy.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from test_torchrun_jobs import analyze, check, stage  # noqa: E402
+
+DATA = HERE.parent / "data"
+GOLDEN_CASES = sorted(p.parent for name in ("lightning", "accelerate")
+                      for p in (DATA / name).glob("*/*/expected.json"))
+
+
+def test_golden_cases_are_present():
+    assert {case.parent.parent.name for case in GOLDEN_CASES} == {"lightning", "accelerate"}
+    assert list((DATA / "ray").glob("*/retry/expected.json")), "the Ray retry golden"
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES,
+                         ids=lambda c: f"{c.parent.parent.name}/{c.parent.name}/{c.name}")
+def test_golden_launcher_job_is_diagnosed(cli, tmp_path, case):
+    expected = json.loads((case / "expected.json").read_text())
+    times = json.loads((case / "file_times.json").read_text())
+    job = stage(case, tmp_path / "job", times)
+    status, report = analyze(cli, job)
+    check(status, report, expected)
+
+
+@pytest.mark.skipif(not os.environ.get("FR_LAUNCHERS_LIVE"),
+                    reason="FR_LAUNCHERS_LIVE=1 (and FR_LAUNCHERS_PYTHON) runs the launchers")
+@pytest.mark.parametrize("launcher", ["lightning", "accelerate", "ray_retry"])
+def test_live_launcher_job_is_diagnosed(cli, tmp_path, launcher):
+    python = os.environ.get("FR_LAUNCHERS_PYTHON", sys.executable)
+    out = tmp_path / "capture"
+    proc = subprocess.run([python, str(HERE / "launcher_capture.py"), str(out), "--launcher",
+                           launcher], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    expected = json.loads((out / "expected.json").read_text())
+    job = stage(out, tmp_path / "job")
+    status, report = analyze(cli, job)
+    check(status, report, expected)
