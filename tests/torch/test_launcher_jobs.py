@@ -38,9 +38,12 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from test_torchrun_jobs import analyze, check, stage  # noqa: E402
+from test_torchrun_jobs import analyze, check, check_launcher, stage  # noqa: E402
 
 DATA = HERE.parent / "data"
+# The launcher whose own words the console holds: accelerate's is torchrun's agent; Lightning
+# prints none (its ranks' lines carry only torch's own "[rankN]:").
+WORDS_OF = {"accelerate": "torchrun"}
 GOLDEN_CASES = sorted(p.parent for name in ("lightning", "accelerate")
                       for p in (DATA / name).glob("*/*/expected.json"))
 
@@ -58,6 +61,8 @@ def test_golden_launcher_job_is_diagnosed(cli, tmp_path, case):
     job = stage(case, tmp_path / "job", times)
     status, report = analyze(cli, job)
     check(status, report, expected)
+    if case.parent.parent.name in WORDS_OF:
+        check_launcher(report, expected, WORDS_OF[case.parent.parent.name])
 
 
 @pytest.mark.skipif(not os.environ.get("FR_LAUNCHERS_LIVE"),
@@ -73,3 +78,5 @@ def test_live_launcher_job_is_diagnosed(cli, tmp_path, launcher):
     job = stage(out, tmp_path / "job")
     status, report = analyze(cli, job)
     check(status, report, expected)
+    if launcher in WORDS_OF:
+        check_launcher(report, expected, WORDS_OF[launcher])
