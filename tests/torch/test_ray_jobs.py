@@ -23,7 +23,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from test_torchrun_jobs import analyze, check, stage  # noqa: E402
+from test_torchrun_jobs import analyze, check, check_launcher, stage  # noqa: E402
 
 GOLDEN = HERE.parent / "data" / "ray"
 GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
@@ -40,6 +40,9 @@ def test_golden_ray_job_is_diagnosed(cli, tmp_path, case):
     job = stage(case, tmp_path / "job", times)
     status, report = analyze(cli, job)
     check(status, report, expected)
+    # Ray reports a killed worker ("Worker exit type: SYSTEM_ERROR"); a raising one only through
+    # its error snippet, which is the worker's own traceback, not the launcher's report.
+    check_launcher(report, expected, "ray", sees_the_death=expected["scenario"] == "sigkill")
     # Ray's stock advice ("killed by the OOM killer ... crashed unexpectedly due to SIGSEGV")
     # follows every worker death: never evidence of either.
     assert report["verdict"]["root_cause"]["kind"] not in ("segfault", "host_oom")
