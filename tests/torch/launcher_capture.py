@@ -2,7 +2,8 @@
 """Captures one real job started by a launcher other than torchrun, with one injected fault:
 
     PY=build/launchers-venv/bin/python   # torch 2.13.0, lightning, accelerate, ray[train]
-    $PY tests/torch/launcher_capture.py OUT --launcher lightning|accelerate|ray_retry [--golden]
+    $PY tests/torch/launcher_capture.py OUT --launcher lightning|accelerate|ray_retry|deepspeed \
+        [--golden]
 
   lightning   tests/torch/lightning_job.py: Trainer(accelerator="cpu", devices=4,
               strategy="ddp"), Lightning starting its own ranks; rank 2 raises ValueError in
@@ -11,6 +12,9 @@
               (Accelerator(cpu=True), torchrun underneath); rank 2 raises ValueError at step 3
   ray_retry   `tests/torch/ray_job.py --scenario retry`: Ray Train with FailureConfig(max_failures
               =1); attempt 1 fails on rank 2, the retry on rank 3; dumps in dumps/attempt_<n>/
+  deepspeed   `deepspeed --num_gpus 4 --no_local_rank tests/torch/torchrun_job.py` (DeepSpeed's
+              launcher on its CPU accelerator, Gloo; the training step of the torchrun jobs);
+              rank 2 raises ValueError at step 3
 
 OUT gets console.log (the launcher's console, stdout and stderr together, exactly as printed),
 dumps/, expected.json (the answer from the injected fault, never from an analyzer) and
@@ -33,7 +37,7 @@ from importlib import metadata
 import torchrun_capture
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LAUNCHERS = ["lightning", "accelerate", "ray_retry"]
+LAUNCHERS = ["lightning", "accelerate", "ray_retry", "deepspeed"]
 FAULT_RANK, FAULT_STEP = 2, 3
 
 
@@ -59,6 +63,14 @@ def command(launcher):
                  str(FAULT_RANK), "--dumps", "dumps"], "ray", "retry",
                 "Ray Train TorchTrainer, ScalingConfig(num_workers=4, use_gpu=False), "
                 "FailureConfig(max_failures=1)")
+    if launcher == "deepspeed":
+        return ([os.path.join(os.path.dirname(py), "deepspeed"), "--num_gpus", "4",
+                 "--master_port", str(torchrun_capture.free_port()), "--no_local_rank",
+                 torchrun_capture.JOB, "--scenario", "exception", "--fault-rank",
+                 str(FAULT_RANK), "--fault-step", str(FAULT_STEP), "--steps", "6", "--tp", "2",
+                 "--timeout", "5", "--dumps", "dumps"], "deepspeed", "exception",
+                "deepspeed --num_gpus 4 (DeepSpeed's launcher on its CPU accelerator), "
+                "Gloo, TP 2 x DP 2, timeout 5 s")
     raise ValueError(launcher)
 
 

@@ -12,12 +12,15 @@ dumps the ranks wrote, and must name the injected fault (expected.json, from the
               retry; the first failure is the root cause and the attempts' dumps
               (dumps/attempt_<n>/) are never matched together (tests/data/ray/<version>/retry,
               run by test_ray_jobs.py with the other Ray goldens)
+  deepspeed   DeepSpeed's launcher (`deepspeed --num_gpus 4`, its CPU accelerator) running the
+              torchrun jobs' training step; rank 2 raises; the launcher kills the others and
+              reports only a return code (tests/data/deepspeed/<version>/exception)
 
 The golden copies run in every test run. Capturing them live needs lightning, accelerate and
 ray[train], which are not in scripts/venv.sh: a separate venv,
 
     python3.11 -m venv build/launchers-venv
-    build/launchers-venv/bin/pip install torch==2.13.0 lightning accelerate "ray[train]"
+    build/launchers-venv/bin/pip install torch==2.13.0 lightning accelerate "ray[train]" deepspeed
     FR_LAUNCHERS_LIVE=1 FR_LAUNCHERS_PYTHON=build/launchers-venv/bin/python \\
         FR_ANALYZE_CLI=build/dev/tools/fr-analyze build/venv/bin/python -m pytest \\
         tests/torch/test_launcher_jobs.py
@@ -43,13 +46,14 @@ from test_torchrun_jobs import analyze, check, check_launcher, stage  # noqa: E4
 DATA = HERE.parent / "data"
 # The launcher whose own words the console holds: accelerate's is torchrun's agent; Lightning
 # prints none (its ranks' lines carry only torch's own "[rankN]:").
-WORDS_OF = {"accelerate": "torchrun"}
-GOLDEN_CASES = sorted(p.parent for name in ("lightning", "accelerate")
+WORDS_OF = {"accelerate": "torchrun", "deepspeed": "deepspeed"}
+GOLDEN_CASES = sorted(p.parent for name in ("lightning", "accelerate", "deepspeed")
                       for p in (DATA / name).glob("*/*/expected.json"))
 
 
 def test_golden_cases_are_present():
-    assert {case.parent.parent.name for case in GOLDEN_CASES} == {"lightning", "accelerate"}
+    assert {case.parent.parent.name for case in GOLDEN_CASES} == {"lightning", "accelerate",
+                                                                  "deepspeed"}
     assert list((DATA / "ray").glob("*/retry/expected.json")), "the Ray retry golden"
 
 
@@ -61,13 +65,15 @@ def test_golden_launcher_job_is_diagnosed(cli, tmp_path, case):
     job = stage(case, tmp_path / "job", times)
     status, report = analyze(cli, job)
     check(status, report, expected)
-    if case.parent.parent.name in WORDS_OF:
-        check_launcher(report, expected, WORDS_OF[case.parent.parent.name])
+    name = case.parent.parent.name
+    if name in WORDS_OF:
+        # DeepSpeed reports the first exit by its return code only, naming no rank.
+        check_launcher(report, expected, WORDS_OF[name], sees_the_death=name != "deepspeed")
 
 
 @pytest.mark.skipif(not os.environ.get("FR_LAUNCHERS_LIVE"),
                     reason="FR_LAUNCHERS_LIVE=1 (and FR_LAUNCHERS_PYTHON) runs the launchers")
-@pytest.mark.parametrize("launcher", ["lightning", "accelerate", "ray_retry"])
+@pytest.mark.parametrize("launcher", ["lightning", "accelerate", "ray_retry", "deepspeed"])
 def test_live_launcher_job_is_diagnosed(cli, tmp_path, launcher):
     python = os.environ.get("FR_LAUNCHERS_PYTHON", sys.executable)
     out = tmp_path / "capture"
@@ -79,4 +85,5 @@ def test_live_launcher_job_is_diagnosed(cli, tmp_path, launcher):
     status, report = analyze(cli, job)
     check(status, report, expected)
     if launcher in WORDS_OF:
-        check_launcher(report, expected, WORDS_OF[launcher])
+        check_launcher(report, expected, WORDS_OF[launcher],
+                       sees_the_death=launcher != "deepspeed")
