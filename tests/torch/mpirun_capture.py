@@ -85,16 +85,7 @@ def capture(out, scenario, fault_rank=2):
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=2)
         f.write("\n")
-    times = {}
-    for root, _, names in os.walk(out):
-        for name in names:
-            path = os.path.join(root, name)
-            rel = os.path.relpath(path, out)
-            if rel not in ("expected.json", "file_times.json"):
-                times[rel] = os.stat(path).st_mtime_ns
-    with open(os.path.join(out, "file_times.json"), "w") as f:
-        json.dump(times, f, indent=2, sort_keys=True)
-        f.write("\n")
+    torchrun_capture.write_file_times(out)
     return expected
 
 

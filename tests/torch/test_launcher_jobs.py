@@ -41,7 +41,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from test_torchrun_jobs import analyze, check, check_launcher, stage  # noqa: E402
+from test_torchrun_jobs import analyze, analyze_golden, check, check_launcher, stage  # noqa: E402
 
 DATA = HERE.parent / "data"
 # The launcher whose own words the console holds: accelerate's is torchrun's agent; Lightning
@@ -60,10 +60,7 @@ def test_golden_cases_are_present():
 @pytest.mark.parametrize("case", GOLDEN_CASES,
                          ids=lambda c: f"{c.parent.parent.name}/{c.parent.name}/{c.name}")
 def test_golden_launcher_job_is_diagnosed(cli, tmp_path, case):
-    expected = json.loads((case / "expected.json").read_text())
-    times = json.loads((case / "file_times.json").read_text())
-    job = stage(case, tmp_path / "job", times)
-    status, report = analyze(cli, job)
+    expected, status, report = analyze_golden(cli, tmp_path, case)
     check(status, report, expected)
     name = case.parent.parent.name
     if name in WORDS_OF:

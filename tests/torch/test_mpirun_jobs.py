@@ -23,7 +23,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import mpirun_capture  # noqa: E402
-from test_torchrun_jobs import analyze, check, check_launcher, stage  # noqa: E402
+from test_torchrun_jobs import analyze, analyze_golden, check, check_launcher, stage  # noqa: E402
 
 GOLDEN = HERE.parent / "data" / "mpirun"
 GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
@@ -35,10 +35,7 @@ def test_golden_cases_are_present():
 
 @pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda c: f"{c.parent.name}/{c.name}")
 def test_golden_mpirun_job_is_diagnosed(cli, tmp_path, case):
-    expected = json.loads((case / "expected.json").read_text())
-    times = json.loads((case / "file_times.json").read_text())
-    job = stage(case, tmp_path / "job", times)
-    status, report = analyze(cli, job)
+    expected, status, report = analyze_golden(cli, tmp_path, case)
     check(status, report, expected)
     check_launcher(report, expected, "mpirun")
 

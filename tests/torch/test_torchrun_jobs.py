@@ -42,6 +42,15 @@ def stage(source, target, times=None):
     return target
 
 
+def analyze_golden(cli, tmp_path, case):
+    """A golden case staged as its job left it (file times restored) and analysed:
+    (expected answer, exit status, report)."""
+    expected = json.loads((case / "expected.json").read_text())
+    times = json.loads((case / "file_times.json").read_text())
+    status, report = analyze(cli, stage(case, tmp_path / "job", times))
+    return expected, status, report
+
+
 def analyze(cli, job):
     """(exit status, report). A run that crashed after printing its report still gives the report,
     so that a failure says both what went wrong with the run and what the verdict was."""
@@ -150,10 +159,7 @@ def test_golden_cases_are_present():
 
 @pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda c: f"{c.parent.name}/{c.name}")
 def test_golden_torchrun_job_is_diagnosed(cli, tmp_path, case):
-    expected = json.loads((case / "expected.json").read_text())
-    times = json.loads((case / "file_times.json").read_text())
-    job = stage(case, tmp_path / "job", times)
-    status, report = analyze(cli, job)
+    expected, status, report = analyze_golden(cli, tmp_path, case)
     check(status, report, expected)
     # Two agents: the culprit's agent may fail before it reports anything (the first golden's
     # agent died reading an empty error.json), so only the note is required there.

@@ -373,6 +373,22 @@ def capture_problems(expected):
 # Golden copies.
 
 
+
+def write_file_times(out):
+    """file_times.json: every captured file's modification time (ns), which the offline tests
+    restore (the harness's own two files left out)."""
+    times = {}
+    for root, _, names in os.walk(out):
+        for name in names:
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, out)
+            if rel not in ("expected.json", "file_times.json"):
+                times[rel] = os.stat(path).st_mtime_ns
+    with open(os.path.join(out, "file_times.json"), "w") as f:
+        json.dump(times, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
 def store_golden(capture_dir, case):
     """Copies a capture to a golden case: dumps as .zst, everything else as it is, and the
     modification time every file had (file_times.json; the offline test restores them)."""
