@@ -51,6 +51,35 @@ def test_a_missing_send_names_the_peer_op_left_waiting(cli, tmp_path):
     assert left and int(left.group(1)) > 0, out
 
 
+@pytest.mark.parametrize("shape,fault,rank", [
+    (("2", "4", "2"), "missing_send", 6),  # the last stage: unbatched sends after its recvs
+    (("2", "4", "2"), "missing_send", 1),  # the first stage: batched send/recv pairs
+    (("2", "4", "2"), "missing_recv", 15),
+    (("1", "4", "1"), "missing_recv", 2),  # a middle stage, towards either neighbour
+    (("2", "8", "1"), "missing_send", 8),
+    (("8", "4", "2"), "missing_recv", 63),
+])
+def test_a_skipped_send_or_recv_names_the_rank_that_skipped_it(cli, tmp_path, shape, fault, rank):
+    """A skipped p2p op shifts the FIFO pairing: the rank that skipped it and its neighbour end
+    up waiting on each other. The verdict named both (or the neighbour and a third rank); the
+    side whose own step-after-step schedule broke is the one that skipped."""
+    tp, pp, dp = shape
+    expected_class, culprits, out = simulate(
+        cli, tmp_path / "d", "--tp", tp, "--pp", pp, "--dp", dp, "--fault", fault,
+        "--fault-rank", str(rank), "--fault-group", "pp")
+    assert culprits == [rank], out
+    report = analyze_json(cli, tmp_path / "d")
+    verdict = report["verdict"]
+    assert verdict["failure_class"] == expected_class
+    assert verdict["culprit_ranks"] == culprits
+    assert verdict["confidence"] == "medium"
+    assert rank not in verdict.get("victim_ranks", [])
+    # Every chain of waits shown ends at the culprit.
+    assert verdict["chains"]
+    for chain in verdict["chains"]:
+        assert chain["edges"][-1]["waits_for"] == rank, chain
+
+
 def test_findings_on_dumps_with_timing_never_say_without_timing(cli, tmp_path):
     """A GPU stall in a pipeline recv (timing on, the simulator's default) leaves ops that every
     member issued and none started; the finding said "without timing" on dumps that have it."""

@@ -845,11 +845,32 @@ class GroupMatcher {
     }
     // A batch (batch_isend_irecv) completes only as a whole: one op of it that waits holds the
     // others, so a peer matched with a held op is not going to complete either.
-    std::set<std::pair<int64_t, int64_t>> held_batches;  // (rank, p2p_seq_id)
+    // (rank, p2p_seq_id) -> the peers its waiting ops wait for.
+    std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> held_batches;
     for (const Judged& j : judged) {
       if (j.partner != PartnerState::kStarted && j.partner != PartnerState::kSkip) {
         const GroupMember& member = group_.members[j.member];
-        held_batches.emplace(member.rank, DumpOf(member)->entries[j.entry].p2p_seq_id);
+        held_batches[{member.rank, DumpOf(member)->entries[j.entry].p2p_seq_id}].insert(
+            group_.members[j.peer].rank);
+      }
+    }
+    // A batch whose op is matched with an op of a held batch is held too, by that peer: the
+    // hold passes along a pipeline, stage by stage.
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const Judged& j : judged) {
+        if (j.partner != PartnerState::kStarted) continue;
+        const int64_t peer_rank = group_.members[j.peer].rank;
+        if (!held_batches.contains({peer_rank, j.partner_batch})) continue;
+        const GroupMember& member = group_.members[j.member];
+        const std::set<int64_t>& holders = held_batches[{peer_rank, j.partner_batch}];
+        // Held only by this member's own batch: the hold would come back to where it started.
+        if (std::all_of(holders.begin(), holders.end(),
+                        [&](int64_t r) { return r == member.rank; })) {
+          continue;
+        }
+        int64_t own_batch = DumpOf(member)->entries[j.entry].p2p_seq_id;
+        grew |= held_batches[{member.rank, own_batch}].insert(peer_rank).second;
       }
     }
     // Pass 2: blocks and stuck pairs.
@@ -883,11 +904,26 @@ class GroupMatcher {
           block(BlockReason::kNotStarted);
           break;
         case PartnerState::kStarted:
-          if (held_batches.contains({peer.rank, j.partner_batch})) {
+          if (auto held = held_batches.find({peer.rank, j.partner_batch});
+              held != held_batches.end()) {
+            const std::set<int64_t>& holders = held->second;
+            bool only_by_member = std::all_of(holders.begin(), holders.end(),
+                                              [&](int64_t r) { return r == member.rank; });
+            auto own = held_batches.find({member.rank, entry.p2p_seq_id});
+            if (only_by_member && own != held_batches.end() && !own->second.contains(peer.rank)) {
+              // The peer waits for this member's batch, which waits for a third rank: this op
+              // is pending only because of its own batch, not because of the peer.
+              break;
+            }
             block(entry.op == OpKind::kSend ? BlockReason::kRecvHeldByBatch
                                             : BlockReason::kSendHeldByBatch);
-          } else if (entry.op == OpKind::kSend) {
+            // The peer's batch waits for a third rank, not for this one: the wait passes on
+            // (two batches holding each other are a shifted FIFO pairing; this is not).
+            result_.blocks.back().held_by_other_rank = !only_by_member;
+          } else if (entry.op == OpKind::kSend &&
+                     !held_batches.contains({member.rank, entry.p2p_seq_id})) {
             // Both sides posted and neither completed: the transport (reported by the sender).
+            // Unless the sender's own batch waits elsewhere: it completes only as a whole.
             StuckOp stuck;
             stuck.group = group_index_;
             stuck.is_p2p = true;

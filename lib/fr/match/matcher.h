@@ -78,7 +78,14 @@ struct Block {
   std::vector<int64_t> blockers;  // ascending
   BlockReason reason = BlockReason::kNeverIssued;
   int64_t time_created_ns = kUnknown;  // earliest waiter's entry
+  // Held by batch only: the blockers' batch waits for a rank other than the waiters, so the
+  // blockers relay a wait that starts elsewhere.
+  bool held_by_other_rank = false;
 };
+// A wait the blockers only pass on, for choosing where a culprit's fault started.
+inline bool PassesWaitOn(const Block& block) {
+  return block.reason == BlockReason::kBehindEarlierOp || block.held_by_other_rank;
+}
 
 // Every member issued the op and none completed it: the transport, NCCL or the network.
 struct StuckOp {

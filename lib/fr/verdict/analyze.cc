@@ -17,6 +17,7 @@
 #include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
 #include "fr/match/matcher.h"
+#include "fr/match/p2p_rhythm.h"
 #include "fr/verdict/failure_class.h"
 #include "fr/verdict/judgment.h"
 #include "fr/verdict/next_actions.h"
@@ -259,8 +260,8 @@ class Judge {
         // The earliest op others wait in is the root: what the culprit failed to do first.
         // Everything after it (sends it never reached, later collectives) follows from it.
         // "Blocked behind an earlier op" only relays a wait: prefer any direct cause.
-        bool x_relay = x.reason == BlockReason::kBehindEarlierOp;
-        bool y_relay = y.reason == BlockReason::kBehindEarlierOp;
+        bool x_relay = PassesWaitOn(x);
+        bool y_relay = PassesWaitOn(y);
         // Collectives align by seq across ranks; p2p waits only say "not yet", and a peer posts
         // its recv long before the culprit would have reached the send. So a collective the
         // culprit failed to join names the root better than a p2p op it failed to match.
@@ -280,7 +281,7 @@ class Judge {
       // blames no one (a stalled transport, an op still in flight) is not a culprit. If it is in
       // no stuck op either, it waits in a cycle of such relays: send/recv queued behind each
       // other (a p2p ordering deadlock), kept for below.
-      if (blocks()[best].reason == BlockReason::kBehindEarlierOp) {
+      if (PassesWaitOn(blocks()[best])) {
         if (!InStuckOp(culprit)) relay_ranks.push_back(culprit);
         continue;
       }
@@ -314,7 +315,7 @@ class Judge {
   void AddCulpritFinding(const Block& block, std::vector<int64_t>* culprit_ranks) {
     std::vector<int64_t>& culprits_of = *culprit_ranks;
     const JobGroup& group = index().groups[block.group];
-    bool batch_shift = IsHeldByBatch(block.reason);
+    bool batch_shift = IsHeldByBatch(block.reason) && !block.held_by_other_rank;
     if (batch_shift) {
       // Batched p2p stuck against each other: a skipped or extra op on either side of the
       // channel shifts the FIFO pairing; both sides are named.
@@ -354,12 +355,23 @@ class Judge {
           culprits, block.op, seq, GroupLabel(group), culprits_of.size() > 1 ? "their" : "its");
     } else if (batch_shift) {
       confidence = Confidence::kLow;
-      finding.summary = fmt::format(
+      const std::string held = fmt::format(
           "Ranks {} are stuck in batched sends/recvs (batch_isend_irecv) on the same channel in "
           "{}, each batch holding an op the other side cannot match: one of them skipped or "
-          "added a p2p op, shifting the FIFO pairing. Which one is not in the dumps; compare "
-          "their pipeline schedules.",
+          "added a p2p op, shifting the FIFO pairing.",
           culprits, GroupLabel(group));
+      std::string deviated =
+          DeviatedFromOwnRhythm(MutualP2pWaits(culprits_of, block.group), &finding);
+      if (!deviated.empty()) {
+        confidence = Confidence::kMedium;
+        culprits_of = finding.ranks;
+        finding.summary = fmt::format("{} {}", held, deviated);
+      } else {
+        finding.summary = fmt::format(
+            "{} Which one is not in the dumps; compare their pipeline "
+            "schedules.",
+            held);
+      }
     } else if (block.reason == BlockReason::kNoMatchingRecv ||
                block.reason == BlockReason::kNoMatchingSend) {
       finding.summary =
@@ -444,11 +456,23 @@ class Judge {
     finding.seq = first.seq;
     finding.op = first.op;
     finding.confidence = Confidence::kLow;
-    finding.summary = fmt::format(
-        "Ranks {} wait on each other: each one's pending {} is queued behind another pending op "
-        "of its own, so none can progress (sends and recvs posted in an order the peers do not "
-        "mirror, e.g. one skipped or extra p2p op). Which side deviated is not in the dumps.",
-        FormatRankSet(finding.ranks), p2p ? "send/recv" : "op");
+    finding.cause_time_ns = first.time_created_ns;
+    std::string deviated = p2p ? DeviatedFromOwnRhythm(cycle, &finding) : "";
+    std::string waiting = FormatRankSet(SortedCopy(ranks));
+    if (!deviated.empty()) {
+      finding.confidence = Confidence::kMedium;
+      finding.summary = fmt::format(
+          "Ranks {} wait on each other: each one's pending send/recv is queued behind another "
+          "pending op of its own, so none can progress. {}",
+          waiting, deviated);
+    } else {
+      finding.summary = fmt::format(
+          "Ranks {} wait on each other: each one's pending {} is queued behind another pending "
+          "op of its own, so none can progress (sends and recvs posted in an order the peers do "
+          "not mirror, e.g. one skipped or extra p2p op). Which side deviated is not in the "
+          "dumps.",
+          waiting, p2p ? "send/recv" : "op");
+    }
     for (uint32_t b : cycle) {
       const Block& block = blocks()[b];
       finding.evidence.push_back(fmt::format(
@@ -456,7 +480,102 @@ class Judge {
           block.is_p2p ? fmt::format("p2p #{}", block.seq) : fmt::format("#{}", block.seq),
           GroupLabel(index().groups[block.group]), FormatRankSet(block.blockers)));
     }
-    finding.cause_time_ns = first.time_created_ns;
+  }
+
+  static std::vector<int64_t> SortedCopy(std::vector<int64_t> ranks) {
+    std::sort(ranks.begin(), ranks.end());
+    return ranks;
+  }
+
+  // In a p2p deadlock, the side that skipped or added an op is the one whose sends/recvs with
+  // its peer stopped repeating their own pattern at or before where it waits; its peer's pattern
+  // holds. `waits`: the blocks of the ranks waiting on each other (one waiter and one blocker
+  // each). When exactly one of those ranks broke its rhythm, it becomes the finding's rank, its
+  // place the finding's op, and the sentence that says so is returned; otherwise "" and the
+  // finding is left alone.
+  std::string DeviatedFromOwnRhythm(const std::vector<uint32_t>& waits, JudgedFinding* finding) {
+    struct Deviation {
+      int64_t rank;
+      int64_t peer;
+      ChannelRhythm rhythm;
+      const RankDump* dump;
+    };
+    std::vector<Deviation> deviations;
+    std::set<int64_t> checked;
+    for (uint32_t b : waits) {
+      const Block& block = blocks()[b];
+      if (!block.is_p2p || block.waiters.size() != 1 || block.blockers.size() != 1) return "";
+      const int64_t rank = block.waiters.front();
+      const int64_t peer = block.blockers.front();
+      const JobGroup& group = index().groups[block.group];
+      const GroupMember* member = nullptr;
+      for (const GroupMember& m : group.members) {
+        if (m.rank == rank) member = &m;
+      }
+      const RankDump* dump = DumpOf(rank);
+      if (member == nullptr || dump == nullptr) return "";
+      ChannelRhythm rhythm = RhythmWithPeer(*dump, *member, peer);
+      checked.insert(rank);
+      if (!rhythm.broken.has_value()) continue;
+      // A break after the op the rank waits in is the run-ahead of a rank whose wait started
+      // earlier, not the cause of that wait.
+      int64_t at = dump->entries[rhythm.break_entry].p2p_seq_id;
+      if (at == kUnknown || block.seq == kUnknown || at > block.seq) continue;
+      deviations.push_back({rank, peer, std::move(rhythm), dump});
+    }
+    if (deviations.size() != 1 || checked.size() < 2) return "";
+    const Deviation& d = deviations.front();
+    const RhythmBreak& broken = *d.rhythm.broken;
+    const Entry& at = d.dump->entries[d.rhythm.break_entry];
+    finding->ranks = {d.rank};
+    // Where the others wait for it: the op its missing one would have paired with.
+    for (uint32_t b : waits) {
+      const Block& block = blocks()[b];
+      if (block.blockers.front() != d.rank) continue;
+      finding->group = block.group;
+      finding->seq = block.seq;
+      finding->op = block.op;
+      finding->cause_time_ns = block.time_created_ns;
+    }
+    const std::string_view posted = at.op == OpKind::kSend ? "send" : "recv";
+    const std::string_view expected = broken.expected_send ? "send" : "recv";
+    finding->evidence.push_back(fmt::format(
+        "rank {}'s sends/recvs with rank {} repeat every {} ops ({} sends, {} recvs) for {} ops; "
+        "its {} at p2p #{} stands where that repetition has a {}",
+        d.rank, d.peer, broken.period, broken.sends_per_period,
+        broken.period - broken.sends_per_period, broken.ops_in_rhythm, posted, at.p2p_seq_id,
+        expected));
+    std::vector<int64_t> steady;
+    for (int64_t rank : checked) {
+      if (rank != d.rank) steady.push_back(rank);
+    }
+    finding->evidence.push_back(
+        fmt::format("the sends/recvs of rank{} {} keep their own repetition up to where {} wait{}",
+                    steady.size() > 1 ? "s" : "", FormatRankSet(steady),
+                    steady.size() > 1 ? "they" : "it", steady.size() > 1 ? "" : "s"));
+    return fmt::format(
+        "Rank {} broke its own rhythm with rank {}: at p2p #{} it posted a {} where each earlier "
+        "repetition of its {} ops had a {} (a {} skipped, or an extra {}), and its peers wait "
+        "for the op it never posted.",
+        d.rank, d.peer, at.p2p_seq_id, posted, broken.period, expected, expected, posted);
+  }
+
+  // The blocks in which ranks of `ranks` wait for each other in `group`, one per waiter.
+  std::vector<uint32_t> MutualP2pWaits(const std::vector<int64_t>& ranks, uint32_t group) const {
+    std::vector<uint32_t> waits;
+    std::set<int64_t> seen;
+    for (uint32_t b = 0; b < blocks().size(); ++b) {
+      const Block& block = blocks()[b];
+      if (!block.is_p2p || block.group != group || block.waiters.size() != 1 ||
+          block.blockers.size() != 1) {
+        continue;
+      }
+      int64_t waiter = block.waiters.front();
+      bool both = std::find(ranks.begin(), ranks.end(), waiter) != ranks.end() &&
+                  std::find(ranks.begin(), ranks.end(), block.blockers.front()) != ranks.end();
+      if (both && seen.insert(waiter).second) waits.push_back(b);
+    }
+    return waits;
   }
 
   void AddStuckFindings() {
@@ -773,6 +892,16 @@ class Judge {
     for (int64_t r : graph.victims()) {
       if (!culprits.contains(r)) verdict.victims.push_back(r);
     }
+    // A rank of a deadlock that the lead cleared (its peer broke the rhythm) waits too.
+    for (int64_t r : graph.culprits()) {
+      if (culprits.contains(r)) continue;
+      if (std::any_of(blocks().begin(), blocks().end(), [&](const Block& block) {
+            return std::binary_search(block.waiters.begin(), block.waiters.end(), r);
+          })) {
+        verdict.victims.push_back(r);
+      }
+    }
+    std::sort(verdict.victims.begin(), verdict.victims.end());
     NextActionContext context;
     context.failure_class = failure_class;
     context.culprits = verdict.culprits;
@@ -788,7 +917,7 @@ class Judge {
     context.ranks_missing = AbsentRanks();
     context.has_stragglers = !judgment_.stragglers.empty();
     verdict.next_actions = NextActions(context);
-    verdict.chains = Chains(graph);
+    verdict.chains = Chains(graph, culprits);
   }
 
   // Every entry came from Gloo, which records no start or completion events at all.
@@ -824,7 +953,8 @@ class Judge {
     return false;
   }
 
-  std::vector<std::vector<WaitHop>> Chains(const WaitForGraph& graph) const {
+  std::vector<std::vector<WaitHop>> Chains(const WaitForGraph& graph,
+                                           const std::set<int64_t>& culprits) const {
     // The most informative chains are the longest: they cross groups (a DP waiter blocked by a
     // PP peer blocked by the culprit). Ties go to the lowest rank.
     std::vector<std::pair<int, int64_t>> candidates;
@@ -836,6 +966,19 @@ class Judge {
       if (chains.size() >= kMaxChains) break;
       std::vector<WaitHop> chain = graph.ChainFrom(victim);
       if (chain.empty()) continue;
+      // The graph stops at the first rank of a deadlock; when the verdict cleared that rank
+      // (its peer broke the rhythm), the chain goes on to the culprit it waits for.
+      if (int64_t last = chain.back().waits_for; !culprits.contains(last)) {
+        for (uint32_t b = 0; b < blocks().size(); ++b) {
+          const Block& block = blocks()[b];
+          if (!std::binary_search(block.waiters.begin(), block.waiters.end(), last)) continue;
+          auto to = std::find_if(block.blockers.begin(), block.blockers.end(),
+                                 [&](int64_t r) { return culprits.contains(r); });
+          if (to == block.blockers.end()) continue;
+          chain.push_back(WaitHop{last, b, *to});
+          break;
+        }
+      }
       std::vector<uint32_t> path;
       for (const WaitHop& hop : chain) path.push_back(hop.block);
       if (!seen_paths.insert(path).second) continue;
