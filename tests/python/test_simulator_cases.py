@@ -159,3 +159,14 @@ def test_a_head_that_rolled_out_of_the_ring_buffer_is_still_the_head(cli, tmp_pa
         "stuck_before_op", "--fault-rank", "99")
     verdict = analyze_json(cli, tmp_path / "d")["verdict"]
     assert (verdict["failure_class"], verdict["culprit_ranks"]) == (failure_class, culprits)
+
+
+def test_an_op_that_rolled_out_of_every_buffer_is_still_named_as_a_collective(cli, tmp_path):
+    """Every waiter kept enqueueing past the op it is stuck in, so no 75-entry buffer holds it:
+    the text said "never issued  #833" and the chains "[ #833 in group 1 (TP) ...]"."""
+    simulate(cli, tmp_path / "d", "--tp", "8", "--pp", "4", "--dp", "4", "--buffer", "75",
+             "--fault", "stuck_before_op", "--fault-rank", "99")
+    text = subprocess.run([cli, "analyze", str(tmp_path / "d")], capture_output=True,
+                          text=True).stdout
+    assert "never issued collective #" in text, text
+    assert not re.search(r"[\[ ] #\d", text), text

@@ -665,6 +665,9 @@ class GroupMatcher {
       op = std::string(dump.strings.view(entry.op_name));
       created = entry.time_created_ns;
     }
+    // Every member's ring buffer moved past it (they kept enqueueing behind the stuck op): its
+    // seq and group are known from their progress, its name is not.
+    if (op.empty()) op = "collective";
 
     std::vector<int64_t> missing, unreadable, not_issued, not_started, blocked_behind;
     std::vector<std::pair<size_t, const CollectiveUnit*>> issued;
@@ -1000,6 +1003,8 @@ class GroupMatcher {
       state.seq = seq;
       if (unit != nullptr) {
         state.op = std::string(dump->strings.view(dump->entries[unit->first_entry].op_name));
+      } else if (seq != kUnknown) {
+        state.op = "collective";  // its entry rolled out of the ring buffer; pg_status knows seq
       }
       match_.members.push_back(std::move(state));
     }
