@@ -6,14 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "fr/base/buffer.h"
-#include "fr/decode/pickle_decoder.h"
 #include "fr/index/dump_time.h"
-#include "fr/normalize/normalize.h"
 #include "fr/write/dump_spec.h"
-#include "fr/write/dump_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/rank_dump_builder.h"
 
 namespace fr {
 namespace {
@@ -50,12 +47,9 @@ RankDump Dump(int64_t rank, std::vector<EntrySpec> entries, int64_t mtime_ns) {
   spec.comm_lib_version = "";
   spec.include_stacks = false;
   spec.entries = std::move(entries);
-  absl::StatusOr<Document> doc = DecodePickle(Buffer::FromString(WriteDumpPickle(spec)));
-  EXPECT_TRUE(doc.ok()) << doc.status();
-  absl::StatusOr<RankDump> dump = NormalizeDump(*doc, rank);
-  EXPECT_TRUE(dump.ok()) << dump.status();
-  dump->file_mtime_ns = mtime_ns;
-  return *std::move(dump);
+  RankDump dump = test_support::NormalizedDump(rank, spec);
+  dump.file_mtime_ns = mtime_ns;
+  return dump;
 }
 
 const GroupMember& Member(const JobIndex& index, int64_t rank) {

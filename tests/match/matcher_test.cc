@@ -1,20 +1,17 @@
 // Matching from small hand-built jobs: who is blocked by whom, desyncs with their minority,
 // collectives stuck with everyone inside, p2p channels, batches that completed, and the edge of
-// a wrapped ring buffer. Each job is written with the torch-exact writer and read back, so the
-// matcher sees what it sees in real files; expectations come from the job each test writes.
+// a wrapped ring buffer. Each job is the Document torch would have pickled, read by the normalizer
+// (tests/support), so the matcher sees what it sees in real files; expectations come from the job
+// each test builds.
 #include "fr/match/matcher.h"
 
 #include <string>
 #include <vector>
 
-#include "fr/base/buffer.h"
-#include "fr/decode/pickle_decoder.h"
 #include "fr/index/job_index.h"
-#include "fr/normalize/normalize.h"
-#include "fr/write/dump_spec.h"
-#include "fr/write/dump_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/rank_dump_builder.h"
 
 namespace fr {
 namespace {
@@ -22,57 +19,11 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kStart = 1'800'000'000 * kSecond;
+using test_support::kSecond;
+using test_support::kStart;
+using test_support::Rank;
 constexpr int64_t kLater = kStart + 3600 * kSecond;  // dump time: everything pending is stuck
-
-struct Op {
-  std::string name;   // "all_reduce", "send 0->1", "coalesced", ...
-  int64_t seq = 0;    // collective seq (or p2p seq for send/recv)
-  std::string state;  // scheduled | started | completed
-  std::vector<int64_t> size = {4};
-  std::string dtype = "Float";
-  int64_t closes_batch = 0;  // for a closing entry: the p2p seq of the batch it closes
-};
-
-// One rank's dump: all ops in group "0" of `world` ranks, in order.
-RankDump Rank(int64_t rank, int64_t world, const std::vector<Op>& ops, int64_t first_record = 0) {
-  DumpSpec spec;
-  std::vector<int64_t> ranks;
-  for (int64_t r = 0; r < world; ++r) ranks.push_back(r);
-  spec.process_groups = {{"0", "default_pg", ranks, 0}};
-  spec.pg_status.clear();
-  int64_t op_id = 0, record = first_record;
-  for (const Op& op : ops) {
-    EntrySpec e;
-    e.record_id = record++;
-    e.pg_name = "0";
-    e.pg_desc = "default_pg";
-    bool p2p = op.name.starts_with("send") || op.name.starts_with("recv");
-    e.is_p2p = p2p;
-    e.collective_seq_id = p2p ? 0 : op.seq;
-    e.p2p_seq_id = p2p ? op.seq : op.closes_batch;
-    e.op_id = ++op_id;
-    e.profiling_name = "nccl:" + op.name;
-    e.time_created_ns = kStart + e.op_id * kSecond;
-    e.state = op.state;
-    e.retired = op.state == "completed";
-    if (op.state != "scheduled") e.time_discovered_started_ns = e.time_created_ns + 1;
-    if (op.state == "completed") e.time_discovered_completed_ns = e.time_created_ns + 2;
-    if (!op.name.ends_with("coalesced")) {  // a closing entry records no tensors
-      e.input_sizes = {op.size};
-      e.output_sizes = {op.size};
-      e.input_dtypes = {op.dtype};
-      e.output_dtypes = {op.dtype};
-    }
-    spec.entries.push_back(e);
-  }
-  absl::StatusOr<Document> doc = DecodePickle(Buffer::FromString(WriteDumpPickle(spec)));
-  EXPECT_TRUE(doc.ok()) << doc.status();
-  absl::StatusOr<RankDump> dump = NormalizeDump(*doc, rank);
-  EXPECT_TRUE(dump.ok()) << dump.status();
-  return *std::move(dump);
-}
+using Op = test_support::TestOp;
 
 struct Matched {
   LoadedTrace trace;

@@ -19,11 +19,16 @@
 #include "fr/verdict/analyze.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/fault_matrix.h"
 
 namespace fr {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::FaultCase;
+using test_support::FaultCaseName;
+using test_support::FaultsAt512Ranks;
+using test_support::FaultsAt8Ranks;
 using ::testing::HasSubstr;
 
 fs::path WriteJob(const JobSimulatorOptions& options, const std::string& name) {
@@ -72,12 +77,6 @@ absl::StatusOr<LoadedTrace> FromSummaries(const std::string& root,
   return AssembleTrace(root, *std::move(discovery), bytes);
 }
 
-struct FaultCase {
-  FaultKind kind;
-  GroupKind group;
-  bool timing;
-};
-
 class SummariesGiveTheSameReportTest : public ::testing::TestWithParam<FaultCase> {};
 
 TEST_P(SummariesGiveTheSameReportTest, ForEveryInjectedFault) {
@@ -108,23 +107,11 @@ TEST_P(SummariesGiveTheSameReportTest, ForEveryInjectedFault) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Faults, SummariesGiveTheSameReportTest,
-    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
-                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, false},
-                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
-                      FaultCase{FaultKind::kCrashedRank, GroupKind::kData, true},
-                      FaultCase{FaultKind::kOpMismatch, GroupKind::kTensor, true},
-                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
-                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kData, true},
-                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, true},
-                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, false},
-                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
-    [](const ::testing::TestParamInfo<FaultCase>& info) {
-      return std::string(FaultKindName(info.param.kind)) + (info.param.timing ? "_timing" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Faults, SummariesGiveTheSameReportTest,
+                         ::testing::ValuesIn(FaultsAt8Ranks()),
+                         [](const ::testing::TestParamInfo<FaultCase>& info) {
+                           return FaultCaseName(info.param);
+                         });
 
 class AtScaleTest : public ::testing::TestWithParam<FaultCase> {};
 
@@ -158,22 +145,10 @@ TEST_P(AtScaleTest, SummariesAndOneThreadGiveTheSameReport) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Faults, AtScaleTest,
-    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
-                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
-                      FaultCase{FaultKind::kCrashedRank, GroupKind::kTensor, false},
-                      FaultCase{FaultKind::kOpMismatch, GroupKind::kData, true},
-                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
-                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kTensor, false},
-                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, false},
-                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, true},
-                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
-    [](const ::testing::TestParamInfo<FaultCase>& info) {
-      return std::string(FaultKindName(info.param.kind)) + (info.param.timing ? "_timing" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Faults, AtScaleTest, ::testing::ValuesIn(FaultsAt512Ranks()),
+                         [](const ::testing::TestParamInfo<FaultCase>& info) {
+                           return FaultCaseName(info.param);
+                         });
 
 TEST(RankSummaryTest, ADumpReadBackIsTheDumpWritten) {
   fs::path dir = WriteJob(FaultKind::kSizeMismatch, GroupKind::kTensor, true, "roundtrip");

@@ -16,11 +16,16 @@
 #include "fr/simulate/job_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/fault_matrix.h"
 
 namespace fr {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::FaultCase;
+using test_support::FaultCaseName;
+using test_support::FaultsAt512Ranks;
+using test_support::FaultsAt8Ranks;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
@@ -108,14 +113,8 @@ void ExpectVerdictMatchesTruth(const Analysis& analysis) {
   }
 }
 
-struct FaultCase {
-  FaultKind kind;
-  GroupKind group;
-  bool timing;
-};
-
 std::string CaseName(const ::testing::TestParamInfo<FaultCase>& info) {
-  return std::string(FaultKindName(info.param.kind)) + (info.param.timing ? "_timing" : "");
+  return FaultCaseName(info.param);
 }
 
 class EveryFaultAt8RanksTest : public ::testing::TestWithParam<FaultCase> {};
@@ -128,7 +127,7 @@ TEST_P(EveryFaultAt8RanksTest, VerdictMatchesTheInjectedFault) {
   options.fault.rank = 5;
   options.fault.step = 12;
   options.fault.group = GetParam().group;
-  Analysis analysis = SimulateAndAnalyze(options, {}, CaseName({GetParam(), 0}));
+  Analysis analysis = SimulateAndAnalyze(options, {}, FaultCaseName(GetParam()));
   ExpectVerdictMatchesTruth(analysis);
   if (GetParam().kind == FaultKind::kMissingSend || GetParam().kind == FaultKind::kMissingRecv) {
     // Whole ring buffers keep every step: the side whose own schedule broke is named alone.
@@ -138,22 +137,8 @@ TEST_P(EveryFaultAt8RanksTest, VerdictMatchesTheInjectedFault) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Faults, EveryFaultAt8RanksTest,
-    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
-                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, false},
-                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
-                      FaultCase{FaultKind::kCrashedRank, GroupKind::kData, true},
-                      FaultCase{FaultKind::kOpMismatch, GroupKind::kTensor, true},
-                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
-                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kData, true},
-                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, true},
-                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, false},
-                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kTransportStall, GroupKind::kTensor, false},
-                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Faults, EveryFaultAt8RanksTest, ::testing::ValuesIn(FaultsAt8Ranks()),
+                         CaseName);
 
 class EveryFaultAt512RanksTest : public ::testing::TestWithParam<FaultCase> {};
 
@@ -170,7 +155,7 @@ TEST_P(EveryFaultAt512RanksTest, CulpritDeepInThePipelineIsFound) {
   options.fault.rank = 7 * 16 + 2 * 4 + 1;  // dp 7, stage 2, tp 1
   options.fault.step = 9;
   options.fault.group = GetParam().group;
-  Analysis analysis = SimulateAndAnalyze(options, {}, "large_" + CaseName({GetParam(), 0}));
+  Analysis analysis = SimulateAndAnalyze(options, {}, "large_" + FaultCaseName(GetParam()));
   ExpectVerdictMatchesTruth(analysis);
   if (analysis.truth.failure_class != "none") {
     // Most of the job is blocked behind the culprit, and the report says how.
@@ -178,20 +163,8 @@ TEST_P(EveryFaultAt512RanksTest, CulpritDeepInThePipelineIsFound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Faults, EveryFaultAt512RanksTest,
-    ::testing::Values(FaultCase{FaultKind::kNone, GroupKind::kData, true},
-                      FaultCase{FaultKind::kStuckBeforeOp, GroupKind::kData, true},
-                      FaultCase{FaultKind::kCrashedRank, GroupKind::kTensor, false},
-                      FaultCase{FaultKind::kOpMismatch, GroupKind::kData, true},
-                      FaultCase{FaultKind::kSizeMismatch, GroupKind::kTensor, true},
-                      FaultCase{FaultKind::kDtypeMismatch, GroupKind::kTensor, false},
-                      FaultCase{FaultKind::kMissingSend, GroupKind::kPipeline, false},
-                      FaultCase{FaultKind::kMissingRecv, GroupKind::kPipeline, true},
-                      FaultCase{FaultKind::kGpuStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kTransportStall, GroupKind::kData, true},
-                      FaultCase{FaultKind::kStraggler, GroupKind::kData, true}),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Faults, EveryFaultAt512RanksTest, ::testing::ValuesIn(FaultsAt512Ranks()),
+                         CaseName);
 
 class EveryVersionTest : public ::testing::TestWithParam<std::tuple<std::string, DumpEncoding>> {};
 
