@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from fr_analyze import _args, _core, _frames, _html
+from fr_analyze import _args, _core, _frames
 from fr_analyze.errors import Error
 
 if TYPE_CHECKING:
@@ -177,8 +177,9 @@ class Report:
         verdict and root cause first, the wait-for graph, a timeline of the window around the
         failure, the groups with problems, the findings with their stacks on click. No scripts,
         nothing fetched. fragment=True gives one <div> to embed (what a notebook shows).
-        Needs the trace the report was made from (a report of a pasted log has none)."""
-        return _core.html_report(self.trace._loaded, self._core, _args.flag(fragment, "fragment"))
+        A report of a pasted log (no trace) shows its verdict and log evidence alone."""
+        loaded = None if self._trace is None else self._trace._loaded
+        return _core.html_report(loaded, self._core, _args.flag(fragment, "fragment"))
 
     def write_html(self, path: str) -> int:
         """Writes to_html() to `path`; returns the bytes written."""
@@ -189,8 +190,5 @@ class Report:
         return len(data)
 
     def _repr_html_(self) -> str:
-        # The same view as the HTML report where the dumps are at hand; a report of a pasted
-        # log alone has no timeline or graph to draw, and gets the text-only view.
-        if self._trace is not None:
-            return self.to_html(fragment=True)
-        return _html.report_html(self)
+        # A notebook shows the HTML report's own fragment: one renderer for pages and cells.
+        return self.to_html(fragment=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence
 
-from fr_analyze import _args, _core, _frames, _html
+from fr_analyze import _args, _core, _frames
 from fr_analyze._paths import LoadRoot, PathsArg, resolve
 from fr_analyze._progress import ProgressArg, make_progress
 from fr_analyze._report import Report
@@ -230,7 +231,8 @@ class Trace:
         return _frames.entries_df(self)
 
     def _repr_html_(self) -> str:
-        return _html.trace_html(self)
+        # What `fr-analyze load` prints, as preformatted text: the core writes it, once.
+        return f"<div class='fr-trace'><pre>{html.escape(str(self))}</pre></div>"
 
 
 def load(

@@ -267,8 +267,13 @@ py::bytes WriteTimeline(const LoadedTrace& trace, const std::string& source,
 
 // The HTML report of `report` (made from `trace`): a whole page, or a fragment for a notebook.
 // The logs and monitor snapshots beside the dumps are read again for the timeline's events.
-std::string HtmlReport(const LoadedTrace& trace, const report::Report& report, bool fragment) {
+// `trace`: the dumps the report was made from, or None for a report of a pasted log (the page
+// then shows the verdict and the log evidence; no timeline or graph of dumps to draw).
+std::string HtmlReport(const LoadedTrace* trace_or_none, const report::Report& report,
+                       bool fragment) {
   py::gil_scoped_release release;
+  static const LoadedTrace kNoDumps;
+  const LoadedTrace& trace = trace_or_none == nullptr ? kNoDumps : *trace_or_none;
   LogSet logs = ReadLogsBeside(trace);
   MonitorSnapshots monitor = ReadMonitorsBeside(trace, report.inputs().source(), &logs);
   fr::Timeline timeline = BuildTimeline(trace, logs, report, &monitor);
@@ -518,7 +523,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("pasted") = std::nullopt);
   m.def("timeline", &WriteTimeline, py::arg("trace"), py::arg("source") = "",
         py::arg("format") = "perfetto");
-  m.def("html_report", &HtmlReport, py::arg("trace"), py::arg("report"),
+  m.def("html_report", &HtmlReport, py::arg("trace").none(true), py::arg("report"),
         py::arg("fragment") = false);
   m.def("collective_table", &CollectiveTable, py::arg("trace"));
   m.def("entries_columns", &EntriesColumns, py::arg("trace"));

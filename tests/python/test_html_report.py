@@ -174,7 +174,9 @@ def test_python_report_is_the_cli_report_and_the_notebook_shows_it(cli, browser,
     assert text_of(dom, "culprits") == "3"
 
 
-def test_a_pasted_log_has_a_text_only_notebook_view(cli):
+def test_a_pasted_log_has_the_same_notebook_view_without_dumps(cli):
+    """A report of a pasted log has no dumps: the notebook shows the HTML report's fragment
+    (one renderer), with the log's root cause and no section that needs dumps."""
     import fr_analyze
 
     report = fr_analyze.analyze_log(
@@ -182,7 +184,9 @@ def test_a_pasted_log_has_a_text_only_notebook_view(cli):
         "collective operation timeout: WorkNCCL(SeqNum=25, OpType=ALLREDUCE, NumelIn=8, "
         "NumelOut=8, Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n")
     html = report._repr_html_()
-    assert "fr-an" in html and "collective_timeout" in html
+    assert html.startswith('<div class="fr-report">') and "<html" not in html
+    assert 'id="root-cause"' in html and "collective_timeout" in html
+    assert report.to_html().startswith("<!DOCTYPE html>")
 
 
 def test_timeline_command_writes_both_formats(cli, tmp_path):
