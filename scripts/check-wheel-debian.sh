@@ -22,6 +22,10 @@ trap 'umount "$root/proc"' EXIT
 rm -rf "$root/opt/fr" "$root/tmp/job" "$root/tmp/wheel"
 mkdir -p "$root/tmp/wheel"
 cp "$wheel" "$root/tmp/wheel/"
+# The wheel's one dependency (protobuf's runtime, for the report's typed message), fetched here:
+# the root installs with --no-index.
+python3 -m pip download -q --disable-pip-version-check --only-binary=:all: --no-deps \
+  --python-version 3.11 --platform manylinux2014_x86_64 -d "$root/tmp/wheel" "protobuf>=4.21"
 chroot "$root" /bin/bash -euo pipefail -c '
   echo "root: $(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -n 1), $(python3 --version)"
   if command -v cc gcc g++ ld >/dev/null; then echo "a compiler is installed"; exit 1; fi
@@ -30,7 +34,7 @@ chroot "$root" /bin/bash -euo pipefail -c '
   python3 -m venv /opt/fr
   TIMEFORMAT="installed in %R s"
   time /opt/fr/bin/pip install -q --disable-pip-version-check --no-index --only-binary=:all: \
-    /tmp/wheel/*.whl
+    --find-links /tmp/wheel /tmp/wheel/fr_analyze-*.whl
   cd /tmp
   /opt/fr/bin/fr-analyze --version
   /opt/fr/bin/fr-analyze simulate /tmp/job --tp 2 --pp 2 --dp 2 --fault stuck_before_op \

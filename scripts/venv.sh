@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 torch_version=${FR_TORCH_VERSION:-2.13.0}
 venv=${FR_VENV:-build/venv}
-packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest nbclient nbformat ipykernel tabulate requests
+packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest nbclient nbformat ipykernel tabulate requests protobuf
   distributed)
 python=""
 for candidate in python3.11 python3 /usr/bin/python3; do

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-import json
+import copy
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from fr_analyze import _args, _core, _frames
@@ -20,35 +20,80 @@ if TYPE_CHECKING:
 
     from fr_analyze._trace import Trace
 
-# Fields that the report leaves out when they do not apply (a submessage not set, an optional
-# number): reading one gives None rather than an error.
-_ABSENT_IS_NONE = {"process_group", "majority_rank"}
+def _repeated(field) -> bool:
+    # protobuf 5.29+ says is_repeated; older runtimes only have label.
+    flag = getattr(field, "is_repeated", None)
+    return flag if flag is not None else field.label == field.LABEL_REPEATED
+
+
+def _has_presence(field) -> bool:
+    """A field that can be absent: a singular submessage or an `optional` scalar. The report
+    leaves such a field out when it does not apply; reading it gives None."""
+    if _repeated(field):
+        return False
+    return field.message_type is not None or field.containing_oneof is not None
+
+
+def _value(field, value: Any) -> Any:
+    message_type = field.message_type
+    if message_type is not None and message_type.GetOptions().map_entry:
+        value_field = message_type.fields_by_name["value"]
+        return {k: _value(value_field, v) for k, v in value.items()}
+    if _repeated(field):
+        if message_type is not None:
+            return [_message_dict(v) for v in value]
+        return list(value)
+    if message_type is not None:
+        return _message_dict(value)
+    return value
+
+
+def _message_dict(message: Any) -> dict:
+    """A report message as plain dicts and lists, every field as `--format json` prints it: in
+    field-number order, those that do not apply left out, 64-bit integers as ints."""
+    fields = {}
+    for field in sorted(message.DESCRIPTOR.fields, key=lambda f: f.number):
+        if _has_presence(field) and not message.HasField(field.name):
+            continue
+        fields[field.name] = _value(field, getattr(message, field.name))
+    return fields
+
+
+def _absent_is_none(fields: dict, name: str, descriptor: Any) -> bool:
+    field = descriptor.fields_by_name.get(name) if descriptor is not None else None
+    return field is not None and _has_presence(field) and name not in fields
 
 
 class Message:
     """A read-only view of one message of the report: fields are attributes, nested messages are
     Messages, repeated fields are lists. `to_dict()` gives the plain dict."""
 
-    __slots__ = ("_fields",)
+    __slots__ = ("_fields", "_descriptor")
 
-    def __init__(self, fields: dict):
+    def __init__(self, fields: dict, descriptor: Any = None):
         object.__setattr__(self, "_fields", fields)
+        object.__setattr__(self, "_descriptor", descriptor)
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return _wrap(self._fields[name])
+            value = self._fields[name]
         except KeyError:
-            if name in _ABSENT_IS_NONE:
+            if _absent_is_none(self._fields, name, self._descriptor):
                 return None
             raise AttributeError(
                 f"report message has no field {name!r}; fields: {', '.join(self._fields)}"
             ) from None
+        return _wrap(value, self._field_type(name))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("reports are read-only")
 
     def __getitem__(self, name: str) -> Any:
-        return _wrap(self._fields[name])
+        return _wrap(self._fields[name], self._field_type(name))
+
+    def _field_type(self, name: str) -> Any:
+        field = self._descriptor.fields_by_name.get(name) if self._descriptor is not None else None
+        return None if field is None else field.message_type
 
     def __contains__(self, name: str) -> bool:
         return name in self._fields
@@ -63,7 +108,7 @@ class Message:
         return isinstance(other, Message) and other._fields == self._fields
 
     def to_dict(self) -> dict:
-        return json.loads(json.dumps(self._fields))
+        return copy.deepcopy(self._fields)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self._fields.items()
@@ -71,11 +116,13 @@ class Message:
         return f"Message({inner})"
 
 
-def _wrap(value: Any) -> Any:
+def _wrap(value: Any, descriptor: Any = None) -> Any:
     if isinstance(value, dict):
-        return Message(value)
+        if descriptor is not None and descriptor.GetOptions().map_entry:
+            return value  # a map: its keys are data, not field names
+        return Message(value, descriptor)
     if isinstance(value, list):
-        return [_wrap(v) for v in value]
+        return [_wrap(v, descriptor) for v in value]
     return value
 
 
@@ -92,14 +139,26 @@ class Report:
         self._core = core
         self._trace = trace
         self._events = events or {}
-        self._json = core.json()
-        # 64-bit integers are JSON numbers in fr-analyze's JSON (lib/fr/report/proto_json.h).
-        self._fields = json.loads(self._json)
+        # The typed message from its serialized bytes; the schema (proto/fr/report.proto) says
+        # which fields may be absent. Imported here: `import fr_analyze` stays light.
+        from fr_analyze import _report_pb2
+
+        self._message = _report_pb2.Report.FromString(core.proto_bytes())
+        self._fields = _message_dict(self._message)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        return getattr(Message(self._fields), name)
+        return getattr(Message(self._fields, self._message.DESCRIPTOR), name)
+
+    @property
+    def message(self) -> Any:
+        """The report as the protobuf message fr.report.Report (proto/fr/report.proto): typed
+        fields, HasField() for those that may be absent, SerializeToString() for the bytes of
+        `--format proto`. A copy: changing it changes nothing here."""
+        from fr_analyze import _report_pb2
+
+        return _report_pb2.Report.FromString(self._core.proto_bytes())
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._fields))
@@ -116,7 +175,9 @@ class Report:
         """Why the job died, from its logs: kind, ranks, hosts, time (UTC), evidence, detail.
         None when no log was read."""
         cause = self._fields.get("verdict", {}).get("root_cause")
-        return None if cause is None else Message(cause)
+        descriptor = self._message.DESCRIPTOR.fields_by_name["verdict"].message_type
+        return None if cause is None else Message(
+            cause, descriptor.fields_by_name["root_cause"].message_type)
 
     @property
     def is_failure(self) -> bool:
@@ -130,12 +191,12 @@ class Report:
 
     def to_dict(self) -> dict:
         """The report as plain dicts and lists (int64 fields as ints)."""
-        return json.loads(json.dumps(self._fields))
+        return copy.deepcopy(self._fields)
 
     def to_json(self) -> str:
         """Protobuf's JSON mapping with snake_case names: `fr-analyze analyze --format json`
         prints exactly this, plus a newline."""
-        return self._json
+        return self._core.json()
 
     def to_proto_bytes(self) -> bytes:
         """The binary fr.report.Report message (`--format proto`)."""

@@ -212,6 +212,28 @@ def test_fields_that_do_not_apply_read_as_none(tmp_path, cli):
     assert report.verdict.failure_class == "none"
     assert report.verdict.process_group is None
     assert report.verdict.culprit_ranks == []
+    # What may be absent comes from the schema, not from a list kept beside it: the typed
+    # message says the same, and every finding's majority_rank (an optional field) reads None
+    # exactly where the message has none.
+    assert not report.message.verdict.HasField("process_group")
+    for finding, typed in zip(report.findings, report.message.findings):
+        assert (finding.majority_rank is None) == (not typed.HasField("majority_rank"))
+
+
+def test_the_report_reaches_python_as_its_typed_message(simulated_job):
+    """Python reads the protobuf message from its bytes (no JSON text in between): the same
+    fields and values as `--format json`, 64-bit integers as ints, maps as dicts."""
+    import json
+
+    report = fr_analyze.analyze(simulated_job)
+    message = report.message
+    assert type(message).DESCRIPTOR.full_name == "fr.report.Report"
+    assert message.SerializeToString() == report.to_proto_bytes()
+    assert message.verdict.culprit_ranks == [5]
+    assert report.to_dict() == json.loads(report.to_json())
+    assert isinstance(report.inputs.dump_time_ns, int)
+    assert isinstance(report.stats.counters, dict) and all(
+        isinstance(v, int) for v in report.stats.counters.values())
 
 
 def test_entries_are_a_view_that_keeps_its_dump_alive(simulated_job):
