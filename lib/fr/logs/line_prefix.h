@@ -1,6 +1,6 @@
 // The tokenizer half of the log stage: splits one log line into the prefixes that launchers,
 // loggers and the kernel put in front of it (who printed it, when) and the message body that
-// the recognizers in log_parser.cc look at. Internal to lib/fr/logs.
+// the log families' recognizers (families/, line_table.h) look at. Internal to lib/fr/logs.
 //
 //   LinePrefix prefix;
 //   ParseLinePrefix("0: [rank0]:[E1201 12:03:04.123456 ProcessGroupNCCL.cpp:616] boom", &prefix);

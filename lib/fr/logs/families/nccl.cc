@@ -1,0 +1,128 @@
+#include "fr/logs/families/nccl.h"
+
+#include <string>
+
+#include "fr/logs/text_scan.h"
+
+namespace fr::logs_internal {
+
+bool NcclLines::OnLeveledLine(std::string_view line, std::string_view body) {
+  const char level = context_->prefix().nccl_level;
+  if (level == 'I') {
+    if (EndsWith(Trim(body), "Init COMPLETE")) {
+      OnInit(line, body);
+    } else if (Contains(body, ": Using ")) {
+      OnInterface(line, body);
+    } else if (StartsWith(TrimLeft(body), "NCCL version ")) {
+      OnVersion(line, body);
+    }
+    return true;
+  }
+  if (level == 'W') {
+    OnWarn(line, body);
+    return true;
+  }
+  return false;
+}
+
+bool NcclLines::OnRemotePeerGone(std::string_view line, std::string_view) {
+  context_->Emit(LogEventKind::kRemotePeerGone, line);
+  return true;
+}
+
+bool NcclLines::OnTransportError(std::string_view line, std::string_view body) {
+  LogEvent* e = context_->Emit(LogEventKind::kTransportError, line);
+  e->reason = Contains(body, "ncclSystemError") ? "ncclSystemError" : "system error";
+  return true;
+}
+
+// "host:pid:tid [dev] file.cc:123 NCCL WARN ...": network and CUDA failures NCCL saw first.
+void NcclLines::OnWarn(std::string_view line, std::string_view body) {
+  if (Contains(body, "Cuda failure")) {
+    bool oom = Contains(body, "out of memory");
+    LogEvent* e = context_->Emit(oom ? LogEventKind::kCudaOom : LogEventKind::kCudaError, line);
+    e->reason = std::string(WordAfter(body, "Cuda failure '", "'"));
+    return;
+  }
+  std::string_view reason;
+  if (Contains(body, "Got completion from peer")) {
+    reason = "completion error";
+  } else if (Contains(body, "Connection reset by peer")) {
+    reason = "connection reset by peer";
+  } else if (Contains(body, "Connection closed by remote peer")) {
+    reason = "connection closed by remote peer";
+  } else if (Contains(body, "Connection refused")) {
+    reason = "connection refused";
+  } else if (Contains(body, "Broken pipe")) {
+    reason = "broken pipe";
+  } else if (Contains(body, "completed with error")) {
+    reason = "completion error";
+  } else if (Contains(body, "ncclSystemError") || Contains(body, "Connection timed out")) {
+    reason = "system error";
+  } else {
+    return;
+  }
+  LogEvent* e = context_->Emit(LogEventKind::kTransportError, line);
+  std::string_view transport = WordAfter(body, "NET/", " :");
+  e->reason = transport.empty() ? std::string(reason) : Cat({"NET/", transport, " ", reason});
+  std::string_view peer = WordAfter(body, " peer ", " ,");
+  if (peer.empty()) peer = WordAfter(body, " from ", " ,");
+  if (!peer.empty() && (IsDigit(peer[0]) || Contains(peer, "<"))) {
+    e->peer_address = EventText(peer);
+  }
+}
+
+// "comm 0x55d0c8a0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 3b000 commId 0x1a2b - Init
+// COMPLETE": which GPU (bus id) a process drives, and its rank in that communicator.
+void NcclLines::OnInit(std::string_view line, std::string_view body) {
+  LogEvent* e = context_->Emit(LogEventKind::kNcclInit, line);
+  e->comm_rank = ToInt32(IntAfter(body, " rank "));
+  e->nranks = ToInt32(IntAfter(body, " nranks "));
+  int64_t dev = IntAfter(body, " cudaDev ");
+  if (dev >= 0) e->cuda_dev = ToInt32(dev);
+  e->bus_id = NormalizeBusId(WordAfter(body, " busId ", " "));
+  e->comm_id = std::string(WordAfter(body, " commId ", " "));
+}
+
+// The address this host's NCCL bootstraps and connects from, which its peers' transport errors
+// name: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/Socket : Using [0]ib0:192.168.11.1<0>",
+// "NET/IB : Using [0]mlx5_10:1/RoCE [1]mlx5_11:1/RoCE [RO]; OOB enp220s0np0:11.1.128.136<0>".
+void NcclLines::OnInterface(std::string_view line, std::string_view body) {
+  // Newer NCCL writes "Bootstrap: Using enp39s0:10.0.10.226<0>", without the space.
+  size_t at = body.find("; OOB ");
+  if (at != std::string_view::npos) {
+    at += 6;
+  } else if (Contains(body, "Bootstrap") || Contains(body, "NET/Socket")) {
+    at = body.find(": Using ") + 8;
+  } else {
+    return;
+  }
+  std::string_view rest = body.substr(at);
+  if (ConsumeLiteral(&rest, "[")) {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return;
+    rest.remove_prefix(close + 1);
+  }
+  size_t colon = rest.find(':');
+  size_t angle = rest.find('<');
+  if (colon == std::string_view::npos || angle == std::string_view::npos || angle < colon) {
+    return;
+  }
+  std::string_view address = rest.substr(colon + 1, angle - colon - 1);
+  if (address.empty() || address.size() > 64) return;
+  // An address of no known host says nothing about whose it is.
+  if (context_->prefix().host.empty() && context_->file().host.empty()) return;
+  LogEvent* e = context_->Emit(LogEventKind::kHostAddress, line);
+  e->peer_address = std::string(address);
+}
+
+// "NCCL INFO NCCL version 2.22.3+cuda12.2": the release each process runs; hosts that run
+// different ones cannot be trusted to agree on a protocol.
+void NcclLines::OnVersion(std::string_view line, std::string_view body) {
+  std::string_view version = WordAfter(body, "NCCL version ", " ");
+  if (version.empty() || version.size() > 64 || !IsDigit(version[0])) return;
+  if (context_->prefix().host.empty() && context_->file().host.empty()) return;
+  context_->Emit(LogEventKind::kNcclVersion, line)->reason = std::string(version);
+}
+
+}  // namespace fr::logs_internal

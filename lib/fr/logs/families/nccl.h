@@ -1,0 +1,43 @@
+// The log family of NCCL itself: NCCL_DEBUG=INFO / WARN lines ("host:pid:tid [dev] NCCL INFO
+// ..."), recognized by their level rather than by a needle, and the transport failures NCCL's
+// errors name wherever they are quoted. Its patterns are rows of the table in
+// lib/fr/logs/line_table.cc.
+//
+//   hostname-test:984:1257 [4] NCCL INFO comm 0x557fe785f7a0 rank 36 nranks 64 cudaDev 4 nvmlDev
+//   4 busId 9b000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE
+//   kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer
+//   10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) ...
+#ifndef FR_LOGS_FAMILIES_NCCL_H_
+#define FR_LOGS_FAMILIES_NCCL_H_
+
+#include <string_view>
+
+#include "fr/logs/line_context.h"
+
+namespace fr::logs_internal {
+
+class NcclLines {
+ public:
+  explicit NcclLines(LineContext* context) : context_(context) {}
+
+  // A line NCCL printed at a level ("NCCL INFO", "NCCL WARN"): true when the current line is
+  // one, whether or not it made an event, since no other pattern is about NCCL's own lines.
+  bool OnLeveledLine(std::string_view line, std::string_view body);
+
+  // Table recognizers (true when the line made its event): a peer gone as a victim sees it, and
+  // a transport fault.
+  bool OnRemotePeerGone(std::string_view line, std::string_view body);
+  bool OnTransportError(std::string_view line, std::string_view body);
+
+ private:
+  void OnInit(std::string_view line, std::string_view body);
+  void OnInterface(std::string_view line, std::string_view body);
+  void OnVersion(std::string_view line, std::string_view body);
+  void OnWarn(std::string_view line, std::string_view body);
+
+  LineContext* context_;
+};
+
+}  // namespace fr::logs_internal
+
+#endif  // FR_LOGS_FAMILIES_NCCL_H_

@@ -1,0 +1,119 @@
+#include "fr/logs/families/process_group_nccl.h"
+
+#include <cstdint>
+#include <string>
+
+#include "fr/logs/text_scan.h"
+
+namespace fr::logs_internal {
+namespace {
+
+// The group tag ProcessGroupNCCL puts before its messages: "[PG ID 2 PG GUID 9 Rank 4]",
+// "[PG 0 (default_pg) Rank 12]", "[PG 1 Rank 0]". The group's name is the GUID (the id in the
+// older form); `rank` is the rank within that group.
+struct PgTag {
+  std::string_view name;
+  bool is_default = false;
+  int64_t rank = -1;
+};
+bool ParsePgTag(std::string_view body, PgTag* tag) {
+  size_t at = body.find("[PG ");
+  if (at == std::string_view::npos) return false;
+  std::string_view t = body.substr(at + 4);
+  size_t close = t.find(']');
+  if (close == std::string_view::npos) return false;
+  t = t.substr(0, close);
+  std::string_view id = WordAfter(t, "ID ", " ");
+  std::string_view name = WordAfter(t, "GUID ", " ");
+  if (name.empty()) {
+    size_t end = t.find_first_of(" (");
+    name = t.substr(0, end);
+    if (id.empty()) id = name;
+  }
+  size_t paren = name.find('(');
+  if (paren != std::string_view::npos) name = name.substr(0, paren);
+  tag->name = name;
+  tag->is_default = id == "0" || Contains(t, "default_pg");
+  tag->rank = IntAfter(t, "Rank ");
+  return !name.empty();
+}
+
+}  // namespace
+
+void ProcessGroupNcclLines::SetGroup(LogEvent* event, std::string_view body) {
+  PgTag tag;
+  if (!ParsePgTag(body, &tag)) return;
+  event->process_group = std::string(tag.name);
+  // Only in the default group is a group rank the global rank.
+  if (event->rank < 0 && tag.is_default && tag.rank >= 0) event->rank = ToInt32(tag.rank);
+}
+
+bool ProcessGroupNcclLines::OnWatchdogTimeout(std::string_view line, std::string_view body) {
+  LogEvent* e = context_->Emit(LogEventKind::kWatchdogTimeout, line);
+  e->seq = IntAfter(body, "SeqNum=");
+  e->op = std::string(WordAfter(body, "OpType=", ", )"));
+  e->numel_in = IntAfter(body, "NumelIn=");
+  e->numel_out = IntAfter(body, "NumelOut=");
+  e->timeout_ms = IntAfter(body, "Timeout(ms)=");
+  e->ran_for_ms = IntAfter(body, "ran for ");
+  SetGroup(e, body);
+  return true;
+}
+
+bool ProcessGroupNcclLines::OnWatchdogStuck(std::string_view line, std::string_view body) {
+  SetGroup(context_->Emit(LogEventKind::kWatchdogStuck, line), body);
+  return true;
+}
+
+// "Received a dump signal due to a collective timeout from  rank 2 ..." (2.4+), "... from this
+// local rank ...", and 2.3's "Received a timeout signal from this local rank" / "Received a
+// global timeout from another process".
+bool ProcessGroupNcclLines::OnDumpSignal(std::string_view line, std::string_view body) {
+  if (!Contains(body, "Received a dump signal") && !Contains(body, "Received a timeout signal") &&
+      !Contains(body, "Received a global timeout")) {
+    return false;
+  }
+  LogEvent* e = context_->Emit(LogEventKind::kDumpSignal, line);
+  size_t from = body.find(" from ");
+  if (from != std::string_view::npos) {
+    std::string_view rest = TrimLeft(body.substr(from + 6));
+    if (ConsumeLiteral(&rest, "rank")) {
+      SkipSpaces(&rest);
+      int64_t peer;
+      if (ConsumeInt(&rest, &peer)) e->peer_rank = ToInt32(peer);
+    } else if (StartsWith(rest, "this local rank")) {
+      e->reason = "local";
+    }
+  }
+  e->last_enqueued_seq = IntAfter(body, "ast enqueued NCCL work: ");
+  e->last_completed_seq = IntAfter(body, "ast completed NCCL work: ");
+  SetGroup(e, body);
+  return true;
+}
+
+// "Timeout at NCCL work: 610, last enqueued NCCL work: 616, last completed NCCL work: 609." and
+// "Exception (either an error or timeout) detected by watchdog at work: 610, ...".
+bool ProcessGroupNcclLines::OnWorkTimeoutSeqs(std::string_view line, std::string_view body) {
+  size_t at = body.find("Timeout at NCCL work: ");
+  size_t key_size = 22;
+  if (at == std::string_view::npos) {
+    at = body.find("detected by watchdog at work: ");
+    key_size = 30;
+  }
+  if (at == std::string_view::npos) return false;
+  LogEvent* e = context_->Emit(LogEventKind::kWorkTimeoutSeqs, line);
+  std::string_view rest = body.substr(at + key_size);
+  int64_t seq;
+  if (ConsumeInt(&rest, &seq)) e->seq = seq;
+  e->last_enqueued_seq = IntAfter(body, "last enqueued NCCL work: ");
+  e->last_completed_seq = IntAfter(body, "last completed NCCL work: ");
+  SetGroup(e, body);
+  return true;
+}
+
+bool ProcessGroupNcclLines::OnProcessTakenDown(std::string_view line, std::string_view body) {
+  SetGroup(context_->Emit(LogEventKind::kProcessTakenDown, line), body);
+  return true;
+}
+
+}  // namespace fr::logs_internal

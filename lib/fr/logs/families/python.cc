@@ -1,0 +1,344 @@
+#include "fr/logs/families/python.h"
+
+#include <algorithm>
+
+#include "fr/logs/families/store.h"
+#include "fr/logs/text_scan.h"
+
+namespace fr::logs_internal {
+namespace {
+
+// Distinct writers (ranks) whose Python tracebacks are followed at once; a hostile file that
+// names a new rank on every line cannot grow the map past this.
+constexpr size_t kMaxTracebackWriters = 4096;
+
+// "2.00 GiB" / "512.00 MiB" / "20 B" -> bytes, or -1.
+int64_t ParseSize(std::string_view s) {
+  SkipSpaces(&s);
+  int64_t whole;
+  if (!ConsumeInt(&s, &whole) || whole < 0) return -1;
+  double value = static_cast<double>(whole);
+  if (ConsumeLiteral(&s, ".")) {
+    double scale = 0.1;
+    while (!s.empty() && IsDigit(s[0])) {
+      value += (s[0] - '0') * scale;
+      scale /= 10;
+      s.remove_prefix(1);
+    }
+  }
+  SkipSpaces(&s);
+  double unit = 1;
+  if (StartsWith(s, "KiB") || StartsWith(s, "kB") || StartsWith(s, "KB")) {
+    unit = 1024.0;
+  } else if (StartsWith(s, "MiB") || StartsWith(s, "MB")) {
+    unit = 1024.0 * 1024;
+  } else if (StartsWith(s, "GiB") || StartsWith(s, "GB")) {
+    unit = 1024.0 * 1024 * 1024;
+  } else if (StartsWith(s, "TiB") || StartsWith(s, "TB")) {
+    unit = 1024.0 * 1024 * 1024 * 1024;
+  } else if (!StartsWith(s, "B") && !StartsWith(s, "bytes")) {
+    return -1;
+  }
+  double bytes = value * unit;
+  return bytes > 9e18 ? -1 : static_cast<int64_t>(bytes + 0.5);
+}
+
+bool IsExceptionType(std::string_view type) {
+  if (type.empty() || IsDigit(type[0]) || type[0] == '.') return false;
+  for (char c : type) {
+    if (!IsIdentChar(c) && c != '.') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// --- Tracebacks ---------------------------------------------------------------------------------
+
+// Who a line belongs to for following a traceback: the rank its prefix names, else the file.
+int64_t PythonLines::WriterKey() const {
+  const LinePrefix& prefix = context_->prefix();
+  if (int64_t ray = ray_->WorkerKey(prefix); ray >= 0) return ray;
+  if (prefix.rank >= 0) return prefix.rank;
+  if (prefix.local_rank >= 0) return (int64_t{1} << 40) + prefix.local_rank;
+  return -1;
+}
+
+// The process a line came from, by each name its prefix gives: torchrun's `--tee` prints a
+// worker's glog and traceback lines as "[default0]:[rank0]:..." and its plain prints as
+// "[default0]:...", so the rank and the local rank each name it.
+// A line with neither is the file's own process only in a one-rank file (a combined console
+// without prefixes interleaves many processes, which cannot be told apart).
+std::array<int64_t, 2> PythonLines::ProcessKeys(const LinePrefix& prefix) const {
+  constexpr int64_t kNone = INT64_MIN;
+  if (int64_t ray = ray_->WorkerKey(prefix); ray >= 0) return {ray, kNone};
+  if (prefix.rank < 0 && prefix.local_rank < 0) {
+    return {context_->file().rank >= 0 ? -1 : kNone, kNone};
+  }
+  return {prefix.rank >= 0 ? prefix.rank : kNone,
+          prefix.local_rank >= 0 ? (int64_t{1} << 40) + prefix.local_rank : kNone};
+}
+
+bool PythonLines::FollowTraceback(std::string_view line, std::string_view body) {
+  if (tracebacks_.empty() && !StartsWith(body, "Traceback (most recent call last)")) {
+    return false;
+  }
+  return TracebackLine(line, body);
+}
+
+void PythonLines::NoteLineOfWriter(std::string_view body) {
+  CloseTracebacksOfProcess();
+  CountLineAfterException(body);
+}
+
+void PythonLines::Finish() {
+  for (auto& [writer, traceback] : tracebacks_) {
+    if (traceback.state == Traceback::kAfterException) EmitTraceback(traceback);
+  }
+  tracebacks_.clear();
+}
+
+// A line of a process whose traceback is finished but still open under another of its names
+// (its exception line said "[default0]:[rank0]: KeyError", this line only "[default0]:")
+// ends that traceback: the process went on printing.
+void PythonLines::CloseTracebacksOfProcess() {
+  if (tracebacks_.empty()) return;
+  std::array<int64_t, 2> keys = ProcessKeys(context_->prefix());
+  for (auto it = tracebacks_.begin(); it != tracebacks_.end();) {
+    std::array<int64_t, 2> owner = ProcessKeys(it->second.prefix);
+    bool same =
+        it->second.state == Traceback::kAfterException &&
+        std::any_of(keys.begin(), keys.end(), [&](int64_t key) {
+          return key != INT64_MIN && std::find(owner.begin(), owner.end(), key) != owner.end();
+        });
+    if (!same) {
+      ++it;
+      continue;
+    }
+    EmitTraceback(it->second);
+    tracebacks_.erase(it++);
+  }
+}
+
+// A line its writer printed after an exception: the process kept running (a handled, logged
+// exception), unless the line is the writer's own end (torch's and the launcher's messages
+// about the failure, an exit notice).
+void PythonLines::CountLineAfterException(std::string_view body) {
+  if (open_exception_of_writer_.empty() || Trim(body).empty()) return;
+  for (int64_t key : ProcessKeys(context_->prefix())) {
+    if (key == INT64_MIN) continue;
+    auto it = open_exception_of_writer_.find(key);
+    if (it == open_exception_of_writer_.end()) continue;
+    LogEvent& exception = context_->event(it->second);
+    if (exception.lines_after < INT32_MAX) ++exception.lines_after;
+    return;
+  }
+}
+
+bool PythonLines::TracebackLine(std::string_view line, std::string_view body) {
+  int64_t key = WriterKey();
+  auto it = tracebacks_.find(key);
+  bool starts = StartsWith(body, "Traceback (most recent call last)");
+  if (starts) {
+    if (it != tracebacks_.end() && it->second.state == Traceback::kAfterException) {
+      // A chained exception continues the same traceback; only its last exception counts.
+      it->second.state = Traceback::kFrames;
+      return true;
+    }
+    if (it == tracebacks_.end()) {
+      if (tracebacks_.size() >= kMaxTracebackWriters) return true;
+      it = tracebacks_.try_emplace(key).first;
+    }
+    const LinePrefix& prefix = context_->prefix();
+    Traceback& tb = it->second;
+    tb = Traceback();
+    tb.first_line = context_->line_no();
+    tb.time_before = context_->last_time();
+    tb.prefix = prefix;
+    tb.prefix.body = {};
+    tb.host = std::string(prefix.host);
+    tb.prefix.host = {};
+    return true;
+  }
+  if (it == tracebacks_.end()) return false;
+  Traceback& tb = it->second;
+  if (tb.state == Traceback::kFrames) {
+    if (!tb.outermost_frame_seen && StartsWith(TrimLeft(body), "File \"")) {
+      tb.outermost_frame_seen = true;
+      tb.in_launcher = Contains(body, "/bin/torchrun\"") ||
+                       Contains(body, "torch/distributed/run.py\"") ||
+                       Contains(body, "torch/distributed/elastic/");
+    }
+    if (body.empty() || body[0] == ' ' || body[0] == '\t') return true;
+    size_t colon = body.find(':');
+    std::string_view type = body.substr(0, colon);
+    if (!IsExceptionType(Trim(type))) {
+      // Not Python's output after all (another writer without a prefix): give up on it.
+      tracebacks_.erase(it);
+      return false;
+    }
+    tb.exception_line = std::string(line.substr(0, kMaxEventTextBytes * 2));
+    tb.state = Traceback::kAfterException;
+    tb.blank_lines = 0;
+    return true;
+  }
+  // After the exception line: a chain marker keeps the traceback open, anything else ends it.
+  if (Trim(body).empty() && ++tb.blank_lines <= 2) return true;
+  if (StartsWith(body, "During handling of the above exception") ||
+      StartsWith(body, "The above exception was the direct cause")) {
+    return true;
+  }
+  EmitTraceback(tb);
+  tracebacks_.erase(it);
+  return false;
+}
+
+// One event for a finished traceback, dated by its first line, kind by its exception: a CUDA
+// OOM or CUDA error is that fault; torch's distributed errors are the cascade and add nothing
+// the glog lines did not say, except a peer that went away.
+void PythonLines::EmitTraceback(const Traceback& tb) {
+  LinePrefix exception_prefix;
+  ParseLinePrefix(tb.exception_line, &exception_prefix);
+  std::string_view body = exception_prefix.body;
+  size_t colon = body.find(':');
+  std::string_view type = Trim(body.substr(0, colon));
+  std::string_view message = colon == std::string_view::npos ? "" : body.substr(colon + 1);
+  LogEventKind kind = LogEventKind::kPythonException;
+  // Gloo says what it waited for in the exception itself: a timeout is a victim's collective
+  // timeout ("[.../unbound_buffer.cc:81] Timed out waiting 10000ms for recv operation to
+  // complete"), a closed or reset connection a victim's view of its peer ("[.../pair.cc:534]
+  // Connection closed by peer [10.0.0.5]:10895", "Read error [10.0.0.5]:25266: Connection
+  // reset by peer"), whatever exception type carries them.
+  if (Contains(message, "Timed out waiting ") && Contains(message, "ms for ")) {
+    kind = LogEventKind::kWatchdogTimeout;
+  } else if (Contains(message, "by peer [") || Contains(message, "Read error [") ||
+             Contains(message, "Write error [")) {
+    kind = LogEventKind::kRemotePeerGone;
+  } else if (Contains(type, "OutOfMemoryError") || Contains(message, "CUDA out of memory")) {
+    kind = LogEventKind::kCudaOom;
+  } else if (Contains(message, "CUDA error") || Contains(message, "illegal memory access") ||
+             Contains(message, "device-side assert") || Contains(message, "unhandled cuda error")) {
+    kind = LogEventKind::kCudaError;
+  } else if (Contains(message, "remote process exited")) {
+    kind = LogEventKind::kRemotePeerGone;
+  } else if (EndsWith(type, "RendezvousTimeoutError") ||
+             EndsWith(type, "RendezvousConnectionError") ||
+             ((EndsWith(type, "DistNetworkError") || EndsWith(type, "DistStoreError")) &&
+              Contains(message, "connect"))) {
+    kind = LogEventKind::kInitFailure;
+  } else if (EndsWith(type, "DistBackendError") || EndsWith(type, "DistStoreError") ||
+             EndsWith(type, "DistNetworkError") || EndsWith(type, "ChildFailedError") ||
+             // Ray Train's wrappers quote the worker's own error, read from its traceback.
+             EndsWith(type, "WorkerGroupError") || Contains(type, "RayTaskError") ||
+             EndsWith(type, "TrainingFailedError") ||
+             // ...and ActorDiedError reports a death the raylet's "Worker exit type" line
+             // states; the worker raised nothing.
+             EndsWith(type, "ActorDiedError") || EndsWith(type, "SignalException") ||
+             Contains(message, "Watchdog caught") ||
+             Contains(message, "NCCL communicator was aborted") ||
+             Contains(message, "ProcessGroupNCCL")) {
+    return;
+  }
+  LinePrefix first_prefix = tb.prefix;
+  first_prefix.host = tb.host;
+  LogEvent* e = context_->EmitAs(kind, tb.exception_line, first_prefix, tb.first_line);
+  if (e->raw_time.kind == LogTime::Kind::kNone) e->nearby_time = tb.time_before;
+  e->reason = std::string(type);
+  e->in_launcher = tb.in_launcher || Contains(tb.exception_line, "torch/distributed/elastic/");
+  if (kind == LogEventKind::kPythonException && !context_->IsDropped(e)) {
+    // What the writer prints after it tells a logged exception from a death.
+    for (int64_t key : ProcessKeys(tb.prefix)) {
+      if (key != INT64_MIN) open_exception_of_writer_[key] = context_->event_count() - 1;
+    }
+  }
+  if (kind == LogEventKind::kInitFailure) {
+    e->peer_address = StoreAddress(message);
+  } else if (kind == LogEventKind::kWatchdogTimeout) {
+    e->timeout_ms = IntAfter(message, "Timed out waiting ");
+  } else if (kind == LogEventKind::kRemotePeerGone) {
+    // "[10.0.0.5]:10895" -> "10.0.0.5:10895"
+    size_t open = message.find('[', message.find(" error [") != std::string_view::npos
+                                        ? message.find(" error [")
+                                        : message.find("by peer ["));
+    size_t close = open == std::string_view::npos ? open : message.find(']', open);
+    if (close != std::string_view::npos) {
+      std::string_view port = WordAfter(message.substr(close), "]:", " :,");
+      e->peer_address = EventText(
+          Cat({message.substr(open + 1, close - open - 1), port.empty() ? "" : ":", port}));
+    }
+  }
+  if (kind == LogEventKind::kCudaOom) {
+    size_t at = message.find("Tried to allocate ");
+    if (at != std::string_view::npos) e->bytes = ParseSize(message.substr(at + 18));
+  } else if (kind == LogEventKind::kCudaError) {
+    size_t at = message.find("CUDA error: ");
+    if (at != std::string_view::npos) e->reason = EventText(Trim(message.substr(at + 12)));
+  }
+}
+
+// --- Faults printed on one line -----------------------------------------------------------------
+
+bool PythonLines::OnCudaOom(std::string_view line, std::string_view body) {
+  if (!Contains(body, "CUDA out of memory") && !Contains(body, "CUDA error: out of memory")) {
+    return false;
+  }
+  LogEvent* e = context_->Emit(LogEventKind::kCudaOom, line);
+  size_t at = body.find("Tried to allocate ");
+  if (at != std::string_view::npos) e->bytes = ParseSize(body.substr(at + 18));
+  e->cuda_dev = ToInt32(IntAfter(body, "GPU ", e->cuda_dev));
+  return true;
+}
+
+bool PythonLines::OnCudaError(std::string_view line, std::string_view body) {
+  LogEvent* e = context_->Emit(LogEventKind::kCudaError, line);
+  size_t at = body.find("CUDA error: ");
+  std::string_view reason = at != std::string_view::npos ? body.substr(at + 12) : body;
+  if (Contains(body, "illegal memory access")) {
+    reason = "an illegal memory access was encountered";
+  } else if (Contains(body, "device-side assert")) {
+    reason = "device-side assert triggered";
+  } else if (Contains(body, "unhandled cuda error")) {
+    reason = "unhandled cuda error";
+  }
+  e->reason = EventText(Trim(reason));
+  return true;
+}
+
+bool PythonLines::OnSegfault(std::string_view line, std::string_view body) {
+  LogEvent* e = context_->Emit(LogEventKind::kSegfault, line);
+  e->signal = 11;
+  int64_t pid = IntAfter(body, "received by PID ");
+  if (pid >= 0) e->pid = ToInt32(pid);
+  return true;
+}
+
+// "loss: nan", "loss=inf", "Loss is NaN", "'loss': nan".
+bool PythonLines::OnLoss(std::string_view line, std::string_view body) {
+  size_t at = 0;
+  for (int probes = 0; probes < 8; ++probes) {
+    at = body.find("oss", at);
+    if (at == std::string_view::npos) return false;
+    size_t end = at + 3;
+    at = end;
+    if (end < 4 || (body[end - 4] != 'l' && body[end - 4] != 'L')) continue;
+    std::string_view t = body.substr(end);
+    size_t skip = 0;
+    while (
+        skip < t.size() && skip < 8 &&
+        (t[skip] == ' ' || t[skip] == ':' || t[skip] == '=' || t[skip] == '\'' || t[skip] == '"')) {
+      ++skip;
+    }
+    t.remove_prefix(skip);
+    if (StartsWith(t, "is ")) t.remove_prefix(3);
+    ConsumeLiteral(&t, "-");
+    if (t.size() < 3) continue;
+    char a = t[0] | 0x20, b = t[1] | 0x20, c = t[2] | 0x20;
+    bool non_finite = (a == 'n' && b == 'a' && c == 'n') || (a == 'i' && b == 'n' && c == 'f');
+    if (!non_finite || (t.size() > 3 && IsIdentChar(t[3]) && (t[3] | 0x20) != 'i')) continue;
+    context_->Emit(LogEventKind::kNonFiniteLoss, line);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace fr::logs_internal

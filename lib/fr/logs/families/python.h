@@ -1,0 +1,84 @@
+// The log family of the worker's own Python process: tracebacks (followed per writer, since the
+// lines of many ranks interleave), the exception that ends each, and the faults a worker prints
+// on one line: CUDA errors and OOM, a segfault (faulthandler), a loss that is NaN. Its patterns
+// are rows of the table in lib/fr/logs/line_table.cc; the tracebacks it follows line by line
+// (line_table.cc's LineFamilies::HandleLine).
+//
+//   [rank0]: Traceback (most recent call last):
+//   [rank0]:   File "/app/src/llamafactory/launcher.py", line 185, in <module>
+//   [rank0]:     run_exp()
+//   [rank0]: AttributeError: 'AcceleratorState' object has no attribute 'mixed_precision'. ...
+#ifndef FR_LOGS_FAMILIES_PYTHON_H_
+#define FR_LOGS_FAMILIES_PYTHON_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "fr/logs/families/ray.h"
+#include "fr/logs/line_context.h"
+#include "fr/logs/line_prefix.h"
+
+namespace fr::logs_internal {
+
+class PythonLines {
+ public:
+  // `ray` names the process a Ray Train worker's line came from (by pid); it must outlive this.
+  PythonLines(LineContext* context, const RayLines* ray) : context_(context), ray_(ray) {}
+
+  // Whether a traceback is being followed: its blank lines are part of it.
+  bool following_tracebacks() const { return !tracebacks_.empty(); }
+
+  // Follows "Traceback (most recent call last):", its frames, and the exception line that ends
+  // it, per writer. True when the line belonged to a traceback and needs no other look.
+  bool FollowTraceback(std::string_view line, std::string_view body);
+
+  // Any other line: it ends its writer's finished traceback, and counts as printed after that
+  // writer's last exception (a process that went on printing handled it).
+  void NoteLineOfWriter(std::string_view body);
+
+  // The end of the file: the tracebacks whose exception was read make their events.
+  void Finish();
+
+  // The table's recognizers: false when the line is none of their own.
+  bool OnCudaOom(std::string_view line, std::string_view body);
+  bool OnCudaError(std::string_view line, std::string_view body);
+  bool OnSegfault(std::string_view line, std::string_view body);
+  bool OnLoss(std::string_view line, std::string_view body);
+
+ private:
+  struct Traceback {
+    enum State { kFrames, kAfterException } state = kFrames;
+    int64_t first_line = 0;
+    LinePrefix prefix;  // of the first line; its views are not kept (see FollowTraceback)
+    std::string host;
+    // The last time printed before the traceback began: it is emitted only when it ends, maybe
+    // many interleaved lines later.
+    LogTime time_before;
+    std::string exception_line;
+    int blank_lines = 0;
+    bool outermost_frame_seen = false;
+    bool in_launcher = false;  // the outermost frame is torchrun's or the elastic agent's
+  };
+
+  int64_t WriterKey() const;
+  std::array<int64_t, 2> ProcessKeys(const LinePrefix& prefix) const;
+  bool TracebackLine(std::string_view line, std::string_view body);
+  void CloseTracebacksOfProcess();
+  void CountLineAfterException(std::string_view body);
+  void EmitTraceback(const Traceback& tb);
+
+  LineContext* context_;
+  const RayLines* ray_;
+  absl::flat_hash_map<int64_t, Traceback> tracebacks_;
+  // Per writer, the last Python exception it printed (an index into the events), whose
+  // `lines_after` count the writer's later lines.
+  absl::flat_hash_map<int64_t, size_t> open_exception_of_writer_;
+};
+
+}  // namespace fr::logs_internal
+
+#endif  // FR_LOGS_FAMILIES_PYTHON_H_
