@@ -231,3 +231,33 @@ def test_the_newer_bootstrap_wording_maps_addresses_too(cli):
             IB_ERROR.format(host="node01", pid=3468, peer="10.0.0.2"))
     report, _ = analyze(cli, "-", stdin=text)
     assert report["verdict"]["root_cause"]["hosts"] == ["node02"]
+
+
+def test_an_untimed_traceback_is_placed_between_its_files_timed_lines(tmp_path, cli):
+    """A traceback prints no time, and no launcher line dates rank 3's death: the timed lines
+    around it in its file bound it. The report said "at" the earlier bound, as if it were the
+    traceback's own time."""
+    job = tmp_path / "job"
+    job.mkdir()
+    # torchrun's agent (tests/data/logs/real/torchrun_agent.log), the traceback of
+    # tests/data/logs/real/python_traceback.log's form, and a watchdog timeout of
+    # tests/data/logs/real/watchdog_default_pg.log; dates, ranks and the exception edited.
+    (job / "torchrun.log").write_text(
+        "I1201 10:00:00.000000 32974 torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
+        "environment variable for each process to be 1 in default, to avoid your system being "
+        "overloaded, please further tune the variable for optimal performance in your "
+        "application as needed.\n"
+        "[rank3]: Traceback (most recent call last):\n"
+        '[rank3]:   File "/app/train.py", line 85, in <module>\n'
+        "[rank3]:     main()\n"
+        "[rank3]: ValueError: batch has no labels\n"
+        "[rank1]:[E1201 10:10:00.500000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, "
+        "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
+    report, _ = analyze(cli, str(job))
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "python_exception", cause["summary"]
+    assert cause["ranks"] == [3]
+    assert "between 10:00:00.000 UTC and 10:10:00.500 UTC" in cause["summary"], cause["summary"]
+    traceback = [e for e in cause["evidence"] if "ValueError" in e["text"]]
+    assert traceback and traceback[0]["raw_time"].startswith("(none: printed between "), traceback

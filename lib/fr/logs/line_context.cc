@@ -89,6 +89,13 @@ LogEvent* LineContext::EmitAs(LogEventKind kind, std::string_view text, const Li
   return event;
 }
 
+void LineContext::SetNextTime(LogEvent* event, const LogTime& next) {
+  event->next_time = next;
+  if (IsDropped(event)) return;
+  size_t index = static_cast<size_t>(event - out_->events.data());
+  std::erase(awaiting_next_time_, index);
+}
+
 void LineContext::MarkLauncher(LogEvent* event, Launcher launcher) {
   event->launcher = launcher;
   MarkFileLauncher(launcher);

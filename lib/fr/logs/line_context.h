@@ -70,6 +70,9 @@ class LineContext {
   LogEvent* EmitAs(LogEventKind kind, std::string_view text, const LinePrefix& prefix,
                    int64_t line_no);
   bool IsDropped(const LogEvent* event) const { return event == &scratch_; }
+  // The untimed `event`, just emitted, is already followed by a timed line of the file (it
+  // ended before the line that emitted it): `next` bounds it, not a later line's time.
+  void SetNextTime(LogEvent* event, const LogTime& next);
 
   // The events of every file parsed into the LogSet so far, by index: families that amend an
   // event a later line completes keep its index. This file's first is first_event().

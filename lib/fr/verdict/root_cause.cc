@@ -425,8 +425,12 @@ class Explainer {
     line->set_line(event.line);
     line->set_rank(event.rank);
     line->set_host(event.host);
-    line->set_raw_time(event.time_inferred ? "(none: inferred from the worker's reported end)"
-                                           : FormatRawTime(event.raw_time));
+    std::string raw_time = FormatRawTime(event.raw_time);
+    if (event.time_inferred) {
+      raw_time = Precise(event) ? "(none: inferred from the worker's reported end)"
+                                : fmt::format("(none: printed {})", When(event));
+    }
+    line->set_raw_time(raw_time);
     line->set_time(FormatUtc(event.time_ns));
     line->set_text(event.text);
     line->set_kind(LogEventKindName(event.kind));
@@ -891,44 +895,56 @@ class Explainer {
     return who.empty() ? "A rank" : who;
   }
 
+  // "at 11:21:20.770 UTC"; for a line printed without a time (a traceback, a faulthandler
+  // block), where its file's timed lines around it put it: "between A and B", "after A".
+  static std::string When(const LogEvent& event) {
+    if (Precise(event) || (event.time_ns == kNoTime && event.time_upper_ns == kNoTime)) {
+      return "at " + ClockTime(event.time_ns);
+    }
+    if (event.time_ns == kNoTime) return "before " + ClockTime(event.time_upper_ns);
+    if (event.time_upper_ns == kNoTime) return "after " + ClockTime(event.time_ns);
+    return fmt::format("between {} and {}", ClockTime(event.time_ns),
+                       ClockTime(event.time_upper_ns));
+  }
+
   std::string FaultSentence(RootCauseKind kind, const LogEvent& lead,
                             const std::set<int32_t>& ranks, const std::set<std::string>& hosts) {
     std::string who = Who(ranks, hosts);
-    std::string when = ClockTime(lead.time_ns);
+    std::string when = When(lead);
     std::string sentence;
     if (kind == RootCauseKind::kXid) {
-      sentence = fmt::format("{}: the GPU driver reported Xid {}{} at {}{}.", who, lead.xid,
+      sentence = fmt::format("{}: the GPU driver reported Xid {}{} {}{}.", who, lead.xid,
                              lead.bus_id.empty() ? "" : " on PCI " + lead.bus_id, when,
                              lead.reason.empty() ? "" : " (" + lead.reason + ")");
     } else if (kind == RootCauseKind::kHostOom) {
-      sentence = fmt::format("{}: the kernel's OOM killer killed the process{} at {}.", who,
+      sentence = fmt::format("{}: the kernel's OOM killer killed the process{} {}.", who,
                              lead.pid >= 0 ? fmt::format(" (pid {})", lead.pid) : "", when);
     } else if (kind == RootCauseKind::kCudaOom) {
       sentence = fmt::format(
-          "{} ran out of GPU memory{} at {}.", who,
+          "{} ran out of GPU memory{} {}.", who,
           lead.bytes >= 0 ? fmt::format(" (tried to allocate {} bytes)", lead.bytes) : "", when);
     } else if (kind == RootCauseKind::kHostKill) {
       sentence =
-          fmt::format("The job was killed from outside ({}){} at {}; no rank is to blame.",
+          fmt::format("The job was killed from outside ({}){} {}; no rank is to blame.",
                       lead.reason.empty() ? "cancelled" : lead.reason,
                       hosts.empty() ? "" : fmt::format(" on {}", fmt::join(hosts, ", ")), when);
     } else if (kind == RootCauseKind::kTransportError) {
-      sentence = fmt::format("{} saw the job's first network/transport error at {}.", who, when);
+      sentence = fmt::format("{} saw the job's first network/transport error {}.", who, when);
     } else if (kind == RootCauseKind::kPythonException) {
-      sentence = fmt::format("{} raised {} at {}.", who,
+      sentence = fmt::format("{} raised {} {}.", who,
                              lead.reason.empty() ? "an exception" : lead.reason, when);
     } else if (kind == RootCauseKind::kCudaError) {
-      sentence = fmt::format("{} hit a CUDA error at {}.", who, when);
+      sentence = fmt::format("{} hit a CUDA error {}.", who, when);
     } else if (kind == RootCauseKind::kSegfault) {
-      sentence = fmt::format("{} crashed with a segmentation fault at {}.", who, when);
+      sentence = fmt::format("{} crashed with a segmentation fault {}.", who, when);
     } else if (kind == RootCauseKind::kInitFailure) {
-      sentence = fmt::format("The job never formed: {} could not {} at {}{}.", who,
+      sentence = fmt::format("The job never formed: {} could not {} {}{}.", who,
                              lead.peer_address.empty()
                                  ? "complete the rendezvous"
                                  : "reach the rendezvous store at " + lead.peer_address,
                              when, lead.reason.empty() ? "" : " (" + lead.reason + ")");
     } else if (kind == RootCauseKind::kNonFinite) {
-      sentence = fmt::format("{}'s loss went non-finite (NaN or inf) first, at {}.", who, when);
+      sentence = fmt::format("{}'s loss went non-finite (NaN or inf) first, {}.", who, when);
     }
     if (!victims_.empty()) {
       sentence += fmt::format(" {} other rank(s) then timed out or aborted.", victims_.size());

@@ -47,6 +47,31 @@ TEST(Recognizers, PythonTracebackOneEventPerRank) {
   EXPECT_EQ(logs.events[1].bytes, 2LL << 30);
 }
 
+TEST(Recognizers, AnUntimedTracebackIsBoundedByTheTimedLinesAroundIt) {
+  // The agent's line before it (tests/data/logs/real/torchrun_agent.log) and a watchdog line
+  // after it (tests/data/logs/real/watchdog_default_pg.log), times edited. The traceback is
+  // emitted while the watchdog line ends it: that line's time is its upper bound, not the
+  // next timed line's (there is none here).
+  LogSet logs = Parse(
+      "I1201 10:00:00.000000 32974 torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
+      "environment variable for each process to be 1 in default\n"
+      "[rank3]: Traceback (most recent call last):\n"
+      "[rank3]:   File \"/app/train.py\", line 85, in <module>\n"
+      "[rank3]: ValueError: batch has no labels\n"
+      "[rank1]:[E1201 10:10:00.500000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+      "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=1, "
+      "NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n");
+  const LogEvent* exception = nullptr;
+  for (const LogEvent& event : logs.events) {
+    if (event.kind == LogEventKind::kPythonException) exception = &event;
+  }
+  ASSERT_NE(exception, nullptr);
+  EXPECT_EQ(exception->raw_time.kind, LogTime::Kind::kNone);
+  EXPECT_EQ(exception->nearby_time.ns % (24 * 3600 * 1'000'000'000LL), 10LL * 3600 * 1'000'000'000);
+  EXPECT_EQ(exception->next_time.ns % (24 * 3600 * 1'000'000'000LL),
+            (10LL * 3600 + 600) * 1'000'000'000 + 500'000'000);
+}
+
 TEST(Recognizers, ChainedTracebackReportsLastException) {
   LogSet logs = Parse(
       "Traceback (most recent call last):\n"

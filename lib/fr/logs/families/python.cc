@@ -83,6 +83,13 @@ bool PythonLines::FollowTraceback(std::string_view line, std::string_view body) 
   if (tracebacks_.empty() && !StartsWith(body, "Traceback (most recent call last)")) {
     return false;
   }
+  if (context_->prefix().time.kind != LogTime::Kind::kNone) {
+    for (auto& [writer, tb] : tracebacks_) {
+      if (tb.state == Traceback::kAfterException && tb.time_after.kind == LogTime::Kind::kNone) {
+        tb.time_after = context_->prefix().time;
+      }
+    }
+  }
   return TracebackLine(line, body);
 }
 
@@ -242,7 +249,10 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
   LinePrefix first_prefix = tb.prefix;
   first_prefix.host = tb.host;
   LogEvent* e = context_->EmitAs(kind, tb.exception_line, first_prefix, tb.first_line);
-  if (e->raw_time.kind == LogTime::Kind::kNone) e->nearby_time = tb.time_before;
+  if (e->raw_time.kind == LogTime::Kind::kNone) {
+    e->nearby_time = tb.time_before;
+    if (tb.time_after.kind != LogTime::Kind::kNone) context_->SetNextTime(e, tb.time_after);
+  }
   e->reason = std::string(type);
   e->in_launcher = tb.in_launcher || Contains(tb.exception_line, "torch/distributed/elastic/");
   if (kind == LogEventKind::kPythonException && !context_->IsDropped(e)) {

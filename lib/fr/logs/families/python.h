@@ -58,6 +58,9 @@ class PythonLines {
     // The last time printed before the traceback began: it is emitted only when it ends, maybe
     // many interleaved lines later.
     LogTime time_before;
+    // The first time printed after its exception line (by any writer of the file): it is
+    // emitted when a later line ends it, after that line's time went by.
+    LogTime time_after;
     std::string exception_line;
     int blank_lines = 0;
     bool outermost_frame_seen = false;
