@@ -34,6 +34,20 @@ TEST(LogEventKindName, LowerSnakeCase) {
 // Python error: " and "Segmentation fault" apart. The real capture's line, torn both ways the
 // copy can tear it: continued by the same worker, or by another worker's line, or running on
 // from another worker's torn line.
+TEST(Ranks, ARankPrefixPastTheReportsRangeNamesNoRank) {
+  // The watchdog line of tests/data/logs/real/watchdog_default_pg.log; its prefix's rank edited
+  // past 2^31 - 1 (the report's rank fields are int32): the line is read, its rank unknown.
+  const std::string watchdog =
+      ":[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+      "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, "
+      "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n";
+  LogSet in_range = Parse("[rank2147483647]" + watchdog);
+  ASSERT_THAT(Kinds(in_range), ElementsAre("watchdog_timeout"));
+  EXPECT_EQ(in_range.events[0].rank, 2147483647);
+  LogSet past = Parse("[rank2147483648]" + watchdog);
+  for (const LogEvent& event : past.events) EXPECT_EQ(event.rank, -1);
+}
+
 TEST(TorchrunTee, ALineTornByTheCopyIsReadAsItsWriterPrintedIt) {
   std::string console =
       ReadAll(std::string(FR_TEST_DATA_DIR) + "/torchrun/2.13.0/segfault/console.log");

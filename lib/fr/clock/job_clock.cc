@@ -194,16 +194,16 @@ void ResolveIdentities(LogSet* logs) {
   }
   // The world communicator's init lines tie each rank to its host, device, bus id and pid: in
   // the communicator with every rank, the communicator's rank is the global rank.
-  const int32_t world = WorldCommunicatorSize(events);
+  const int64_t world = WorldCommunicatorSize(events);
   for (LogEvent& event : events) {
     if (event.kind == LogEventKind::kNcclInit && event.nranks == world && event.rank < 0) {
       event.rank = event.comm_rank;
     }
   }
   std::map<std::pair<std::string, int32_t>, int32_t> by_device, by_pid;
-  std::map<std::pair<std::string, std::string>, int32_t> by_bus;
-  std::map<int32_t, std::string> host_of_rank;
-  std::map<int32_t, std::set<int32_t>> ranks_of_local_rank;
+  std::map<std::pair<std::string, std::string>, int64_t> by_bus;
+  std::map<int64_t, std::string> host_of_rank;
+  std::map<int64_t, std::set<int64_t>> ranks_of_local_rank;
   for (const LogEvent& event : events) {
     if (event.host.empty() || event.rank < 0) continue;
     bool world_init = event.kind == LogEventKind::kNcclInit && event.nranks == world;
@@ -284,7 +284,7 @@ void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t
   // server), never corrected: they are trusted only to tell a previous run's file, minutes or
   // days older, from this job's.
   constexpr int64_t kFileClockSlackNs = 10 * 60 * kNanosPerSecond;
-  std::map<int32_t, int64_t> death_of_rank;
+  std::map<int64_t, int64_t> death_of_rank;
   for (const LogEvent& event : events) {
     bool death =
         event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable;
@@ -447,7 +447,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   for (size_t i = 0; i < events.size(); ++i) local[i] = reading(events[i].raw_time);
 
   // Groups of events that happen at nearly the same true moment wherever they are printed.
-  const int32_t world = WorldCommunicatorSize(events);
+  const int64_t world = WorldCommunicatorSize(events);
   std::map<std::string, AnchorGroup> groups;
   for (size_t i = 0; i < events.size(); ++i) {
     const LogEvent& event = events[i];
@@ -473,7 +473,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     group.readings[ClockOf(event)].push_back(value);
   }
   // The dumps' anchors, on the host the logs put each rank on.
-  std::map<int32_t, std::string> host_of_rank;
+  std::map<int64_t, std::string> host_of_rank;
   for (const LogEvent& event : events) {
     if (event.rank >= 0 && !event.host.empty()) host_of_rank.emplace(event.rank, event.host);
   }

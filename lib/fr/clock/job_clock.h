@@ -49,7 +49,7 @@ struct HostClock {
 // dumps' anchors, used once the logs tie the rank to its host.
 struct RankAnchor {
   std::string key;  // the shared event, e.g. "flight recorder: all_reduce #812 in group 3"
-  int32_t rank = -1;
+  int64_t rank = -1;
   int64_t ns = 0;  // on the rank's host's clock, ns since the epoch
 };
 

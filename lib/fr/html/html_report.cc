@@ -161,7 +161,7 @@ class HtmlWriter {
              const HtmlReportOptions& options)
       : report_(report), timeline_(timeline), options_(options) {
     for (const report::RankReport& rank : report.ranks()) role_[rank.rank()] = rank.role();
-    for (int32_t culprit : report.verdict().culprit_ranks()) culprits_.insert(culprit);
+    for (int64_t culprit : report.verdict().culprit_ranks()) culprits_.insert(culprit);
     last_slice_.assign(timeline.ranks.size(), -1);
     for (size_t i = 0; i < timeline.slices.size(); ++i) {
       const Timeline::Slice& slice = timeline.slices[i];
@@ -321,15 +321,15 @@ class HtmlWriter {
       int target = -1;  // node index
     };
     std::vector<Node> nodes;
-    std::map<int32_t, int> node_of_rank;
+    std::map<int64_t, int> node_of_rank;
     if (culprits_.size() <= 8) {
-      for (int32_t culprit : culprits_) {
+      for (int64_t culprit : culprits_) {
         node_of_rank[culprit] = static_cast<int>(nodes.size());
         nodes.emplace_back().ranks = {culprit};
       }
     } else if (!culprits_.empty()) {
       Node all;
-      for (int32_t culprit : culprits_) {
+      for (int64_t culprit : culprits_) {
         all.ranks.push_back(culprit);
         node_of_rank[culprit] = 0;
       }
@@ -361,7 +361,7 @@ class HtmlWriter {
       }
       if (layer.empty()) break;
       for (const auto& [key, n] : layer) {
-        for (int64_t r : nodes[n].ranks) node_of_rank[static_cast<int32_t>(r)] = n;
+        for (int64_t r : nodes[n].ranks) node_of_rank[static_cast<int64_t>(r)] = n;
       }
     }
     size_t unplaced = 0;
@@ -481,13 +481,13 @@ class HtmlWriter {
     for (const Timeline::Flow& flow : timeline_.flows) {
       const Timeline::Slice& from = timeline_.slices[flow.from_slice];
       const Timeline::Slice& to = timeline_.slices[flow.to_slice];
-      int32_t waiter = timeline_.ranks[from.track].rank;
+      int64_t waiter = timeline_.ranks[from.track].rank;
       if (hops_.contains(waiter)) continue;
       hops_[waiter] = {timeline_.ranks[to.track].rank, SliceWhat(from)};
     }
     if (!culprits_.empty()) {
       for (size_t track = 0; track < timeline_.ranks.size(); ++track) {
-        int32_t rank = timeline_.ranks[track].rank;
+        int64_t rank = timeline_.ranks[track].rank;
         auto role = role_.find(rank);
         if (hops_.contains(rank) || role == role_.end() || role->second != "victim" ||
             last_slice_[track] < 0) {
@@ -536,7 +536,7 @@ class HtmlWriter {
       return;
     }
     // Rows.
-    auto role_order = [&](int32_t rank) {
+    auto role_order = [&](int64_t rank) {
       if (culprits_.contains(rank)) return 0;
       auto it = role_.find(rank);
       std::string role = it == role_.end() ? "" : it->second;
@@ -564,7 +564,7 @@ class HtmlWriter {
       return fmt::format("{} {}{}", timeline_.String(s.state), desc.empty() ? "" : desc + " ",
                          timeline_.String(s.name));
     };
-    auto role_name = [&](int32_t rank) -> std::string {
+    auto role_name = [&](int64_t rank) -> std::string {
       if (culprits_.contains(rank)) return "culprit";
       auto it = role_.find(rank);
       return it == role_.end() || it->second.empty() ? "rank" : it->second;
@@ -572,7 +572,7 @@ class HtmlWriter {
     bool per_rank = timeline_.ranks.size() <= options_.ranks_per_row_limit;
     if (per_rank) {
       for (size_t track : tracks) {
-        int32_t rank = timeline_.ranks[track].rank;
+        int64_t rank = timeline_.ranks[track].rank;
         row_of_track[track] = static_cast<int>(rows.size());
         Row& row = rows.emplace_back();
         row.label = fmt::format("rank {}", rank);
@@ -583,7 +583,7 @@ class HtmlWriter {
     } else {
       std::map<std::tuple<int, std::string>, int> row_of_key;
       for (size_t track : tracks) {
-        int32_t rank = timeline_.ranks[track].rank;
+        int64_t rank = timeline_.ranks[track].rank;
         bool culprit = culprits_.contains(rank);
         // A culprit gets a row of its own; other ranks share one by role and stopping point.
         auto hop = hops_.find(rank);
@@ -990,14 +990,14 @@ class HtmlWriter {
   const report::Report& report_;
   const Timeline& timeline_;
   const HtmlReportOptions& options_;
-  std::map<int32_t, std::string> role_;
-  std::set<int32_t> culprits_;
+  std::map<int64_t, std::string> role_;
+  std::set<int64_t> culprits_;
   std::vector<int64_t> last_slice_;  // per track, index into timeline_.slices or -1
   struct Hop {
-    int32_t target = -1;
+    int64_t target = -1;
     std::string what;  // where the waiter waits: "DP all_reduce #25"
   };
-  std::map<int32_t, Hop> hops_;  // victim -> its first hop
+  std::map<int64_t, Hop> hops_;  // victim -> its first hop
   std::string out_;
 };
 

@@ -10,7 +10,7 @@ namespace fr::logs_internal {
 namespace {
 
 // Torchrun's --log-dir layout ".../attempt_0/3/stderr.log" names the local rank.
-int32_t LocalRankFromPath(std::string_view path) {
+int64_t LocalRankFromPath(std::string_view path) {
   size_t slash = path.rfind('/');
   if (slash == std::string_view::npos) return -1;
   std::string_view name = path.substr(slash + 1);
@@ -28,7 +28,7 @@ int32_t LocalRankFromPath(std::string_view path) {
   int64_t rank;
   std::string_view digits = rank_text;
   if (!ConsumeInt(&digits, &rank) || !digits.empty() || rank < 0) return -1;
-  return ToInt32(rank);
+  return RankOrUnknown(rank);
 }
 
 }  // namespace

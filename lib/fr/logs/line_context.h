@@ -34,7 +34,7 @@ std::string EventText(std::string_view line);
 // std::string_view there).
 std::string Cat(std::initializer_list<std::string_view> parts);
 
-// `v`, or -1 (an event's "unknown") when it does not fit an int32_t.
+// `v`, or -1 (an event's "unknown") when it does not fit an int64_t.
 inline int32_t ToInt32(int64_t v) {
   return v < INT32_MIN || v > INT32_MAX ? -1 : static_cast<int32_t>(v);
 }

@@ -67,7 +67,7 @@ bool ConsumeSrunPrefix(std::string_view* s, LinePrefix* out) {
   std::string_view digits = t;
   if (!ConsumeInt(&t, &task) || digits.size() - t.size() > 7) return false;
   if (!ConsumeLiteral(&t, ": ")) return false;
-  out->rank = static_cast<int32_t>(task);
+  out->rank = task;  // at most 7 digits
   *s = t;
   return true;
 }
@@ -238,7 +238,7 @@ bool ConsumeMpiTag(std::string_view* s, LinePrefix* out) {
   int64_t rank = -1;
   size_t length = MpiTagLength(*s, &rank);
   if (length == 0) return false;
-  out->rank = static_cast<int32_t>(rank);
+  out->rank = RankOrUnknown(rank);
   s->remove_prefix(length);
   return true;
 }
@@ -255,11 +255,11 @@ bool ConsumeTorchrunPrefix(std::string_view* s, LinePrefix* out) {
     return false;
   }
   int64_t rank;
-  if (t.empty() || !IsDigit(t[0]) || !ConsumeInt(&t, &rank) || rank > INT32_MAX ||
+  if (t.empty() || !IsDigit(t[0]) || !ConsumeInt(&t, &rank) || RankOrUnknown(rank) < 0 ||
       !ConsumeLiteral(&t, "]:")) {
     return false;
   }
-  (local ? out->local_rank : out->rank) = static_cast<int32_t>(rank);
+  (local ? out->local_rank : out->rank) = rank;
   ConsumeLiteral(&t, " ");
   *s = t;
   return true;

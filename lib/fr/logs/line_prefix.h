@@ -36,8 +36,8 @@ enum LineFormat : uint8_t {
 const char* LineFormatName(LineFormat format);
 
 struct LinePrefix {
-  int32_t rank = -1;        // srun -l task or torchrun "[rankN]:"
-  int32_t local_rank = -1;  // torchrun "[defaultN]:"
+  int64_t rank = -1;        // srun -l task or torchrun "[rankN]:"
+  int64_t local_rank = -1;  // torchrun "[defaultN]:"
   int32_t pid = -1;         // NCCL "host:pid:tid"
   int32_t cuda_dev = -1;    // NCCL "[dev]"
   std::string_view host;    // NCCL or syslog host

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "fr/base/rank.h"
+
 namespace fr {
 
 // What a line says happened. The first group are initiating faults (root-cause candidates),
@@ -98,8 +100,8 @@ struct LogEvent {
   int64_t line = 0;
   // Who printed it, as far as the line, its prefix, its file's path or its host's NCCL init
   // lines say; -1 / empty when unknown.
-  int32_t rank = -1;
-  int32_t local_rank = -1;
+  int64_t rank = -1;
+  int64_t local_rank = -1;
   std::string host;
   int32_t pid = -1;
   LogTime raw_time;
@@ -131,16 +133,16 @@ struct LogEvent {
   int32_t xid = -1;
   std::string bus_id;  // normalized "0000:3b:00" (domain:bus:device), lower case
   int32_t cuda_dev = -1;
-  int32_t nranks = -1;
+  int64_t nranks = -1;
   int32_t exit_code = INT32_MIN;  // a process exit code; torchrun's -9 means signal 9
   int32_t signal = -1;            // SIGKILL = 9, SIGSEGV = 11 ...
   int64_t bytes = -1;             // bytes requested (CUDA OOM) or killed process's rss (host OOM)
-  int32_t peer_rank = -1;         // kDumpSignal: the rank that asked; transport: the peer, if named
+  int64_t peer_rank = -1;         // kDumpSignal: the rank that asked; transport: the peer, if named
   std::string peer_address;       // transport: the peer as NCCL names it ("10.0.0.5<45678>");
                                   // kHostAddress: this host's own address ("10.0.0.5")
   // kNcclInit: the rank within that communicator (equal to the global rank only for the world
   // communicator, which is why it is not put in `rank`) and the communicator's id.
-  int32_t comm_rank = -1;
+  int64_t comm_rank = -1;
   std::string comm_id;
   // kBootClock: the wall-clock time the line states (ns since the epoch, UTC), which with the
   // line's seconds since boot places the host's boot on its clock.
@@ -165,8 +167,8 @@ struct LogFile {
   // The host and rank every line of the file belongs to when its path or content says so (a
   // per-host kernel log, a torchrun --log-dir "attempt_0/3/stderr.log"), else empty / -1.
   std::string host;
-  int32_t rank = -1;
-  int32_t local_rank = -1;
+  int64_t rank = -1;
+  int64_t local_rank = -1;
   int64_t bytes = 0;
   int64_t lines = 0;
   // When the file was last written (ns since the epoch), or kNoTime (stdin, or not known): a

@@ -458,7 +458,7 @@ namespace {
 
 // Ranks and timed marks of the GPUs a finding names, at the sample it names.
 void AddGpu(const GpuSeries& gpu, const GpuSample& sample, std::string label,
-            std::set<int32_t>* ranks, MonitorFinding* finding) {
+            std::set<int64_t>* ranks, MonitorFinding* finding) {
   if (gpu.rank >= 0) ranks->insert(gpu.rank);
   if (sample.time_ns >= 0) {
     MonitorMark mark;
@@ -485,7 +485,7 @@ std::vector<MonitorFinding> FindGpuAnomalies(const MonitorSnapshots& monitor) {
   }
   MonitorFinding hang;
   hang.kind = "gpu_hang_signature";
-  std::set<int32_t> ranks;
+  std::set<int64_t> ranks;
   size_t spinning_gpus = 0;
   for (const auto& [host, gpus] : by_host) {
     if (!std::all_of(gpus.begin(), gpus.end(),
@@ -522,7 +522,7 @@ std::vector<MonitorFinding> FindGpuAnomalies(const MonitorSnapshots& monitor) {
     MonitorFinding odd;
     odd.kind = "gpu_idle_while_peers_busy";
     std::set<std::string> hosts;
-    std::set<int32_t> idle_ranks;
+    std::set<int64_t> idle_ranks;
     for (const GpuSeries* gpu : idle) {
       odd.evidence.push_back(Describe(*gpu, gpu->samples.back()));
       hosts.insert(gpu->host);
@@ -557,7 +557,7 @@ std::vector<MonitorFinding> FindGpuAnomalies(const MonitorSnapshots& monitor) {
     MonitorFinding uneven;
     uneven.kind = "gpu_memory_uneven";
     std::set<std::string> hosts;
-    std::set<int32_t> uneven_ranks;
+    std::set<int64_t> uneven_ranks;
     for (const GpuSeries& gpu : monitor.gpus) {
       if (gpu.samples.empty() || gpu.samples.back().memory_used_mib < 0) continue;
       const GpuSample& last = gpu.samples.back();

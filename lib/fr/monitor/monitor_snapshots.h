@@ -52,7 +52,7 @@ struct GpuSeries {
   std::string host;  // "" when neither the path nor the caller names it
   int32_t index = -1;
   std::string bus_id;  // "00000000:18:00.0", as printed
-  int32_t rank = -1;   // the rank using it, when the logs tie its bus id to one (AssignGpuRanks)
+  int64_t rank = -1;   // the rank using it, when the logs tie its bus id to one (AssignGpuRanks)
   std::vector<GpuSample> samples;
 };
 
@@ -117,7 +117,7 @@ void AssignGpuRanks(const LogSet& logs, MonitorSnapshots* snapshots);
 // A moment a finding points at, for the timeline: on `host`'s clock, ns since the epoch.
 struct MonitorMark {
   std::string host;
-  int32_t rank = -1;  // -1: the host as a whole
+  int64_t rank = -1;  // -1: the host as a whole
   int64_t host_ns = -1;
   std::string label;  // "GPU 2 idle (9% busy)"
 };

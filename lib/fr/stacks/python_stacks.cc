@@ -14,7 +14,6 @@ namespace {
 
 // A job has at most this many ranks (the same bound as the loader's): a header claiming more is
 // not a rank.
-constexpr int64_t kMaxRank = (int64_t{1} << 31) - 1;
 // Frames kept per thread: Python's recursion limit is 1000 by default; faulthandler itself stops
 // at 100 and prints "...".
 constexpr size_t kMaxFrames = 1000;
@@ -204,7 +203,7 @@ absl::Status ParseStackSnapshot(const std::string& path, std::string_view text,
       }
       in_header = false;
       rank = &ranks[number];
-      rank->rank = static_cast<int32_t>(number);
+      rank->rank = number;
       rank->address = std::move(address);
       thread = nullptr;
       continue;
@@ -339,8 +338,8 @@ StackJudgement JudgeStacks(const StackSnapshots& stacks) {
 
   // Groups of identical main threads, and who waits inside communication.
   std::map<std::pair<int, std::vector<std::string>>, StackGroup> groups;
-  std::map<int32_t, StackPlace> place_of;
-  std::map<int32_t, const PythonThread*> main_of;
+  std::map<int64_t, StackPlace> place_of;
+  std::map<int64_t, const PythonThread*> main_of;
   for (const RankStacks& rank : newest.ranks) {
     if (rank.threads.empty() && rank.answer != RankAnswer::kAnswered) {
       judged.no_answer.push_back({rank.rank, rank.answer, rank.error});
@@ -406,9 +405,9 @@ StackJudgement JudgeStacks(const StackSnapshots& stacks) {
   // How long they have been where they are: the run of snapshots, newest backwards, in which
   // every held rank's main thread and every waiting rank's place stay the same.
   auto main_frames = [](const StackSnapshot& snapshot,
-                        int32_t rank) -> const std::vector<PythonFrame>* {
+                        int64_t rank) -> const std::vector<PythonFrame>* {
     auto it = std::lower_bound(snapshot.ranks.begin(), snapshot.ranks.end(), rank,
-                               [](const RankStacks& r, int32_t wanted) { return r.rank < wanted; });
+                               [](const RankStacks& r, int64_t wanted) { return r.rank < wanted; });
     if (it == snapshot.ranks.end() || it->rank != rank) return nullptr;
     const PythonThread* main = MainThread(*it);
     return main == nullptr ? nullptr : &main->frames;
@@ -419,7 +418,7 @@ StackJudgement JudgeStacks(const StackSnapshots& stacks) {
     const StackSnapshot& earlier = stacks.snapshots[i];
     bool same = true;
     bool seen = false;
-    for (int32_t rank : judged.held_by) {
+    for (int64_t rank : judged.held_by) {
       const std::vector<PythonFrame>* then = main_frames(earlier, rank);
       if (then == nullptr) continue;
       seen = true;
@@ -428,7 +427,7 @@ StackJudgement JudgeStacks(const StackSnapshots& stacks) {
         break;
       }
     }
-    for (int32_t rank : judged.waiting) {
+    for (int64_t rank : judged.waiting) {
       if (!same) break;
       const std::vector<PythonFrame>* then = main_frames(earlier, rank);
       if (then == nullptr) continue;

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "fr/base/rank.h"
 
 namespace fr {
 
@@ -61,7 +62,7 @@ enum class RankAnswer {
 };
 
 struct RankStacks {
-  int32_t rank = -1;
+  int64_t rank = -1;
   std::string address;  // "http://node0:33821/handler/dump_traceback?", as printed
   RankAnswer answer = RankAnswer::kAnswered;
   std::string error;  // what the fetch said, when it got no stacks
@@ -118,13 +119,13 @@ std::string DescribeFrame(const PythonFrame& frame);
 // Ranks of the newest snapshot whose main threads are identical (every frame), largest group
 // first.
 struct StackGroup {
-  std::vector<int32_t> ranks;  // ascending
+  std::vector<int64_t> ranks;  // ascending
   StackPlace place = StackPlace::kNoPython;
   std::vector<PythonFrame> frames;  // innermost first; empty for kNoPython
 };
 
 struct RankNoAnswer {
-  int32_t rank = -1;
+  int64_t rank = -1;
   RankAnswer answer = RankAnswer::kFailed;
   std::string error;
 };
@@ -136,11 +137,11 @@ struct StackJudgement {
   std::vector<StackGroup> groups;
   // Ranks waiting inside torch.distributed, ascending; the innermost frame of the largest group of
   // them ("all_reduce (...)").
-  std::vector<int32_t> waiting;
+  std::vector<int64_t> waiting;
   std::string waiting_in;
   // Ranks outside communication while at least two others and most ranks that answered wait
   // inside it: where the job stopped, unless they are moving.
-  std::vector<int32_t> held_by;
+  std::vector<int64_t> held_by;
   // For each of held_by (same order): its frame nearest the user's code, i.e. the innermost frame
   // outside the standard library and site-packages, else the innermost frame.
   std::vector<PythonFrame> held_at;

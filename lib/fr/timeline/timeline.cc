@@ -46,11 +46,11 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
   if (monitors != nullptr) monitor_findings = FindMonitorAnomalies(*monitors);
   timeline.Intern("");
   // Hosts: the logs' names for a rank's host first (real host names), else the dumps' paths.
-  std::map<int32_t, std::string> host_of_rank;
+  std::map<int64_t, std::string> host_of_rank;
   for (const LogEvent& event : logs.events) {
     if (event.rank >= 0 && !event.host.empty()) host_of_rank.emplace(event.rank, event.host);
   }
-  std::set<int32_t> culprits(report.verdict().culprit_ranks().begin(),
+  std::set<int64_t> culprits(report.verdict().culprit_ranks().begin(),
                              report.verdict().culprit_ranks().end());
   for (const report::RankReport& rank : report.ranks()) {
     if (!rank.host().empty()) host_of_rank.emplace(rank.rank(), rank.host());
@@ -60,12 +60,11 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
     offset_ns[host.host()] = host.offset_ms() * kNanosPerMs;
   }
   std::set<std::string> host_names;
-  auto host_name = [&](int32_t rank) {
+  auto host_name = [&](int64_t rank) {
     auto it = host_of_rank.find(rank);
     return it == host_of_rank.end() ? std::string("unknown host") : it->second;
   };
-  for (const RankDump& dump : trace.ranks)
-    host_names.insert(host_name(static_cast<int32_t>(dump.rank)));
+  for (const RankDump& dump : trace.ranks) host_names.insert(host_name(dump.rank));
   for (const LogEvent& event : logs.events) {
     if (event.time_ns == kNoTime) continue;
     host_names.insert(event.rank >= 0 ? host_name(event.rank)
@@ -95,7 +94,7 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
   std::vector<std::pair<uint32_t, uint32_t>> slices_of_track;
   std::vector<uint32_t> slice_group_name;
   for (const RankDump& dump : trace.ranks) {
-    int32_t rank = static_cast<int32_t>(dump.rank);
+    int64_t rank = dump.rank;
     std::string host = host_name(rank);
     uint32_t track = static_cast<uint32_t>(timeline.ranks.size());
     track_of_rank[rank] = track;
@@ -183,7 +182,7 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
   };
 
   // Flows: the verdict's wait chains, then every other victim to the first culprit with a dump.
-  std::set<int32_t> linked;
+  std::set<int64_t> linked;
   uint64_t next_flow = 1;
   for (const report::WaitChain& chain : report.verdict().chains()) {
     for (const report::WaitEdge& edge : chain.edges()) {
@@ -201,14 +200,14 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
     }
   }
   int64_t culprit_slice = -1;
-  for (int32_t culprit : culprits) {
+  for (int64_t culprit : culprits) {
     if (auto it = track_of_rank.find(culprit); it != track_of_rank.end()) {
       culprit_slice = last_of_track[it->second];
       if (culprit_slice >= 0) break;
     }
   }
   if (culprit_slice >= 0) {
-    for (int32_t victim : report.verdict().victim_ranks()) {
+    for (int64_t victim : report.verdict().victim_ranks()) {
       auto it = track_of_rank.find(victim);
       if (it == track_of_rank.end() || linked.contains(victim)) continue;
       int64_t from_slice = last_of_track[it->second];

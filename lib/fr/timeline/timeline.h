@@ -37,7 +37,7 @@ struct Timeline {
   std::vector<std::string> strings;
   std::vector<uint32_t> hosts;  // string ids, one process track each, ascending name
   struct RankTrack {
-    int32_t rank = -1;
+    int64_t rank = -1;
     uint32_t host = 0;  // index into `hosts`
     bool culprit = false;
   };

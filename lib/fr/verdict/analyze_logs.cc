@@ -82,7 +82,7 @@ std::vector<RankAnchor> DumpAnchors(const LoadedTrace& trace) {
       std::string key = key_of(dump, entry);
       if (chosen.contains(key)) {
         anchors.push_back({.key = std::move(key),
-                           .rank = static_cast<int32_t>(dump.rank),
+                           .rank = static_cast<int64_t>(dump.rank),
                            .ns = entry.time_created_ns});
       }
     }

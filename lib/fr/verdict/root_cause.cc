@@ -172,7 +172,7 @@ int KindPriority(RootCauseKind kind) {
   return static_cast<int>(std::size(kOrder));
 }
 
-std::string Ranks(const std::vector<int32_t>& ranks) {
+std::string Ranks(const std::vector<int64_t>& ranks) {
   std::vector<int64_t> wide(ranks.begin(), ranks.end());
   return FormatRankSet(wide);
 }
@@ -269,7 +269,7 @@ class Explainer {
         out->add_names(LauncherName(static_cast<Launcher>(launcher)));
       }
     }
-    std::set<int32_t> culprits(cause.ranks().begin(), cause.ranks().end());
+    std::set<int64_t> culprits(cause.ranks().begin(), cause.ranks().end());
     if (culprits.empty()) {
       const auto& ranks = report_->verdict().culprit_ranks();
       culprits.insert(ranks.begin(), ranks.end());
@@ -384,7 +384,7 @@ class Explainer {
   }
 
   // The launcher reported this rank's death (a worker that failed, a row of its failure table).
-  bool LauncherReportedDeath(int32_t rank) const {
+  bool LauncherReportedDeath(int64_t rank) const {
     if (rank < 0) return false;
     for (const LogEvent& event : logs_.events) {
       if ((event.kind == LogEventKind::kWorkerFailed ||
@@ -620,7 +620,7 @@ class Explainer {
     SetKind(cause, first.kind);
     SetTime(cause, lead.time_ns);
 
-    std::set<int32_t> ranks;
+    std::set<int64_t> ranks;
     std::set<std::string> hosts;
     std::vector<const LogEvent*> initiating;
     for (const Candidate& candidate : candidates) {
@@ -661,7 +661,7 @@ class Explainer {
       }
     }
     if (first.kind == RootCauseKind::kHostKill) ranks.clear();
-    for (int32_t rank : ranks) cause->add_ranks(rank);
+    for (int64_t rank : ranks) cause->add_ranks(rank);
     for (const std::string& host : hosts) cause->add_hosts(host);
     for (const LogEvent* event : initiating) AddEvidence(cause, *event);
     // The launcher's and Slurm's view of the culprit's end.
@@ -819,14 +819,14 @@ class Explainer {
     SetKind(cause, node_failure != nullptr ? RootCauseKind::kHostKill : RootCauseKind::kUnknown);
     SetTime(cause, first->time_ns);
     cause->add_hosts(host);
-    std::set<int32_t> ranks;
+    std::set<int64_t> ranks;
     if (node_failure == nullptr) {
       for (const LogEvent& event : logs_.events) {
         if (event.host == host && event.rank >= 0) ranks.insert(event.rank);
       }
     }
-    for (int32_t rank : ranks) cause->add_ranks(rank);
-    std::set<int32_t> reporters;
+    for (int64_t rank : ranks) cause->add_ranks(rank);
+    std::set<int64_t> reporters;
     std::set<std::string> reporter_hosts;
     for (const LogEvent* report : reports) {
       if (report->rank >= 0) {
@@ -836,7 +836,7 @@ class Explainer {
       if (!report->host.empty()) reporter_hosts.insert(report->host);
       AddEvidence(cause, *report);
     }
-    for (int32_t rank : ranks) victims_.erase(rank);
+    for (int64_t rank : ranks) victims_.erase(rank);
     // Where the silent host's own logs end.
     const LogEvent* last_of_host = nullptr;
     for (const LogEvent& event : logs_.events) {
@@ -885,8 +885,8 @@ class Explainer {
     if (!lead.process_group.empty()) detail["process_group"] = lead.process_group;
   }
 
-  std::string Who(const std::set<int32_t>& ranks, const std::set<std::string>& hosts) const {
-    std::vector<int32_t> list(ranks.begin(), ranks.end());
+  std::string Who(const std::set<int64_t>& ranks, const std::set<std::string>& hosts) const {
+    std::vector<int64_t> list(ranks.begin(), ranks.end());
     std::string who;
     if (!list.empty()) who = fmt::format("{} {}", list.size() == 1 ? "Rank" : "Ranks", Ranks(list));
     if (!hosts.empty()) {
@@ -908,7 +908,7 @@ class Explainer {
   }
 
   std::string FaultSentence(RootCauseKind kind, const LogEvent& lead,
-                            const std::set<int32_t>& ranks, const std::set<std::string>& hosts) {
+                            const std::set<int64_t>& ranks, const std::set<std::string>& hosts) {
     std::string who = Who(ranks, hosts);
     std::string when = When(lead);
     std::string sentence;
@@ -965,8 +965,8 @@ class Explainer {
     SetKind(cause, RootCauseKind::kCollectiveTimeout);
     // Ranks that never reached it: their watchdog names an earlier op of the group, or their
     // last enqueued work is earlier.
-    std::set<int32_t> laggards;
-    std::set<int32_t> reached;
+    std::set<int64_t> laggards;
+    std::set<int64_t> reached;
     for (const LogEvent& event : logs_.events) {
       if (event.rank < 0) continue;
       if (event.kind == LogEventKind::kWatchdogTimeout && event.seq >= 0) {
@@ -988,7 +988,7 @@ class Explainer {
         laggards.insert(event.rank);
       }
     }
-    for (int32_t rank : reached) laggards.erase(rank);
+    for (int64_t rank : reached) laggards.erase(rank);
     std::string how = "its watchdog or flight-recorder dump names an earlier collective";
     // The laggards' own lines name how far they got: surer than silence.
     bool named_by_own_lines = true;
@@ -1004,10 +1004,10 @@ class Explainer {
       // Silent ranks are named only while at most half the job is silent, so at least half of
       // it is among the ranks that reached the collective. A world far larger than that (a
       // stray or hostile "nranks") can name none, and is not walked rank by rank.
-      std::set<int32_t> silent;
+      std::set<int64_t> silent;
       // (Every rank that reached it printed, so it lies below `world`.)
       if (world <= 2 * static_cast<int64_t>(reached.size())) {
-        for (int32_t r = 0; r < world; ++r) {
+        for (int64_t r = 0; r < world; ++r) {
           if (!reached.contains(r)) silent.insert(r);
         }
       }
@@ -1028,7 +1028,7 @@ class Explainer {
       named_by_own_lines = false;
     }
     SetTime(cause, first_timeout_->time_ns);
-    for (int32_t rank : laggards) {
+    for (int64_t rank : laggards) {
       cause->add_ranks(rank);
       victims_.erase(rank);
     }
@@ -1049,7 +1049,7 @@ class Explainer {
     }
     AddCascadeEvidence(cause);
     FillDetail(cause, *first_timeout_);
-    std::vector<int32_t> list(laggards.begin(), laggards.end());
+    std::vector<int64_t> list(laggards.begin(), laggards.end());
     std::string op = first_timeout_->op.empty() ? "a collective" : first_timeout_->op;
     std::string sentence = fmt::format(
         "Only collective timeouts are visible: {} rank(s) timed out in {}{}{} from {}.",
@@ -1078,15 +1078,15 @@ class Explainer {
   // The logs' answer joined with the dumps'.
   void Join(report::RootCause* cause) {
     report::Verdict* verdict = report_->mutable_verdict();
-    std::vector<int32_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
+    std::vector<int64_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
     const RootCauseKind kind = kind_;
     const std::string_view kind_name = RootCauseKindName(kind);
     std::vector<std::string> actions = KindActions(kind, *cause);
     if (dumps_ == nullptr) {
       verdict->clear_culprit_ranks();
-      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
       verdict->clear_victim_ranks();
-      for (int32_t rank : victims_) verdict->add_victim_ranks(rank);
+      for (int64_t rank : victims_) verdict->add_victim_ranks(rank);
       std::string failure_class = "insufficient_evidence";
       if (kind == RootCauseKind::kNone) {
         failure_class = "none";
@@ -1110,14 +1110,14 @@ class Explainer {
     }
     // With dumps: the flight recorder says who the others waited for; the logs say why.
     const DumpVerdict& judged = dumps_->verdict;
-    const std::vector<int32_t> dump_culprits(judged.culprits.begin(), judged.culprits.end());
+    const std::vector<int64_t> dump_culprits(judged.culprits.begin(), judged.culprits.end());
     const FailureClass dump_class = judged.failure_class;
     const std::string_view dump_class_name = FailureClassName(dump_class);
     bool log_names_ranks = !log_ranks.empty();
     if (kind == RootCauseKind::kCollectiveTimeout || kind == RootCauseKind::kUnknown) {
       if (!dump_culprits.empty()) {
         cause->clear_ranks();
-        for (int32_t rank : dump_culprits) cause->add_ranks(rank);
+        for (int64_t rank : dump_culprits) cause->add_ranks(rank);
         if (log_names_ranks && log_ranks != dump_culprits) {
           cause->set_disagreement(fmt::format(
               "The timeouts point at rank(s) {}; the dumps show rank(s) {} never reached the "
@@ -1140,7 +1140,7 @@ class Explainer {
       // The dumps could not tell a rank that left no dump from a victim; the logs say it died.
       verdict->set_failure_class("missing_participant");
       verdict->clear_culprit_ranks();
-      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
       verdict->set_confidence(std::string(ConfidenceName(Confidence::kMedium)));
       cause->set_disagreement(fmt::format(
           "The dumps alone could not decide (insufficient_evidence); the logs say rank(s) {} "
@@ -1151,7 +1151,7 @@ class Explainer {
                       "for the ops it never issued.",
                       Ranks(log_ranks), kind_name));
     } else if (log_names_ranks && !dump_culprits.empty()) {
-      std::vector<int32_t> common;
+      std::vector<int64_t> common;
       std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
                             dump_culprits.end(), std::back_inserter(common));
       if (common.empty()) {
@@ -1163,14 +1163,14 @@ class Explainer {
       }
     } else if (log_names_ranks && dump_culprits.empty() && dump_class != FailureClass::kNone) {
       verdict->clear_culprit_ranks();
-      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
     } else if (log_names_ranks && dump_class == FailureClass::kNone && IsDeath(kind) &&
                InFlightOps() > 0) {
       // The dumps were written while the peers still waited, in ops younger than their timeout;
       // the logs say the rank those ops need is dead, so they will never complete.
       verdict->set_failure_class("missing_participant");
       verdict->clear_culprit_ranks();
-      for (int32_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
       verdict->set_confidence(std::string(ConfidenceName(
           confidence_ == Confidence::kHigh ? Confidence::kHigh : Confidence::kMedium)));
       verdict->set_summary(fmt::format(
@@ -1184,12 +1184,12 @@ class Explainer {
     } else if (kind == RootCauseKind::kNone && !dump_culprits.empty()) {
       // Healthy logs beside dumps that show a rank stopped: either the stop was silent in the
       // logs (a hang in host code prints nothing), or the logs read are not the culprit's.
-      std::set<int32_t> logged;
+      std::set<int64_t> logged;
       for (const LogEvent& event : logs_.events) {
         if (event.rank >= 0) logged.insert(event.rank);
       }
-      std::vector<int32_t> unlogged;
-      for (int32_t rank : dump_culprits) {
+      std::vector<int64_t> unlogged;
+      for (int64_t rank : dump_culprits) {
         if (!logged.contains(rank)) unlogged.push_back(rank);
       }
       cause->set_disagreement(
@@ -1312,7 +1312,7 @@ class Explainer {
   // What the root cause was set to (SetKind, SetConfidence).
   RootCauseKind kind_ = RootCauseKind::kUnknown;
   Confidence confidence_ = Confidence::kHigh;
-  std::set<int32_t> victims_;
+  std::set<int64_t> victims_;
   const LogEvent* first_timeout_ = nullptr;
   std::map<std::string, std::string> host_of_address_;
   std::set<std::string> known_hosts_;

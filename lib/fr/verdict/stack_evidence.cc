@@ -15,7 +15,7 @@
 namespace fr {
 namespace {
 
-std::vector<int64_t> Wide(const std::vector<int32_t>& ranks) {
+std::vector<int64_t> Wide(const std::vector<int64_t>& ranks) {
   return std::vector<int64_t>(ranks.begin(), ranks.end());
 }
 
@@ -37,7 +37,7 @@ std::string Seconds(int64_t ns) { return fmt::format("{:.0f} s", static_cast<dou
 void AddGroups(const StackJudgement& judged, report::Report* report) {
   for (const StackGroup& group : judged.groups) {
     report::LiveStackGroup* out = report->add_live_stacks();
-    for (int32_t rank : group.ranks) out->add_ranks(rank);
+    for (int64_t rank : group.ranks) out->add_ranks(rank);
     out->set_ranks_text(FormatRankSet(Wide(group.ranks)));
     out->set_place(std::string(StackPlaceName(group.place)));
     for (const PythonFrame& frame : group.frames) out->add_frames(ValidUtf8(DescribeFrame(frame)));
@@ -108,7 +108,7 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
     if (ranks.empty()) continue;
     report::Finding* finding = report->add_findings();
     finding->set_kind(refused ? "worker_gone" : "worker_silent");
-    for (int64_t rank : ranks) finding->add_ranks(static_cast<int32_t>(rank));
+    for (int64_t rank : ranks) finding->add_ranks(static_cast<int64_t>(rank));
     finding->set_collective_seq_id(-1);
     finding->set_confidence(refused ? "high" : "medium");
     std::string waits = judged.waiting.empty()
@@ -134,9 +134,9 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
     if (dumps_found_failure || !decides) continue;
     verdict->set_failure_class(std::string(FailureClassName(FailureClass::kMissingParticipant)));
     verdict->clear_culprit_ranks();
-    for (int64_t rank : ranks) verdict->add_culprit_ranks(static_cast<int32_t>(rank));
+    for (int64_t rank : ranks) verdict->add_culprit_ranks(static_cast<int64_t>(rank));
     verdict->clear_victim_ranks();
-    for (int32_t rank : judged.waiting) verdict->add_victim_ranks(rank);
+    for (int64_t rank : judged.waiting) verdict->add_victim_ranks(rank);
     verdict->set_confidence(refused && !judged.waiting.empty() ? "high" : "medium");
     verdict->set_summary(finding->summary());
     verdict->clear_next_actions();
@@ -157,7 +157,7 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
       !judged.moving && judged.unchanged_snapshots >= 2 && judged.unchanged_ns >= stalled_ns;
   report::Finding* finding = report->add_findings();
   finding->set_kind("stack_outside_communication");
-  for (int32_t rank : judged.held_by) finding->add_ranks(rank);
+  for (int64_t rank : judged.held_by) finding->add_ranks(rank);
   finding->set_collective_seq_id(-1);
   bool sure = judged.unchanged_ns >= std::max(stalled_ns, kSureSpanNs);
   finding->set_confidence(stalled ? (sure ? "high" : "medium") : "low");
@@ -198,9 +198,9 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
   if (!stalled) return std::nullopt;  // one snapshot, or a moving rank: a finding, not a verdict
   verdict->set_failure_class(std::string(FailureClassName(FailureClass::kMissingParticipant)));
   verdict->clear_culprit_ranks();
-  for (int32_t rank : judged.held_by) verdict->add_culprit_ranks(rank);
+  for (int64_t rank : judged.held_by) verdict->add_culprit_ranks(rank);
   verdict->clear_victim_ranks();
-  for (int32_t rank : judged.waiting) verdict->add_victim_ranks(rank);
+  for (int64_t rank : judged.waiting) verdict->add_victim_ranks(rank);
   verdict->set_confidence(finding->confidence());
   verdict->set_summary(ValidUtf8(fmt::format(
       "Rank(s) {} stopped outside communication while rank(s) {} wait in {}: {}, {}. {}",

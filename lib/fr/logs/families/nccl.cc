@@ -76,8 +76,8 @@ void NcclLines::OnWarn(std::string_view line, std::string_view body) {
 // COMPLETE": which GPU (bus id) a process drives, and its rank in that communicator.
 void NcclLines::OnInit(std::string_view line, std::string_view body) {
   LogEvent* e = context_->Emit(LogEventKind::kNcclInit, line);
-  e->comm_rank = ToInt32(IntAfter(body, " rank "));
-  e->nranks = ToInt32(IntAfter(body, " nranks "));
+  e->comm_rank = RankOrUnknown(IntAfter(body, " rank "));
+  e->nranks = RankOrUnknown(IntAfter(body, " nranks "));  // a count of ranks
   int64_t dev = IntAfter(body, " cudaDev ");
   if (dev >= 0) e->cuda_dev = ToInt32(dev);
   e->bus_id = NormalizeBusId(WordAfter(body, " busId ", " "));

@@ -10,10 +10,10 @@ namespace fr::logs_internal {
 // (Segmentation fault)." (the PID really prints as 0): the launcher saw that rank die.
 bool OpenMpiLines::OnMpirunNoticed(std::string_view line, std::string_view body) {
   int64_t rank = IntAfter(body, "process rank ");
-  if (rank < 0 || rank > INT32_MAX) return false;
+  if (RankOrUnknown(rank) < 0) return false;
   LogEvent* e = context_->Emit(LogEventKind::kWorkerFailed, line);
   context_->MarkLauncher(e, Launcher::kOpenMpi);
-  e->rank = static_cast<int32_t>(rank);
+  e->rank = rank;
   std::string_view node = WordAfter(body, " on node ", " ");
   if (!node.empty()) e->host = std::string(node);
   int64_t signal = IntAfter(body, "on signal ");
@@ -33,10 +33,10 @@ bool OpenMpiLines::OnMpiProcessName(std::string_view line, std::string_view body
   size_t close = rest.find("],");
   if (close == std::string_view::npos) return false;
   int64_t rank = IntAfter(rest.substr(close), "],");
-  if (rank < 0 || rank > INT32_MAX) return false;
+  if (RankOrUnknown(rank) < 0) return false;
   LogEvent* e = context_->Emit(LogEventKind::kWorkerFailed, line);
   context_->MarkLauncher(e, Launcher::kOpenMpi);
-  e->rank = static_cast<int32_t>(rank);
+  e->rank = rank;
   mpi_exit_event_ = context_->event_count() - 1;
   mpi_exit_line_ = context_->line_no();
   return true;

@@ -45,7 +45,7 @@ void ProcessGroupNcclLines::SetGroup(LogEvent* event, std::string_view body) {
   if (!ParsePgTag(body, &tag)) return;
   event->process_group = std::string(tag.name);
   // Only in the default group is a group rank the global rank.
-  if (event->rank < 0 && tag.is_default && tag.rank >= 0) event->rank = ToInt32(tag.rank);
+  if (event->rank < 0 && tag.is_default && tag.rank >= 0) event->rank = RankOrUnknown(tag.rank);
 }
 
 bool ProcessGroupNcclLines::OnWatchdogTimeout(std::string_view line, std::string_view body) {
@@ -80,7 +80,7 @@ bool ProcessGroupNcclLines::OnDumpSignal(std::string_view line, std::string_view
     if (ConsumeLiteral(&rest, "rank")) {
       SkipSpaces(&rest);
       int64_t peer;
-      if (ConsumeInt(&rest, &peer)) e->peer_rank = ToInt32(peer);
+      if (ConsumeInt(&rest, &peer)) e->peer_rank = RankOrUnknown(peer);
     } else if (StartsWith(rest, "this local rank")) {
       e->reason = "local";
     }

@@ -12,9 +12,8 @@ void RayLines::NameWorker(LinePrefix* prefix) {
   if (StartsWith(body, "- (ip=") && Contains(body, ") world_rank=")) {
     int64_t pid = IntAfter(body, "pid=");
     int64_t rank = IntAfter(body, "world_rank=");
-    if (pid >= 0 && pid <= INT32_MAX && rank >= 0 && rank <= INT32_MAX) {
-      ray_ranks_[static_cast<int32_t>(pid)] = {static_cast<int32_t>(rank),
-                                               std::string(WordAfter(body, "(ip=", ",) "))};
+    if (pid >= 0 && pid <= INT32_MAX && RankOrUnknown(rank) >= 0) {
+      ray_ranks_[static_cast<int32_t>(pid)] = {rank, std::string(WordAfter(body, "(ip=", ",) "))};
     }
     return;
   }
@@ -28,9 +27,7 @@ void RayLines::NameWorker(LinePrefix* prefix) {
     std::string_view ranks = body.substr(6, body.size() - 6 - 16);
     int64_t rank = -1;
     // "[Rank 0,2 Error Snippet]:" quotes one traceback for several ranks: no single owner.
-    ray_snippet_rank_ = ConsumeInt(&ranks, &rank) && ranks.empty() && rank <= INT32_MAX
-                            ? static_cast<int32_t>(rank)
-                            : -1;
+    ray_snippet_rank_ = ConsumeInt(&ranks, &rank) && ranks.empty() ? RankOrUnknown(rank) : -1;
     return;
   }
   if (body.empty()) ray_snippet_rank_ = -1;

@@ -40,9 +40,9 @@ class RayLines {
  private:
   LineContext* context_;
   // pid -> (world rank, ip) from the controller's rank map (pids change per attempt).
-  std::map<int32_t, std::pair<int32_t, std::string>> ray_ranks_;
+  std::map<int64_t, std::pair<int64_t, std::string>> ray_ranks_;
   // The rank whose error snippet is being quoted, or -1.
-  int32_t ray_snippet_rank_ = -1;
+  int64_t ray_snippet_rank_ = -1;
 };
 
 }  // namespace fr::logs_internal

@@ -42,7 +42,7 @@ bool SlurmLines::OnSrunTask(std::string_view line, std::string_view body) {
   }
   LogEvent* e = context_->Emit(kind, line);
   context_->MarkLauncher(e, Launcher::kSlurm);
-  if (task >= 0) e->rank = ToInt32(task);
+  if (task >= 0) e->rank = RankOrUnknown(task);
   if (host.find(' ') == std::string_view::npos && !host.empty()) e->host = std::string(host);
   e->signal = signal;
   int64_t code = IntAfter(what, "exit code ", INT32_MIN);

@@ -28,7 +28,7 @@ bool TorchrunLines::OnWorkerFailed(std::string_view line, std::string_view body)
   if (code != INT32_MIN) e->exit_code = ToInt32(code);
   if (code < 0 && code > -64) e->signal = static_cast<int32_t>(-code);
   int64_t local_rank = IntAfter(body, "local_rank: ");
-  if (local_rank >= 0) e->local_rank = ToInt32(local_rank);
+  if (local_rank >= 0) e->local_rank = RankOrUnknown(local_rank);
   e->pid = ToInt32(IntAfter(body, "(pid: "));
   return true;
 }
@@ -151,8 +151,8 @@ void TorchrunLines::FlushTableEntry() {
                        entry.text, context_->prefix(), entry.first_line);
   e->raw_time = entry.time;
   if (!entry.host.empty()) e->host = entry.host;
-  if (entry.rank >= 0) e->rank = ToInt32(entry.rank);
-  if (entry.local_rank >= 0) e->local_rank = ToInt32(entry.local_rank);
+  if (entry.rank >= 0) e->rank = RankOrUnknown(entry.rank);
+  if (entry.local_rank >= 0) e->local_rank = RankOrUnknown(entry.local_rank);
   context_->MarkLauncher(e, Launcher::kTorchrun);
   e->exit_code = entry.exit_code;
   e->signal = ToInt32(entry.signal);
