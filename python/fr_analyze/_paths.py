@@ -25,13 +25,6 @@ class LoadRoot:
     source: str
     files: List[str] = field(default_factory=list)
 
-    def display(self, text: str) -> str:
-        """`text` as the user should read it (paths are already real)."""
-        return text
-
-    def close(self) -> None:
-        pass
-
 
 def _is_glob(text: str) -> bool:
     return any(c in _GLOB_CHARS for c in text) and not os.path.exists(text)

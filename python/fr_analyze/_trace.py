@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence
 
 from fr_analyze import _args, _core, _frames
-from fr_analyze._paths import LoadRoot, PathsArg, resolve
+from fr_analyze._paths import PathsArg, resolve
 from fr_analyze._progress import ProgressArg, make_progress
 from fr_analyze._report import Report
 from fr_analyze.errors import NoDumpsError
@@ -105,10 +105,9 @@ class Trace:
     Made by `fr_analyze.load()` or `fr_analyze.loads()`; `analyze()` finds the culprit.
     """
 
-    def __init__(self, loaded: "_core.LoadedTrace", source: str, root: Optional[LoadRoot] = None):
+    def __init__(self, loaded: "_core.LoadedTrace", source: str):
         self._loaded = loaded
         self.source = source
-        self._root = root or LoadRoot(root=source, source=source)
 
     # What was loaded.
 
@@ -139,8 +138,7 @@ class Trace:
     def rejected(self) -> List[RejectedFile]:
         """Files that could not be read: path, rank (None when unknown) and error."""
         return [
-            RejectedFile(self._root.display(r.path), None if r.rank == -1 else r.rank,
-                         self._root.display(r.error))
+            RejectedFile(r.path, None if r.rank == -1 else r.rank, r.error)
             for r in self._loaded.rejected
         ]
 
@@ -171,14 +169,14 @@ class Trace:
         return len(self._loaded.ranks)
 
     def __str__(self) -> str:
-        return self._root.display(self._loaded.summary_text(self._core_source()))
+        return self._loaded.summary_text(self._core_source())
 
     def __repr__(self) -> str:
         return f"<Trace {len(self)} ranks from {self.source!r}>"
 
     def summary(self) -> dict:
         """What was loaded, as a dict (the same content as `fr-analyze load DIR --format json`)."""
-        return json.loads(self._root.display(self._loaded.summary_json(self._core_source())))
+        return json.loads(self._loaded.summary_json(self._core_source()))
 
     def _core_source(self) -> bytes:
         # What the core is told the source is: a path's bytes (its surrogate escapes undone).
@@ -279,14 +277,14 @@ def load(
         from fr_analyze._dask import load_on_cluster
 
         loaded = load_on_cluster(client, os.fsencode(root.root), prefix, rank_pattern, files)
-        return Trace(loaded, root.source, root)
+        return Trace(loaded, root.source)
     callback, close = make_progress(progress)
     try:
         loaded = _core.load(os.fsencode(root.root), prefix, rank_pattern, jobs, callback, files,
                             False)
     finally:
         close()
-    return Trace(loaded, root.source, root)
+    return Trace(loaded, root.source)
 
 
 def loads(dumps: Mapping[int, bytes], *, jobs: Optional[int] = None) -> Trace:
