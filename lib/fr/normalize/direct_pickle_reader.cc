@@ -226,13 +226,6 @@ class RecentByteCache {
   mutable size_t last_ = 0;
 };
 
-struct ParsedName {
-  StringId backend = 0;
-  StringId op_name = 0;
-  OpKind op = OpKind::kUnknown;
-  int64_t peer_local = kUnknown;
-};
-
 struct PendingStatus {
   int64_t pg_id;
   PgStatus status;
@@ -566,7 +559,6 @@ class Reader {
     return ParseNewState(state);
   }
   EntryState ParseNewState(StringId state);
-  const ParsedName& ParseName(StringId name);
   void AssignGroup(Entry& entry);
   void ParseProfilingName(Entry& entry);
   void ApplyPgStatus();
@@ -632,8 +624,7 @@ class Reader {
   RecentByteCache<8> recent_stacks_;
   static constexpr uint8_t kStateNotParsed = 0xff;
   std::vector<uint8_t> state_of_string_;
-  std::vector<ParsedName> parsed_names_;
-  std::vector<uint8_t> name_parsed_;
+  ProfilingNameCache names_;
 };
 
 bool Reader::Run() {
@@ -1365,31 +1356,13 @@ void Reader::AssignGroup(Entry& entry) {
   ++group.entry_count;
 }
 
-const ParsedName& Reader::ParseName(StringId name) {
-  if (name < name_parsed_.size() && name_parsed_[name]) return parsed_names_[name];
-  // Split as the normalizer splits it, interned in the same order (backend, then op).
-  ProfilingNameParts parts = SplitProfilingName(dump_.strings.view(name));
-  ParsedName parsed;
-  parsed.backend = dump_.strings.Intern(parts.backend);
-  parsed.op_name = dump_.strings.Intern(parts.op);
-  parsed.op = parts.kind;
-  parsed.peer_local = parts.peer_local;
-  if (name >= parsed_names_.size()) {
-    parsed_names_.resize(name + 1);
-    name_parsed_.resize(name + 1, false);
-  }
-  name_parsed_[name] = true;
-  parsed_names_[name] = parsed;
-  return parsed_names_[name];
-}
-
 void Reader::ParseProfilingName(Entry& entry) {
   if (raw_.profiling_name == kNone) {
     Oddity("entry_without_profiling_name");
     return;
   }
   entry.profiling_name = Intern(raw_.profiling_name);
-  const ParsedName& parsed = ParseName(entry.profiling_name);
+  const ProfilingNameCache::Parsed& parsed = names_.Get(entry.profiling_name, dump_.strings);
   entry.backend = parsed.backend;
   entry.op_name = parsed.op_name;
   entry.op = parsed.op;

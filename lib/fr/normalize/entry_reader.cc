@@ -451,24 +451,6 @@ inline void Normalizer::AssignGroup(Entry* entry, ValueId name, ValueId desc) {
   ++group.entry_count;
 }
 
-inline const Normalizer::ParsedName& Normalizer::ParseName(StringId name) {
-  if (name < name_parsed_.size() && name_parsed_[name]) return parsed_names_[name];
-  // Views into the table stay valid while it grows (its blocks never move).
-  ProfilingNameParts parts = SplitProfilingName(dump_.strings.view(name));
-  ParsedName parsed;
-  parsed.backend = dump_.strings.Intern(parts.backend);
-  parsed.op_name = dump_.strings.Intern(parts.op);
-  parsed.op = parts.kind;
-  parsed.peer_local = parts.peer_local;
-  if (name >= parsed_names_.size()) {
-    parsed_names_.resize(name + 1);
-    name_parsed_.resize(name + 1, false);
-  }
-  name_parsed_[name] = true;
-  parsed_names_[name] = parsed;
-  return parsed_names_[name];
-}
-
 // "nccl:send 0->1" -> backend "nccl", op "send", peer = the group's rank 1 as a global rank.
 inline void Normalizer::ParseProfilingName(ValueId text, Entry* entry) {
   if (text == kNoValue) {
@@ -476,7 +458,7 @@ inline void Normalizer::ParseProfilingName(ValueId text, Entry* entry) {
     return;
   }
   entry->profiling_name = InternValue(text);
-  const ParsedName& parsed = ParseName(entry->profiling_name);
+  const ProfilingNameCache::Parsed& parsed = names_.Get(entry->profiling_name, dump_.strings);
   entry->backend = parsed.backend;
   entry->op_name = parsed.op_name;
   entry->op = parsed.op;

@@ -167,14 +167,6 @@ class Normalizer {
   void AssignGroup(Entry* entry, ValueId name, ValueId desc);
 
   // What a profiling_name says, parsed once per distinct name.
-  struct ParsedName {
-    StringId backend = 0;
-    StringId op_name = 0;
-    OpKind op = OpKind::kUnknown;
-    int64_t peer_local = kUnknown;  // group-local peer of a send/recv
-  };
-
-  const ParsedName& ParseName(StringId name);
 
   // "nccl:send 0->1" -> backend "nccl", op "send", peer = the group's rank 1 as a global rank.
   void ParseProfilingName(ValueId text, Entry* entry);
@@ -275,8 +267,7 @@ class Normalizer {
   absl::flat_hash_map<std::string, size_t> oddity_index_;  // into dump_.oddities
   NormalizeBudget budget_;
   // Indexed by the profiling name's StringId.
-  std::vector<ParsedName> parsed_names_;
-  std::vector<bool> name_parsed_;
+  ProfilingNameCache names_;
   EntryLayout layout_;
   int layouts_learned_ = 0;
   struct RecentShapes {

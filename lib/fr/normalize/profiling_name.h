@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "fr/model/op_kind.h"
 #include "fr/model/rank_dump.h"
@@ -25,6 +26,41 @@ struct ProfilingNameParts {
 
 // Views into `text`.
 ProfilingNameParts SplitProfilingName(std::string_view text);
+
+// A dump's profiling names, each split once: a dump repeats a few dozen names over thousands of
+// entries. Both readers keep one per dump, so that they intern the parts in the same order.
+class ProfilingNameCache {
+ public:
+  struct Parsed {
+    StringId backend = 0;
+    StringId op_name = 0;
+    OpKind op = OpKind::kUnknown;
+    int64_t peer_local = kUnknown;  // group-local peer of a send/recv
+  };
+
+  // The parts of `name`, an id of `strings`, whose backend and op are interned there (backend
+  // first). Views into the table stay valid while it grows (its blocks never move).
+  const Parsed& Get(StringId name, StringTable& strings) {
+    if (name < parsed_.size() && done_[name]) return parsed_[name];
+    ProfilingNameParts parts = SplitProfilingName(strings.view(name));
+    Parsed parsed;
+    parsed.backend = strings.Intern(parts.backend);
+    parsed.op_name = strings.Intern(parts.op);
+    parsed.op = parts.kind;
+    parsed.peer_local = parts.peer_local;
+    if (name >= parsed_.size()) {
+      parsed_.resize(name + 1);
+      done_.resize(name + 1, 0);
+    }
+    done_[name] = 1;
+    parsed_[name] = parsed;
+    return parsed_[name];
+  }
+
+ private:
+  std::vector<Parsed> parsed_;
+  std::vector<uint8_t> done_;
+};
 
 }  // namespace fr
 
