@@ -897,14 +897,16 @@ class Explainer {
 
   // "at 11:21:20.770 UTC"; for a line printed without a time (a traceback, a faulthandler
   // block), where its file's timed lines around it put it: "between A and B", "after A".
+  // A file's modification time also bounds its untimed lines for ordering, but it is the storing
+  // machine's clock, 10 minutes of slack added: only a timed line after it is said as a bound.
   static std::string When(const LogEvent& event) {
-    if (Precise(event) || (event.time_ns == kNoTime && event.time_upper_ns == kNoTime)) {
+    int64_t upper = event.next_time.kind != LogTime::Kind::kNone ? event.time_upper_ns : kNoTime;
+    if (Precise(event) || (event.time_ns == kNoTime && upper == kNoTime)) {
       return "at " + ClockTime(event.time_ns);
     }
-    if (event.time_ns == kNoTime) return "before " + ClockTime(event.time_upper_ns);
-    if (event.time_upper_ns == kNoTime) return "after " + ClockTime(event.time_ns);
-    return fmt::format("between {} and {}", ClockTime(event.time_ns),
-                       ClockTime(event.time_upper_ns));
+    if (event.time_ns == kNoTime) return "before " + ClockTime(upper);
+    if (upper == kNoTime) return "after " + ClockTime(event.time_ns);
+    return fmt::format("between {} and {}", ClockTime(event.time_ns), ClockTime(upper));
   }
 
   std::string FaultSentence(RootCauseKind kind, const LogEvent& lead,
