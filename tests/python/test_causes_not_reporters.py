@@ -142,6 +142,20 @@ def test_a_preemption_outranks_what_the_killed_ranks_print(tmp_path, cli):
     assert "consequence" in cause["summary"]
 
 
+# torchrun's agent starting at 10:00:00 (tests/data/logs/real/torchrun_agent.log wording, dates
+# edited), then rank 3's traceback (tests/data/logs/real/python_traceback.log's form), untimed.
+AGENT_THEN_RANK3_TRACEBACK = (
+    "I1201 10:00:00.000000 32974 torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
+    "environment variable for each process to be 1 in default, to avoid your system being "
+    "overloaded, please further tune the variable for optimal performance in your "
+    "application as needed.\n"
+    "[rank3]: Traceback (most recent call last):\n"
+    '[rank3]:   File "/app/train.py", line 85, in <module>\n'
+    "[rank3]:     main()\n"
+    "[rank3]: ValueError: batch has no labels\n"
+)
+
+
 def test_a_signalled_launcher_is_a_kill_only_when_nothing_failed_inside(cli):
     """srun signals the other nodes' agents after one task failed: the task's exception, not
     the signal, is the cause."""
@@ -167,18 +181,11 @@ def test_a_kernel_fault_from_before_the_job_is_not_its_cause(tmp_path, cli):
     (job / "node01" / "kern.log").write_text(
         "Nov 28 03:12:01 node01 kernel: NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the "
         "bus\n")
-    # torchrun's agent (tests/data/logs/real/torchrun_agent.log wording, dates edited).
+    # Then the agent reports rank 3's exit (the same file's wording).
     (job / "node01" / "torchrun.log").write_text(
-        "I1201 10:00:00.000000 32974 torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
-        "environment variable for each process to be 1 in default, to avoid your system being "
-        "overloaded, please further tune the variable for optimal performance in your "
-        "application as needed.\n"
-        "[rank3]: Traceback (most recent call last):\n"
-        '[rank3]:   File "/app/train.py", line 85, in <module>\n'
-        "[rank3]:     main()\n"
-        "[rank3]: ValueError: batch has no labels\n"
-        "E1201 10:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed "
-        "(exitcode: 1) local_rank: 3 (pid: 33054) of binary: /usr/bin/python3\n")
+        AGENT_THEN_RANK3_TRACEBACK
+        + "E1201 10:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] "
+        "failed (exitcode: 1) local_rank: 3 (pid: 33054) of binary: /usr/bin/python3\n")
     report, _ = analyze(cli, str(job))
     cause = report["verdict"]["root_cause"]
     assert cause["kind"] == "python_exception", cause["summary"]
@@ -239,19 +246,11 @@ def test_an_untimed_traceback_is_placed_between_its_files_timed_lines(tmp_path, 
     traceback's own time."""
     job = tmp_path / "job"
     job.mkdir()
-    # torchrun's agent (tests/data/logs/real/torchrun_agent.log), the traceback of
-    # tests/data/logs/real/python_traceback.log's form, and a watchdog timeout of
-    # tests/data/logs/real/watchdog_default_pg.log; dates, ranks and the exception edited.
+    # Then a watchdog timeout of tests/data/logs/real/watchdog_default_pg.log, date and rank
+    # edited.
     (job / "torchrun.log").write_text(
-        "I1201 10:00:00.000000 32974 torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
-        "environment variable for each process to be 1 in default, to avoid your system being "
-        "overloaded, please further tune the variable for optimal performance in your "
-        "application as needed.\n"
-        "[rank3]: Traceback (most recent call last):\n"
-        '[rank3]:   File "/app/train.py", line 85, in <module>\n'
-        "[rank3]:     main()\n"
-        "[rank3]: ValueError: batch has no labels\n"
-        "[rank1]:[E1201 10:10:00.500000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+        AGENT_THEN_RANK3_TRACEBACK
+        + "[rank1]:[E1201 10:10:00.500000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
         "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, "
         "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
     report, _ = analyze(cli, str(job))
