@@ -62,6 +62,19 @@ TEST(FindRhythmBreakTest, AnExtraRecvBreaksWhereItStands) {
   EXPECT_TRUE(broken->expected_send);
 }
 
+TEST(FindRhythmBreakTest, AHugeWindowIsReadInOnePass) {
+  // A hostile or simply huge ring buffer: a million ops repeating until one missing send near
+  // the end. Every period up to a third of the window is a candidate; each costs one lookup.
+  const int steps = 125'000;
+  std::vector<bool> ops = Repeat("RRRRSSSS", steps);
+  const int64_t dropped = static_cast<int64_t>(steps - 2) * 8 + 7;
+  ops.erase(ops.begin() + dropped);
+  auto broken = FindRhythmBreak(ops);
+  ASSERT_TRUE(broken.has_value());
+  EXPECT_EQ(broken->period, 8);
+  EXPECT_EQ(broken->position, dropped);
+}
+
 TEST(FindRhythmBreakTest, TooFewRepetitionsSayNothing) {
   // One step and a half: no rhythm is known, so no op can be off it.
   std::vector<bool> ops = Repeat("RRRRSSSS", 1);

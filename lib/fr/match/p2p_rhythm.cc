@@ -1,34 +1,45 @@
 #include "fr/match/p2p_rhythm.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 namespace fr {
 namespace {
 
-// How many leading ops repeat with period `p`: the first i >= p with a different op than
-// p ops before it, or the count of ops when there is none.
-int64_t RepeatedPrefix(const std::vector<bool>& is_send, int64_t p) {
-  const int64_t n = static_cast<int64_t>(is_send.size());
-  for (int64_t i = p; i < n; ++i) {
-    if (is_send[i] != is_send[i - p]) return i;
+// z[p]: how many ops from p on repeat the ops from 0 (the Z-function, O(n)). The ops up to i
+// repeat with period p exactly when i <= p + z[p]: every period's prefix from one pass, so a
+// window of a million ops costs a million steps, never a million per period tried.
+std::vector<int64_t> ZFunction(const std::vector<bool>& s) {
+  const int64_t n = static_cast<int64_t>(s.size());
+  std::vector<int64_t> z(n, 0);
+  if (n > 0) z[0] = n;
+  for (int64_t i = 1, left = 0, right = 0; i < n; ++i) {
+    if (i < right) z[i] = std::min(right - i, z[i - left]);
+    while (i + z[i] < n && s[z[i]] == s[i + z[i]]) ++z[i];
+    if (i + z[i] > right) {
+      left = i;
+      right = i + z[i];
+    }
   }
-  return n;
+  return z;
 }
 
 }  // namespace
 
 std::optional<RhythmBreak> FindRhythmBreak(const std::vector<bool>& is_send) {
   const int64_t n = static_cast<int64_t>(is_send.size());
+  const std::vector<int64_t> z = ZFunction(is_send);
   int64_t best_period = 0;
   int64_t best_prefix = 0;
-  // Periods are tried shortest first, so a whole-window repetition stops the search at its
-  // shortest period; a broken window costs at most n/3 passes up to the break.
+  int64_t sends = 0;  // among the first p ops
   for (int64_t p = 1; 3 * p <= n; ++p) {
+    sends += is_send[p - 1] ? 1 : 0;
     // A repetition of one direction only (four recvs in a row) is a run, not a step: every
     // step with a neighbour both sends and receives.
-    int64_t sends = std::count(is_send.begin(), is_send.begin() + p, true);
     if (sends == 0 || sends == p) continue;
-    int64_t prefix = RepeatedPrefix(is_send, p);
+    // Shortest first: a whole-window repetition ends the search at its shortest period.
+    int64_t prefix = p + z[p];
     if (prefix == n) return std::nullopt;
     if (prefix > best_prefix) {
       best_prefix = prefix;
