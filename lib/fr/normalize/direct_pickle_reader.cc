@@ -552,13 +552,6 @@ class Reader {
   StackId FindStack();
   StackId InternStack();
   uint32_t ResolveFrame(uint32_t identity);
-  [[gnu::always_inline]] EntryState ParseState(StringId state) {
-    if (state < state_of_string_.size() && state_of_string_[state] != kStateNotParsed) [[likely]] {
-      return static_cast<EntryState>(state_of_string_[state]);
-    }
-    return ParseNewState(state);
-  }
-  EntryState ParseNewState(StringId state);
   void AssignGroup(Entry& entry);
   void ParseProfilingName(Entry& entry);
   void ApplyPgStatus();
@@ -622,8 +615,7 @@ class Reader {
   RecentByteCache<8> recent_shapes_;
   RecentByteCache<4> recent_dtypes_bytes_;
   RecentByteCache<8> recent_stacks_;
-  static constexpr uint8_t kStateNotParsed = 0xff;
-  std::vector<uint8_t> state_of_string_;
+  EntryStateCache states_;
   ProfilingNameCache names_;
 };
 
@@ -1228,17 +1220,6 @@ StackId Reader::InternStack() {
   return id;
 }
 
-EntryState Reader::ParseNewState(StringId state) {
-  std::string_view text = dump_.strings.view(state);
-  EntryState parsed = text == "completed"   ? EntryState::kCompleted
-                      : text == "started"   ? EntryState::kStarted
-                      : text == "scheduled" ? EntryState::kScheduled
-                                            : EntryState::kUnknown;
-  if (state >= state_of_string_.size()) state_of_string_.resize(state + 1, kStateNotParsed);
-  state_of_string_[state] = static_cast<uint8_t>(parsed);
-  return parsed;
-}
-
 void Reader::ResolveEntry(Entry& entry) {
   RawEntry& raw = raw_;
   const bool has_input_dtypes = raw.mask & Bit(Field::kInputDtypes);
@@ -1255,7 +1236,7 @@ void Reader::ResolveEntry(Entry& entry) {
     // stack, which must have been seen before.
     if (raw.thread_name != kNone) entry.thread_name = Intern(raw.thread_name);
     if (raw.thread_id != kNone) entry.thread_id = Intern(raw.thread_id);
-    if (raw.state != kNone) entry.state = ParseState(Intern(raw.state));
+    if (raw.state != kNone) entry.state = states_.Get(Intern(raw.state), dump_.strings);
     if (has_input_dtypes) entry.input_dtypes = ResolveDtypes(0, 0, raw.input_dtypes_end);
     if (has_output_dtypes) {
       entry.output_dtypes = ResolveDtypes(1, raw.input_dtypes_end, dtypes_end);
@@ -1287,7 +1268,7 @@ void Reader::ResolveEntry(Entry& entry) {
           entry.thread_id = Intern(raw.thread_id);
           break;
         case Field::kState:
-          entry.state = ParseState(Intern(raw.state));
+          entry.state = states_.Get(Intern(raw.state), dump_.strings);
           break;
         case Field::kInputDtypes:
           entry.input_dtypes = ResolveDtypes(0, 0, raw.input_dtypes_end);

@@ -9,6 +9,10 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
+
+#include "fr/model/entry.h"
+#include "fr/model/string_table.h"
 
 namespace fr {
 
@@ -104,6 +108,35 @@ inline EntryField ClassifyEntryKey(std::string_view key) {
 inline bool IsLegacyEntryKey(EntryField field) {
   return field == EntryField::kSeqId || field == EntryField::kTimeCreatedUs;
 }
+
+// An entry's state ("scheduled", "started", "completed"; anything else kUnknown), mapped once
+// per interned string: a dump spells out the same three strings thousands of times. Both readers
+// keep one per dump.
+class EntryStateCache {
+ public:
+  [[gnu::always_inline]] EntryState Get(StringId state, const StringTable& strings) {
+    if (state < state_of_.size() && state_of_[state] != kNotParsed) [[likely]] {
+      return static_cast<EntryState>(state_of_[state]);
+    }
+    return Parse(state, strings);
+  }
+
+ private:
+  static constexpr uint8_t kNotParsed = 0xff;
+
+  [[gnu::noinline]] EntryState Parse(StringId state, const StringTable& strings) {
+    std::string_view text = strings.view(state);
+    EntryState parsed = text == "completed"   ? EntryState::kCompleted
+                        : text == "started"   ? EntryState::kStarted
+                        : text == "scheduled" ? EntryState::kScheduled
+                                              : EntryState::kUnknown;
+    if (state >= state_of_.size()) state_of_.resize(state + 1, kNotParsed);
+    state_of_[state] = static_cast<uint8_t>(parsed);
+    return parsed;
+  }
+
+  std::vector<uint8_t> state_of_;
+};
 
 }  // namespace fr
 

@@ -177,7 +177,7 @@ inline bool Normalizer::ReadProcessGroup(ValueId field, EntryRefs* refs) const {
 
 inline bool Normalizer::ReadState(ValueId field, EntryState* state) {
   if (doc_.kind(field) != ValueKind::kString) return false;
-  *state = ParseState(InternValue(field));
+  *state = states_.Get(InternValue(field), dump_.strings);
   return true;
 }
 
@@ -411,21 +411,6 @@ inline bool Normalizer::ReadEntryByLayout(std::span<const ValueId> pairs, Entry*
     if (entry->stack == kNoStack) return false;
   }
   return true;
-}
-
-// States are three strings; map each interned one once.
-inline EntryState Normalizer::ParseState(StringId state) {
-  if (state < state_of_string_.size() && state_of_string_[state] != kStateNotParsed) {
-    return static_cast<EntryState>(state_of_string_[state]);
-  }
-  std::string_view text = dump_.strings.view(state);
-  EntryState parsed = text == "completed"   ? EntryState::kCompleted
-                      : text == "started"   ? EntryState::kStarted
-                      : text == "scheduled" ? EntryState::kScheduled
-                                            : EntryState::kUnknown;
-  if (state >= state_of_string_.size()) state_of_string_.resize(state + 1, kStateNotParsed);
-  state_of_string_[state] = static_cast<uint8_t>(parsed);
-  return parsed;
 }
 
 inline void Normalizer::AssignGroup(Entry* entry, ValueId name, ValueId desc) {

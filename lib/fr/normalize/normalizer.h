@@ -160,9 +160,7 @@ class Normalizer {
   bool ReadEntryByLayout(std::span<const ValueId> pairs, Entry* entry, EntryRefs* refs);
 
   // States are three strings; map each interned one once.
-  EntryState ParseState(StringId state);
-  static constexpr uint8_t kStateNotParsed = 0xff;
-  std::vector<uint8_t> state_of_string_;
+  EntryStateCache states_;
 
   void AssignGroup(Entry* entry, ValueId name, ValueId desc);
 
