@@ -114,14 +114,24 @@ DEATHS = {"exception", "segfault", "sigkill"}
 
 def check_launcher(report, expected, launcher, sees_the_death=True):
     """The report names the launcher that ran the job (`launcher`, what the harness started), and
-    its line on the death: the faulty rank's own exit where the launcher saw it, and never a
-    victim's exit without saying so."""
+    its line on the death: the faulty rank's own exit where the launcher saw it (`sees_the_death`;
+    for torchrun, where that rank's agent printed its failure table, see
+    torchrun_capture.failure_tables), a note where the agent failed before it printed one, and
+    never a victim's exit without saying so."""
     found = report.get("launcher", {})
     assert launcher in found.get("names", []), found
     line = found.get("death_line")
     if expected["failure_class"] == "none":
         assert line is None, found
         return
+    tables = expected.get("launcher_failure_tables")
+    if tables is not None:
+        agent = expected["fault_rank"] // expected["nproc_per_node"]
+        sees_the_death = tables[agent]
+        if not sees_the_death:
+            # The agent's own traceback is in its console: the note must point there.
+            console = "console.log" if expected["nodes"] == 1 else f"node{agent}/console.log"
+            assert console in found.get("note", ""), f"the agent's failure is not noted: {found}"
     if expected["scenario"] in DEATHS and sees_the_death:
         assert line is not None and line.get("rank") == expected["fault_rank"], found
     # A line that names no rank (DeepSpeed's return code) claims nobody; one naming a victim
@@ -161,9 +171,7 @@ def test_golden_cases_are_present():
 def test_golden_torchrun_job_is_diagnosed(cli, tmp_path, case):
     expected, status, report = analyze_golden(cli, tmp_path, case)
     check(status, report, expected)
-    # Two agents: the culprit's agent may fail before it reports anything (the first golden's
-    # agent died reading an empty error.json), so only the note is required there.
-    check_launcher(report, expected, "torchrun", sees_the_death=expected["scenario"] != "two_agents")
+    check_launcher(report, expected, "torchrun")
 
 
 @pytest.mark.parametrize("current", ["healthy", "sigkill"])

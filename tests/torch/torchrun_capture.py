@@ -340,6 +340,9 @@ def capture(args):
                                else c for c in cmd] for cmd in commands],
         "launcher_exit_codes": [p.returncode for p in launchers],
         "launchers_timed_out": timed_out,
+        # What the launchers printed, not what fr-analyze makes of it: whether each agent's
+        # console holds its failure table (the tests expect its line on the death only there).
+        "launcher_failure_tables": failure_tables(dirs),
         "processes_killed_by_harness": len(killed),
         "ranks_dumped": sorted(dumped),
         "wall_s": round(wall, 1),
@@ -348,6 +351,21 @@ def capture(args):
         json.dump(expected, f, indent=2)
         f.write("\n")
     return expected
+
+
+# torchrun's agent heads its table of failed workers with this; an agent that failed while it
+# collected them (its own JSONDecodeError on an error.json that a worker was killed while
+# writing, a real race of torchrun's) prints none.
+FAILURE_TABLE = "Root Cause (first observed failure)"
+
+
+def failure_tables(dirs):
+    """Per agent (in `dirs` order): whether torchrun printed its table of failed workers."""
+    printed = []
+    for d in dirs:
+        with open(os.path.join(d, "console.log"), "rb") as f:
+            printed.append(FAILURE_TABLE.encode() in f.read())
+    return printed
 
 
 def capture_problems(expected):

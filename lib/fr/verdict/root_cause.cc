@@ -287,16 +287,37 @@ class Explainer {
       }
     }
     const LogEvent* shown = of_culprit != nullptr ? of_culprit : first;
+    if (of_culprit == nullptr && !culprits.empty()) {
+      // The launcher's own process failed before it reported the culprit's death (torchrun's
+      // agent raising JSONDecodeError on an error.json a worker was killed while writing), so
+      // its failure table is missing or names only victims: say so, lest its silence read as
+      // "the culprit did not die".
+      const LogEvent* crash = nullptr;
+      for (const LogEvent& event : logs_.events) {
+        if (event.kind == LogEventKind::kPythonException && event.in_launcher &&
+            (crash == nullptr || Before(event, *crash))) {
+          crash = &event;
+        }
+      }
+      if (crash != nullptr) {
+        out->set_note(fmt::format(
+            "The launcher itself raised {} ({}:{}) before it reported the culprit's exit; its "
+            "report of the deaths is incomplete, so the dumps and the ranks' own lines decide.",
+            crash->reason.empty() ? "an exception" : crash->reason, PathOf(*crash), crash->line));
+      }
+    }
     if (shown == nullptr) return;
     report::RootCause lines;
     AddEvidence(&lines, *shown);
     *out->mutable_death_line() = lines.evidence(0);
     if (first != nullptr && first->rank >= 0 && !culprits.empty() &&
         !culprits.contains(first->rank)) {
+      // Before the launcher's crash, if any: what it reported first, then why it stopped.
       out->set_note(fmt::format(
           "{} first reported rank {} ({}:{}), a victim: the rank that caused the failure died "
-          "or stopped without the launcher seeing it first.",
-          LauncherName(first->launcher), first->rank, PathOf(*first), first->line));
+          "or stopped without the launcher seeing it first.{}{}",
+          LauncherName(first->launcher), first->rank, PathOf(*first), first->line,
+          out->note().empty() ? "" : " ", out->note()));
     }
   }
 
