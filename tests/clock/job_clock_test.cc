@@ -269,6 +269,32 @@ TEST(JobClockTest, LogDirFilesOfOneAgentTakeTheGlobalRankOfTheirLocalRank) {
   EXPECT_EQ(from_log_dir, 1);
 }
 
+// A real torchrun job (torch 2.13.0, one agent, rank 2 segfaulted) whose agent raised
+// JSONDecodeError on an empty error.json before it printed its failure table: no line ties
+// "[default2]:" to a global rank. The dumps' world of 4 and a worker with local rank 3 show
+// that one agent ran every rank, so local rank 2 is rank 2; in a larger world, or with the world
+// unknown, the faulthandler block keeps no rank.
+TEST(JobClockTest, OneAgentThatRanTheWholeWorldGivesLocalRanksAsGlobal) {
+  std::string job = std::string(FR_TEST_DATA_DIR) + "/torchrun/2.13.0/segfault_agent_crash";
+  std::vector<std::string> paths = {job + "/console.log"};
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(job + "/logdir")) {
+    if (entry.is_regular_file()) paths.push_back(entry.path().string());
+  }
+  for (int64_t world : {int64_t{4}, int64_t{8}, int64_t{-1}}) {
+    absl::StatusOr<LogSet> logs = ParseLogFiles(paths);
+    ASSERT_TRUE(logs.ok()) << logs.status();
+    ResolveIdentities(&*logs, world);
+    int segfaults = 0;
+    for (const LogEvent& event : logs->events) {
+      if (event.kind != LogEventKind::kSegfault) continue;
+      ++segfaults;
+      EXPECT_EQ(event.rank, world == 4 ? 2 : -1)
+          << "world " << world << ": " << logs->files[event.file].path << ": " << event.text;
+    }
+    EXPECT_EQ(segfaults, 2) << "the console's block and the --log-dir file's";
+  }
+}
+
 // Two agents on one host: local rank 2 is rank 2 on one and rank 6 on the other, so a log-dir
 // file that names neither its host nor its node keeps no rank rather than a wrong one.
 TEST(JobClockTest, LogDirLocalRankOfSeveralAgentsStaysUnresolved) {

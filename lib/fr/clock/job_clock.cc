@@ -169,9 +169,24 @@ void HostsFromPaths(LogSet* logs) {
 
 }  // namespace
 
-void ResolveIdentities(LogSet* logs) {
+void ResolveIdentities(LogSet* logs, int64_t world_size) {
   HostsFromPaths(logs);
   std::vector<LogEvent>& events = logs->events;
+  // One launcher ran the whole job when a worker's local rank is world_size - 1 (its launcher
+  // started world_size workers) and no line names a rank or local rank beyond the world (lines
+  // of another, larger job). torchrun's agent can fail before it prints its failure table (its
+  // JSONDecodeError on an error.json a killed worker left empty), and then nothing else ties a
+  // faulthandler block under "[default2]:" to rank 2.
+  bool one_launcher = false;
+  if (world_size >= 2) {
+    bool beyond = false;
+    for (const LogFile& file : logs->files) {
+      one_launcher |= file.highest_local_rank == world_size - 1;
+      beyond |= file.highest_local_rank >= world_size;
+    }
+    for (const LogEvent& event : events) beyond |= event.rank >= world_size;
+    one_launcher &= !beyond;
+  }
   // What the file says of all its lines.
   for (LogEvent& event : events) {
     if (event.file < 0 || event.file >= static_cast<int32_t>(logs->files.size())) continue;
@@ -244,6 +259,7 @@ void ResolveIdentities(LogSet* logs) {
       if (it != ranks_of_local_rank.end() && it->second.size() == 1)
         event.rank = *it->second.begin();
     }
+    if (event.rank < 0 && event.local_rank >= 0 && one_launcher) event.rank = event.local_rank;
     if (event.host.empty() && event.rank >= 0) {
       if (auto it = host_of_rank.find(event.rank); it != host_of_rank.end())
         event.host = it->second;

@@ -80,8 +80,10 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints);
 // Who printed what: fills LogEvent::rank and ::host where the file, a prefix, or the job's
 // identity lines (NCCL init: host, pid, cudaDev and busId of each rank; torchrun's failure
 // table: host, rank and local rank) tie them. An Xid names only a PCI bus id: it is given the
-// rank whose NCCL init line on that host has that bus id.
-void ResolveIdentities(LogSet* logs);
+// rank whose NCCL init line on that host has that bus id. `world_size` is the job's, from its
+// dumps (-1 when unknown): a worker whose local rank is world_size - 1 shows that one launcher
+// started every rank, so there each local rank is the global one.
+void ResolveIdentities(LogSet* logs, int64_t world_size = -1);
 
 // RFC 3339 UTC with milliseconds, "2026-03-14T11:21:20.770Z"; "" for kNoTime.
 std::string FormatUtc(int64_t ns);

@@ -59,6 +59,7 @@ LineContext::LineContext(std::string_view path, LogSet* out, const LogParseOptio
   LogFile& file = out_->files.emplace_back();
   file.path = std::string(path);
   file.local_rank = LocalRankFromPath(path);
+  file.highest_local_rank = file.local_rank;
 }
 
 LogEvent* LineContext::EmitAs(LogEventKind kind, std::string_view text, const LinePrefix& prefix,

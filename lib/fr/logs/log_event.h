@@ -169,6 +169,9 @@ struct LogFile {
   std::string host;
   int64_t rank = -1;
   int64_t local_rank = -1;
+  // The highest local rank its path or any line's prefix names ("[default3]:"), -1 when none:
+  // how many workers a launcher started, at least.
+  int64_t highest_local_rank = -1;
   int64_t bytes = 0;
   int64_t lines = 0;
   // When the file was last written (ns since the epoch), or kNoTime (stdin, or not known): a

@@ -157,7 +157,9 @@ class FileParser : private LineContext {
   void LogicalLine(std::string_view line) {
     LinePrefix& prefix = mutable_prefix();
     ParseLinePrefix(line, &prefix);
-    mutable_file().launchers |= prefix.launchers;
+    LogFile& file = mutable_file();
+    file.launchers |= prefix.launchers;
+    file.highest_local_rank = std::max(file.highest_local_rank, prefix.local_rank);
     families_.NameWriter(&prefix);
     NoteLineTime();
     if (prefix.format != kFormatText) ++format_lines_[prefix.format];

@@ -298,13 +298,22 @@ void SayWhatSkippedFilesWereReadAs(const LoadedTrace& trace, const LogSet* logs,
   }
 }
 
+// The job's ranks as its dumps know them: every rank loaded, damaged or missing.
+int64_t JobWorldSize(const LoadedTrace& trace) {
+  int64_t highest = -1;
+  for (const RankDump& dump : trace.ranks) highest = std::max(highest, dump.rank);
+  for (const RejectedFile& file : trace.rejected) highest = std::max(highest, file.rank);
+  for (int64_t rank : trace.missing_ranks) highest = std::max(highest, rank);
+  return highest + 1;
+}
+
 }  // namespace
 
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {
   AnalyzeOptions with_deaths = options;
   if (logs != nullptr && !trace.ranks.empty() && !logs->events.empty()) {
     // Who died is known before the dumps are judged: a death ends the op its peers were in.
-    ResolveIdentities(logs);
+    ResolveIdentities(logs, JobWorldSize(trace));
     with_deaths.died_ranks = RanksTheLogsSayDied(*logs);
   }
   Judgment judgment;
