@@ -150,6 +150,41 @@ TEST(JobIndexTest, DefaultGroupWithoutPgConfigSpansTheJob) {
   EXPECT_EQ(Member(index, 2).dump, -1);
 }
 
+// A real job's shape (tests/data/torchrun/2.13.0/sigkill_highest_rank): 4 ranks in DP groups
+// {0,2} and {1,3}; rank 3, the highest, was SIGKILLed and left no dump. Gloo's dumps list no
+// group members, so no dump names rank 3: only the logs say it died. It is then a rank without a
+// file, the job spans 4 ranks, and the DP group short of a member gets it.
+TEST(JobIndexTest, ARankTheLogsSayDiedIsMissingThoughNoDumpNamesIt) {
+  auto dp = [](int64_t seq, std::string name) {
+    EntrySpec e = GlooOp("all_reduce", seq, 0, false);
+    e.pg_name = std::move(name);
+    e.pg_desc = "DP";
+    return e;
+  };
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(0, {dp(1, "3")}, kStart + kSecond));
+  trace.ranks.push_back(Dump(1, {dp(1, "4")}, kStart + kSecond));
+  trace.ranks.push_back(Dump(2, {dp(1, "3")}, kStart + kSecond));
+  for (bool logs_say_it_died : {false, true}) {
+    std::vector<int64_t> died;
+    if (logs_say_it_died) died = {3};
+    JobIndex index = BuildJobIndex(trace, kUnknown, 1, died);
+    ASSERT_EQ(index.groups.size(), 2u);
+    if (logs_say_it_died) {
+      EXPECT_THAT(index.ranks_without_file, ElementsAre(3));
+      EXPECT_THAT(index.groups[1].ranks, ElementsAre(1, 3));
+      EXPECT_TRUE(index.groups[1].ranks_inferred);
+    } else {
+      EXPECT_TRUE(index.ranks_without_file.empty());
+      EXPECT_THAT(index.groups[1].ranks, ElementsAre(1));
+    }
+    EXPECT_THAT(index.groups[0].ranks, ElementsAre(0, 2));
+  }
+  // A rank the logs say died whose dump was read is not missing.
+  JobIndex index = BuildJobIndex(trace, kUnknown, 1, {2});
+  EXPECT_TRUE(index.ranks_without_file.empty());
+}
+
 // Dumps are indexed on several threads; a trace built by hand may hold two dumps of one rank,
 // which then share their members: the index is the one thread's, and nothing races.
 TEST(JobIndexTest, TwoDumpsOfOneRankIndexAsOnOneThread) {

@@ -91,12 +91,28 @@ void FinishMember(const RankDump& dump, GroupMember* member) {
   }
 }
 
-// The job's world size as far as the files tell: one past the highest rank loaded, missing,
-// rejected or in conflict.
-int64_t WorldSize(const LoadedTrace& trace) {
+// Ranks of the job that left no file: those the dumps imply (LoadedTrace::missing_ranks), and
+// those the logs say died that have no file at all. The second kind matters when the dead rank
+// is the highest: Gloo's dumps list no group members, so no dump names a rank above the ones
+// loaded. Ascending.
+std::vector<int64_t> RanksWithoutFile(const LoadedTrace& trace, const std::vector<int64_t>& died) {
+  std::set<int64_t> without(trace.missing_ranks.begin(), trace.missing_ranks.end());
+  std::set<int64_t> with_file;
+  for (const RankDump& dump : trace.ranks) with_file.insert(dump.rank);
+  for (const RejectedFile& file : trace.rejected) with_file.insert(file.rank);
+  for (const RankConflict& conflict : trace.conflicts) with_file.insert(conflict.rank);
+  for (int64_t rank : died) {
+    if (rank >= 0 && !with_file.contains(rank)) without.insert(rank);
+  }
+  return {without.begin(), without.end()};
+}
+
+// The job's world size as far as the files and the logs tell: one past the highest rank loaded,
+// without a file, rejected or in conflict.
+int64_t WorldSize(const LoadedTrace& trace, const std::vector<int64_t>& without_file) {
   int64_t highest = -1;
   for (const RankDump& dump : trace.ranks) highest = std::max(highest, dump.rank);
-  for (int64_t rank : trace.missing_ranks) highest = std::max(highest, rank);
+  for (int64_t rank : without_file) highest = std::max(highest, rank);
   for (const RejectedFile& file : trace.rejected) highest = std::max(highest, file.rank);
   for (const RankConflict& conflict : trace.conflicts) highest = std::max(highest, conflict.rank);
   return highest + 1;
@@ -119,8 +135,8 @@ bool NeedsEveryMember(OpKind op) {
 // that name them, so a rank that left no file is in none of them. Groups of one kind (one desc:
 // the TP, PP or DP groups of a job) partition the ranks into groups of one size; a group that
 // is short by exactly as many ranks as are missing from every group of its kind gets them.
-void InferMembersFromSiblings(const LoadedTrace& trace, std::vector<JobGroup>* groups) {
-  std::set<int64_t> without_file(trace.missing_ranks.begin(), trace.missing_ranks.end());
+void InferMembersFromSiblings(const std::vector<int64_t>& without_file,
+                              std::vector<JobGroup>* groups) {
   if (without_file.empty()) return;
   std::map<std::string, std::vector<JobGroup*>> by_desc;
   for (JobGroup& group : *groups) {
@@ -324,14 +340,15 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs,
       index.group_of_local[d].push_back(g);
     }
   }
-  InferMembersFromSiblings(trace, &index.groups);
+  index.ranks_without_file = RanksWithoutFile(trace, index.died_ranks);
+  InferMembersFromSiblings(index.ranks_without_file, &index.groups);
   // Members: one per rank of the group; a dump that is not loaded leaves dump = -1.
   absl::flat_hash_map<int64_t, int32_t> dump_of_rank;
   for (size_t d = 0; d < trace.ranks.size(); ++d) {
     dump_of_rank[trace.ranks[d].rank] = static_cast<int32_t>(d);
   }
   std::vector<absl::flat_hash_map<int64_t, uint32_t>> member_of_rank(index.groups.size());
-  const int64_t world_size = WorldSize(trace);
+  const int64_t world_size = WorldSize(trace, index.ranks_without_file);
   for (size_t g = 0; g < index.groups.size(); ++g) {
     JobGroup& group = index.groups[g];
     if (!group.ranks_known && group.desc == "default_pg" && world_size > 0) {

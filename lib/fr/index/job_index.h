@@ -86,6 +86,9 @@ struct JobIndex {
   bool Unreadable(int64_t rank) const;
   // Ranks the job's logs say died (BuildJobIndex's `died`), ascending.
   std::vector<int64_t> died_ranks;
+  // Ranks of the job that left no file: LoadedTrace::missing_ranks and the ranks the logs say
+  // died that have none (a dead highest rank, which no Gloo dump names), ascending.
+  std::vector<int64_t> ranks_without_file;
 };
 
 // `dump_time_ns` (kUnknown: estimate from the files, see dump_time.h) is the time the dumps were

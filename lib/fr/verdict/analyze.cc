@@ -133,7 +133,7 @@ class Judge {
 
   // Ranks without a usable file: missing, or with several conflicting ones (ascending).
   std::vector<int64_t> MissingRanks() const {
-    std::set<int64_t> missing(trace_.missing_ranks.begin(), trace_.missing_ranks.end());
+    std::set<int64_t> missing(index().ranks_without_file.begin(), index().ranks_without_file.end());
     for (const RankConflict& conflict : trace_.conflicts) missing.insert(conflict.rank);
     return {missing.begin(), missing.end()};
   }
