@@ -150,39 +150,68 @@ TEST(JobIndexTest, DefaultGroupWithoutPgConfigSpansTheJob) {
   EXPECT_EQ(Member(index, 2).dump, -1);
 }
 
-// A real job's shape (tests/data/torchrun/2.13.0/sigkill_highest_rank): 4 ranks in DP groups
-// {0,2} and {1,3}; rank 3, the highest, was SIGKILLed and left no dump. Gloo's dumps list no
-// group members, so no dump names rank 3: only the logs say it died. It is then a rank without a
-// file, the job spans 4 ranks, and the DP group short of a member gets it.
-TEST(JobIndexTest, ARankTheLogsSayDiedIsMissingThoughNoDumpNamesIt) {
-  auto dp = [](int64_t seq, std::string name) {
-    EntrySpec e = GlooOp("all_reduce", seq, 0, false);
-    e.pg_name = std::move(name);
-    e.pg_desc = "DP";
-    return e;
-  };
+EntrySpec GroupOp(int64_t seq, std::string name, std::string desc) {
+  EntrySpec e = GlooOp("all_reduce", seq, 0, false);
+  e.pg_name = std::move(name);
+  e.pg_desc = std::move(desc);
+  return e;
+}
+
+// A real job's shape (tests/data/torchrun/2.13.0/sigkill_highest_rank): 4 ranks, TP groups
+// {0,1} and {2,3}, DP groups {0,2} and {1,3}; rank 3, the highest, was SIGKILLed and left no
+// dump. Gloo's dumps list no group members, so no dump names rank 3. The logs saying it died make
+// it a rank without a file; without logs, the one TP and the one DP group each short of one
+// member say the same: either way the job spans 4 ranks and both short groups get rank 3.
+TEST(JobIndexTest, ADeadHighestRankIsMissingThoughNoDumpNamesIt) {
   LoadedTrace trace;
-  trace.ranks.push_back(Dump(0, {dp(1, "3")}, kStart + kSecond));
-  trace.ranks.push_back(Dump(1, {dp(1, "4")}, kStart + kSecond));
-  trace.ranks.push_back(Dump(2, {dp(1, "3")}, kStart + kSecond));
-  for (bool logs_say_it_died : {false, true}) {
-    std::vector<int64_t> died;
-    if (logs_say_it_died) died = {3};
+  trace.ranks.push_back(Dump(0, {GroupOp(1, "1", "TP"), GroupOp(1, "3", "DP")}, kStart));
+  trace.ranks.push_back(Dump(1, {GroupOp(1, "1", "TP"), GroupOp(1, "4", "DP")}, kStart));
+  trace.ranks.push_back(Dump(2, {GroupOp(1, "2", "TP"), GroupOp(1, "3", "DP")}, kStart));
+  for (std::vector<int64_t> died : {std::vector<int64_t>{3}, std::vector<int64_t>{}}) {
     JobIndex index = BuildJobIndex(trace, kUnknown, 1, died);
-    ASSERT_EQ(index.groups.size(), 2u);
-    if (logs_say_it_died) {
-      EXPECT_THAT(index.ranks_without_file, ElementsAre(3));
-      EXPECT_THAT(index.groups[1].ranks, ElementsAre(1, 3));
-      EXPECT_TRUE(index.groups[1].ranks_inferred);
-    } else {
-      EXPECT_TRUE(index.ranks_without_file.empty());
-      EXPECT_THAT(index.groups[1].ranks, ElementsAre(1));
-    }
-    EXPECT_THAT(index.groups[0].ranks, ElementsAre(0, 2));
+    EXPECT_THAT(index.ranks_without_file, ElementsAre(3));
+    ASSERT_EQ(index.groups.size(), 4u);
+    EXPECT_THAT(index.groups[0].ranks, ElementsAre(0, 1));
+    EXPECT_THAT(index.groups[1].ranks, ElementsAre(2, 3));
+    EXPECT_THAT(index.groups[2].ranks, ElementsAre(0, 2));
+    EXPECT_THAT(index.groups[3].ranks, ElementsAre(1, 3));
+    EXPECT_TRUE(index.groups[3].ranks_inferred);
   }
-  // A rank the logs say died whose dump was read is not missing.
-  JobIndex index = BuildJobIndex(trace, kUnknown, 1, {2});
-  EXPECT_TRUE(index.ranks_without_file.empty());
+}
+
+// Where the groups' gaps do not say which ranks are missing, nothing is assumed: two DP groups
+// short (which of them holds rank 4, which rank 5?), or kinds short by different counts. A rank
+// the logs say died whose dump was read is never missing.
+TEST(JobIndexTest, GroupGapsThatDoNotSayWhoIsMissingAddNoRank) {
+  LoadedTrace two_short;
+  two_short.ranks.push_back(Dump(0, {GroupOp(1, "1", "DP")}, kStart));
+  two_short.ranks.push_back(Dump(1, {GroupOp(1, "2", "DP")}, kStart));
+  two_short.ranks.push_back(Dump(2, {GroupOp(1, "3", "DP")}, kStart));
+  two_short.ranks.push_back(Dump(3, {GroupOp(1, "1", "DP")}, kStart));
+  EXPECT_TRUE(BuildJobIndex(two_short).ranks_without_file.empty());
+
+  LoadedTrace kinds_disagree;
+  // TP {0,1} {2,3} {4}: one rank short; DP {0,1,2,3} {4}: three short.
+  kinds_disagree.ranks.push_back(Dump(0, {GroupOp(1, "1", "TP"), GroupOp(1, "3", "DP")}, kStart));
+  kinds_disagree.ranks.push_back(Dump(1, {GroupOp(1, "1", "TP"), GroupOp(1, "3", "DP")}, kStart));
+  kinds_disagree.ranks.push_back(Dump(2, {GroupOp(1, "2", "TP"), GroupOp(1, "3", "DP")}, kStart));
+  kinds_disagree.ranks.push_back(Dump(3, {GroupOp(1, "2", "TP"), GroupOp(1, "3", "DP")}, kStart));
+  kinds_disagree.ranks.push_back(Dump(4, {GroupOp(1, "5", "TP"), GroupOp(1, "4", "DP")}, kStart));
+  EXPECT_TRUE(BuildJobIndex(kinds_disagree).ranks_without_file.empty());
+
+  // A real job (tests/data/torchrun/2.13.0 sweep, rank 0 raised before its first DP op): DP
+  // {2} is short, but rank 0, loaded, is in no DP group: it is the member DP {2} lacks.
+  LoadedTrace not_yet_in_dp;
+  not_yet_in_dp.ranks.push_back(Dump(0, {GroupOp(1, "1", "TP")}, kStart));
+  not_yet_in_dp.ranks.push_back(Dump(1, {GroupOp(1, "1", "TP"), GroupOp(1, "4", "DP")}, kStart));
+  not_yet_in_dp.ranks.push_back(Dump(2, {GroupOp(1, "2", "TP"), GroupOp(1, "3", "DP")}, kStart));
+  not_yet_in_dp.ranks.push_back(Dump(3, {GroupOp(1, "2", "TP"), GroupOp(1, "4", "DP")}, kStart));
+  EXPECT_TRUE(BuildJobIndex(not_yet_in_dp).ranks_without_file.empty());
+
+  LoadedTrace complete;
+  complete.ranks.push_back(Dump(0, {GroupOp(1, "1", "DP")}, kStart));
+  complete.ranks.push_back(Dump(1, {GroupOp(1, "1", "DP")}, kStart));
+  EXPECT_TRUE(BuildJobIndex(complete, kUnknown, 1, {1}).ranks_without_file.empty());
 }
 
 // Dumps are indexed on several threads; a trace built by hand may hold two dumps of one rank,

@@ -174,6 +174,24 @@ def test_golden_torchrun_job_is_diagnosed(cli, tmp_path, case):
     check_launcher(report, expected, "torchrun")
 
 
+@pytest.mark.parametrize("case", ["sigkill_highest_rank", "segfault_highest_rank_last_step",
+                                  "exception_rank_0_first_step"])
+def test_the_dumps_alone_place_a_rank_no_dump_names(cli, tmp_path, case):
+    """Gloo's dumps list no group members: a group's members are the dumps that name it. Rank 3,
+    the highest, killed before it dumped, is named by no dump; rank 0, which raised before its
+    first DP all_reduce, names no DP group while its DP partner waits there alone. Without logs,
+    the TP and DP groups short of a member still say who the waiting ranks wait for."""
+    golden = GOLDEN / "2.13.0" / case
+    expected = json.loads((golden / "expected.json").read_text())
+    job = tmp_path / "job"
+    shutil.copytree(golden / "dumps", job / "dumps")
+    status, report = analyze(cli, job)
+    assert report["verdict"]["culprit_ranks"] == [expected["fault_rank"]], describe(
+        report["verdict"])
+    dumped = expected["fault_rank"] in expected["ranks_dumped"]
+    assert report["inputs"].get("ranks_missing", []) == ([] if dumped else [expected["fault_rank"]])
+
+
 @pytest.mark.parametrize("current", ["healthy", "sigkill"])
 def test_a_previous_runs_log_dir_tree_is_not_this_jobs_cause(cli, tmp_path, current):
     """A messy directory: the --log-dir tree of yesterday's run (rank 2 raised ValueError) beside

@@ -131,52 +131,97 @@ bool NeedsEveryMember(OpKind op) {
          op == OpKind::kAllToAll || op == OpKind::kBarrier;
 }
 
-// Groups whose ranks no dump states (Gloo writes no usable pg_config) have as members the dumps
-// that name them, so a rank that left no file is in none of them. Groups of one kind (one desc:
-// the TP, PP or DP groups of a job) partition the ranks into groups of one size; a group that
-// is short by exactly as many ranks as are missing from every group of its kind gets them.
-void InferMembersFromSiblings(const std::vector<int64_t>& without_file,
-                              std::vector<JobGroup>* groups) {
-  if (without_file.empty()) return;
+// Groups whose ranks no dump states (Gloo writes no usable pg_config), by kind (one desc: the
+// TP, PP or DP groups of a job), kinds of at least two groups only. Such groups have as members
+// the dumps that name them, so a rank that left no file is in none of them.
+std::map<std::string, std::vector<JobGroup*>> GroupsOfUnknownRanksByKind(
+    std::vector<JobGroup>* groups) {
   std::map<std::string, std::vector<JobGroup*>> by_desc;
   for (JobGroup& group : *groups) {
     if (!group.ranks_known && !group.desc.empty() && group.desc != "undefined") {
       by_desc[group.desc].push_back(&group);
     }
   }
-  for (auto& [desc, siblings] : by_desc) {
-    if (siblings.size() < 2) continue;
-    std::map<size_t, int> sizes;
-    std::set<int64_t> covered;
-    for (const JobGroup* g : siblings) {
-      ++sizes[g->ranks.size()];
-      covered.insert(g->ranks.begin(), g->ranks.end());
+  std::erase_if(by_desc, [](const auto& kind) { return kind.second.size() < 2; });
+  return by_desc;
+}
+
+// Groups of one kind partition the ranks into groups of one size: the groups of `siblings`
+// smaller than that size, and by how many members in all (`short_by`). Empty when the sizes do
+// not fit one partition with gaps (a group larger than the most common size).
+std::vector<JobGroup*> ShortGroups(const std::vector<JobGroup*>& siblings, size_t* short_by) {
+  std::map<size_t, int> sizes;
+  for (const JobGroup* g : siblings) ++sizes[g->ranks.size()];
+  // The most common size; on a tie the larger (two DP groups of a 4-rank job, one short of the
+  // rank that left no file: sizes 1 and 2, the full size is 2).
+  size_t full = std::max_element(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) {
+                  return a.second < b.second || (a.second == b.second && a.first < b.first);
+                })->first;
+  std::vector<JobGroup*> short_groups;
+  *short_by = 0;
+  for (JobGroup* g : siblings) {
+    if (g->ranks.size() > full) {
+      *short_by = 0;
+      return {};
     }
-    // The most common size; on a tie the larger (two DP groups of a 4-rank job, one short of the
-    // rank that left no file: sizes 1 and 2, the full size is 2).
-    size_t full = std::max_element(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) {
-                    return a.second < b.second || (a.second == b.second && a.first < b.first);
-                  })->first;
+    if (g->ranks.size() < full) {
+      short_groups.push_back(g);
+      *short_by += full - g->ranks.size();
+    }
+  }
+  return short_groups;
+}
+
+// A group that is short by exactly as many ranks as are in no group of its kind gets them: ranks
+// that left no file, and loaded ranks that never issued an op of that kind (a rank that raised
+// before its first DP all_reduce names no DP group, while its DP partner waits there alone).
+void InferMembersFromSiblings(const LoadedTrace& trace, const std::vector<int64_t>& without_file,
+                              std::vector<JobGroup>* groups) {
+  std::set<int64_t> candidates(without_file.begin(), without_file.end());
+  for (const RankDump& dump : trace.ranks) candidates.insert(dump.rank);
+  for (auto& [desc, siblings] : GroupsOfUnknownRanksByKind(groups)) {
+    std::set<int64_t> covered;
+    for (const JobGroup* g : siblings) covered.insert(g->ranks.begin(), g->ranks.end());
     std::vector<int64_t> unplaced;
-    for (int64_t r : without_file) {
+    for (int64_t r : candidates) {
       if (!covered.contains(r)) unplaced.push_back(r);
     }
-    std::vector<JobGroup*> short_groups;
+    if (unplaced.empty()) continue;
     size_t short_by = 0;
-    for (JobGroup* g : siblings) {
-      if (g->ranks.size() > full) short_groups.clear(), short_by = 0, full = 0;
-      if (full == 0) break;  // not one size: no partition to lean on
-      if (g->ranks.size() < full) {
-        short_groups.push_back(g);
-        short_by += full - g->ranks.size();
-      }
-    }
+    std::vector<JobGroup*> short_groups = ShortGroups(siblings, &short_by);
     // Only an unambiguous placement: one short group, short by exactly the unplaced ranks.
-    if (full == 0 || short_groups.size() != 1 || short_by != unplaced.size()) continue;
+    if (short_groups.size() != 1 || short_by != unplaced.size()) continue;
     JobGroup* g = short_groups.front();
     g->ranks.insert(g->ranks.end(), unplaced.begin(), unplaced.end());
     g->ranks_inferred = true;
   }
+}
+
+// Ranks above every rank the files name that the groups still lack: when each kind of group
+// with a gap has exactly one group short, all by the same k members, and every loaded rank is in
+// a group of that kind, the job had k ranks above `world_size` that left no file (with Gloo's
+// dumps and no logs, nothing else names a dead highest rank, and its peers would seem to wait on
+// nothing). Otherwise none: a loaded rank that never issued an op of that kind (it failed before
+// its first DP all_reduce) may be the member the gap lacks, and with several short groups which
+// group a rank belongs to would be a guess.
+std::vector<int64_t> RanksAboveTheHighest(const LoadedTrace& trace, int64_t world_size,
+                                          std::vector<JobGroup>* groups) {
+  size_t k = 0;
+  for (auto& [desc, siblings] : GroupsOfUnknownRanksByKind(groups)) {
+    size_t short_by = 0;
+    std::vector<JobGroup*> short_groups = ShortGroups(siblings, &short_by);
+    if (short_groups.empty()) continue;
+    if (short_groups.size() != 1 || (k != 0 && short_by != k)) return {};
+    std::set<int64_t> covered;
+    for (const JobGroup* g : siblings) covered.insert(g->ranks.begin(), g->ranks.end());
+    for (const RankDump& dump : trace.ranks) {
+      if (!covered.contains(dump.rank)) return {};
+    }
+    k = short_by;
+  }
+  std::vector<int64_t> ranks;
+  for (size_t i = 0; i < k; ++i) ranks.push_back(world_size + static_cast<int64_t>(i));
+  return ranks;
 }
 
 // A retired op that some present member never issued cannot have completed once it is older
@@ -341,7 +386,13 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs,
     }
   }
   index.ranks_without_file = RanksWithoutFile(trace, index.died_ranks);
-  InferMembersFromSiblings(index.ranks_without_file, &index.groups);
+  InferMembersFromSiblings(trace, index.ranks_without_file, &index.groups);
+  if (std::vector<int64_t> above =
+          RanksAboveTheHighest(trace, WorldSize(trace, index.ranks_without_file), &index.groups);
+      !above.empty()) {
+    index.ranks_without_file.insert(index.ranks_without_file.end(), above.begin(), above.end());
+    InferMembersFromSiblings(trace, above, &index.groups);
+  }
   // Members: one per rank of the group; a dump that is not loaded leaves dump = -1.
   absl::flat_hash_map<int64_t, int32_t> dump_of_rank;
   for (size_t d = 0; d < trace.ranks.size(); ++d) {
