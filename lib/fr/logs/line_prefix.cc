@@ -233,6 +233,50 @@ bool ConsumeRayPrefix(std::string_view* s, LinePrefix* out) {
   return true;
 }
 
+// pdsh (DeepSpeed's multi-node launcher, and `pdsh -w` itself) puts "<host>: " before every line
+// of a remote command: "worker-1: Traceback ...", "10.0.0.12: [rank9]: ...". A host name holds a
+// digit (node05, gpu-a100-3, an address) and no underscore (DNS names cannot); without one,
+// "Word: " is far more often a message ("RuntimeError: ", "torch.OutOfMemoryError: ") than a
+// host.
+bool ConsumePdshHost(std::string_view* s, LinePrefix* out) {
+  constexpr size_t kLongestHost = 63;
+  std::string_view t = *s;
+  // Pasted into an issue, the lines are often indented.
+  size_t indent = 0;
+  while (indent < t.size() && indent < 16 && t[indent] == ' ') ++indent;
+  t.remove_prefix(indent);
+  size_t n = 0;
+  bool digit = false, letter_or_dot = false;
+  while (n < t.size() && n <= kLongestHost) {
+    char c = t[n];
+    if (IsDigit(c)) {
+      digit = true;
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.') {
+      letter_or_dot = true;
+    } else if (c != '-' || n == 0) {
+      break;
+    }
+    ++n;
+  }
+  // All digits is srun's task label; a trailing dot or dash is a sentence, not a host.
+  if (n == 0 || n > kLongestHost || !digit || !letter_or_dot || t[n - 1] == '.' ||
+      t[n - 1] == '-' || n + 2 > t.size() || t[n] != ':' || t[n + 1] != ' ') {
+    return false;
+  }
+  std::string_view rest = t.substr(n + 2);
+  if (rest.find_first_not_of(' ') == std::string_view::npos) return false;
+  // An exception's qualified name with a digit in it ("torch.distributed.c10d.FooError: ").
+  std::string_view name = t.substr(0, n);
+  for (std::string_view suffix : {"Error", "Exception", "Warning", "Exit", "Interrupt"}) {
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+      return false;
+    }
+  }
+  out->host = t.substr(0, n);
+  *s = rest;
+  return true;
+}
+
 // mpirun --tag-output: "[1,3]<stderr>:" (no space follows).
 bool ConsumeMpiTag(std::string_view* s, LinePrefix* out) {
   int64_t rank = -1;
@@ -619,6 +663,7 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out) {
     if (c == 'I' || c == 'W' || c == 'E' || c == 'F') {
       if (ConsumeGlogPrefix(&t, &p)) continue;
     }
+    if (pass == 0 && (IsIdentChar(c) || c == ' ') && ConsumePdshHost(&t, &p)) continue;
     if (c >= 'A' && c <= 'Z' && ConsumeSyslogShort(&t, &p)) {
       // "kernel: [ 1234.5] " keeps the wall time of syslog; the boot time adds nothing.
       LogTime boot;

@@ -117,6 +117,9 @@ struct LogEvent {
   int64_t time_ns = kNoTime;
   bool time_inferred = false;
   int64_t time_upper_ns = kNoTime;
+  // Set by the clock stage: the line's own date was impossible (after the analysis ran), so it
+  // is neither dated nor used as evidence (JobClock::impossible_times names it).
+  bool impossible_time = false;
   // The line as written (without a trailing newline), cut to at most 512 bytes.
   std::string text;
 
@@ -150,6 +153,9 @@ struct LogEvent {
   // kPythonException: lines its writer printed after the traceback (in the same file): a
   // process that kept printing handled and logged the exception; it did not die of it.
   int32_t lines_after = 0;
+  // kNonFiniteLoss: finite losses its writer printed after it: training went on (a dynamic
+  // loss scaler skips the step and lowers the scale), so the NaN stopped nothing.
+  int32_t finite_losses_after = 0;
   // kPythonException: raised in the launcher itself (its outermost frame is torchrun's or the
   // elastic agent's code, or its line is the agent's log), not in a worker.
   bool in_launcher = false;

@@ -297,20 +297,50 @@ absl::Status ParseLogStream(std::string_view path, std::FILE* stream, LogSet* ou
   if (out == nullptr || stream == nullptr) {
     return absl::InvalidArgumentError("ParseLogStream: no stream or output LogSet");
   }
-  FileParser parser(path, out, options);
   std::unique_ptr<char[]> chunk(new char[1 << 20]);
+  // The first chunk decides whether this is a log at all, before anything is parsed.
+  size_t n = std::fread(chunk.get(), 1, 1 << 20, stream);
+  if (n < (1 << 20) && std::ferror(stream)) {
+    return absl::UnavailableError(Cat({path, ": read error: ", std::strerror(errno)}));
+  }
+  std::string_view first(chunk.get(), n);
+  bool visible = HasVisibleText(first);
+  // Nothing visible in a full first chunk: a stream of blank lines may still bring text.
+  if (!visible && n == (1 << 20)) visible = true;
+  if (absl::Status text = CheckPastedLog(path, first, visible); !text.ok()) return text;
+  FileParser parser(path, out, options);
   while (true) {
-    size_t n = std::fread(chunk.get(), 1, 1 << 20, stream);
     if (n > 0) parser.Feed(std::string_view(chunk.get(), n));
-    if (n < (1 << 20)) {
-      if (std::ferror(stream)) {
-        parser.Finish();
-        return absl::UnavailableError(Cat({path, ": read error: ", std::strerror(errno)}));
-      }
-      break;
+    if (n < (1 << 20)) break;
+    n = std::fread(chunk.get(), 1, 1 << 20, stream);
+    if (n < (1 << 20) && std::ferror(stream)) {
+      parser.Finish();
+      return absl::UnavailableError(Cat({path, ": read error: ", std::strerror(errno)}));
     }
   }
   parser.Finish();
+  return absl::OkStatus();
+}
+
+bool HasVisibleText(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n\f\v") != std::string_view::npos;
+}
+
+absl::Status CheckPastedLog(std::string_view path, std::string_view head, bool visible) {
+  if (head.empty()) {
+    return absl::InvalidArgumentError(Cat(
+        {path, ": nothing was pasted (an empty input is no log, and no log shows no failure)"}));
+  }
+  LogTextSample sample = DecodeLogSample(LogHead(head, 4096));
+  std::string why;
+  if (!SampleIsText(sample, &why)) {
+    return absl::InvalidArgumentError(
+        Cat({path, ": not a log: ", why, " (paste a log's text, or give the job's folder)"}));
+  }
+  if (!visible) {
+    return absl::InvalidArgumentError(
+        Cat({path, ": only blank lines were pasted (no log, so no verdict)"}));
+  }
   return absl::OkStatus();
 }
 

@@ -58,8 +58,19 @@ std::string NormalizeBusId(std::string_view text);
 absl::Status ParseLogText(std::string_view path, std::string_view text, LogSet* out,
                           const LogParseOptions& options = {});
 
+// Whether one pasted log (standard input, Python's analyze_log) holds a log at all: an empty
+// paste, blank lines only, or binary bytes are no log, and no log is no healthy log.
+// `head`: its first bytes (a few KB are enough); `visible`: whether any byte other than white
+// space was pasted. InvalidArgumentError naming `path` and what it holds instead.
+absl::Status CheckPastedLog(std::string_view path, std::string_view head, bool visible);
+
+// Whether `text` holds a byte that is not white space.
+bool HasVisibleText(std::string_view text);
+
 // Reads `stream` to its end in bounded chunks (standard input for "fr-analyze ... -") and parses
 // it as the log `path`. Memory stays bounded by the events kept, however long the stream.
+// InvalidArgumentError (CheckPastedLog) when the stream holds no log's text; nothing is parsed
+// then.
 absl::Status ParseLogStream(std::string_view path, std::FILE* stream, LogSet* out,
                             const LogParseOptions& options = {});
 

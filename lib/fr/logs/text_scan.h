@@ -7,7 +7,9 @@
 #ifndef FR_LOGS_TEXT_SCAN_H_
 #define FR_LOGS_TEXT_SCAN_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 namespace fr::logs_internal {
@@ -101,6 +103,39 @@ inline std::string_view WordAfter(std::string_view s, std::string_view key,
   std::string_view rest = s.substr(at + key.size());
   size_t end = rest.find_first_of(stops);
   return rest.substr(0, end);
+}
+
+// Whether the text at `at` in `body` is quoted: inside double quotes, backticks or typographic
+// double quotes opened before it. A producer writes its message bare (NCCL's single quotes around
+// CUDA's words are its own wording, and apostrophes are English, so single quotes do not count);
+// a line that quotes a message is about it (a tip, advice, a report of an earlier run). A
+// structured log line ("{...}" JSON) quotes every value and is not judged by this.
+inline bool Quoted(std::string_view body, size_t at) {
+  std::string_view before = TrimLeft(body.substr(0, std::min(at, body.size())));
+  if (StartsWith(before, "{")) return false;
+  int straight = 0, backticks = 0, opened = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    char c = before[i];
+    if (c == '"') ++straight;
+    if (c == '`') ++backticks;
+    // U+201C and U+201D: E2 80 9C / E2 80 9D.
+    if (c == '\xe2' && i + 2 < before.size() && before[i + 1] == '\x80') {
+      if (before[i + 2] == '\x9c') ++opened;
+      if (before[i + 2] == '\x9d' && opened > 0) --opened;
+    }
+  }
+  return straight % 2 == 1 || backticks % 2 == 1 || opened > 0;
+}
+
+// Whether some occurrence of one of `phrases` in `body` is bare (not Quoted).
+inline bool AnyBare(std::string_view body, std::initializer_list<std::string_view> phrases) {
+  for (std::string_view phrase : phrases) {
+    for (size_t at = body.find(phrase); at != std::string_view::npos;
+         at = body.find(phrase, at + 1)) {
+      if (!Quoted(body, at)) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace fr::logs_internal

@@ -77,5 +77,23 @@ TEST(OpenMpi, TagsInsideALineAreTakenOut) {
   EXPECT_EQ(logs.events[0].text, "[1,2]<stderr>:Fatal Python error: Segmentation fault");
 }
 
+TEST(OpenMpi, AWorkersLineQuotingMpirunIsNotMpirunsReport) {
+  // mpirun's real line, printed by rank 0 itself (tagged): a worker's words, not the launcher's.
+  std::string console = MpirunConsole("segfault");
+  size_t at = console.find("mpirun noticed that process rank 2");
+  ASSERT_NE(at, std::string::npos);
+  std::string noticed = console.substr(at, console.find('\n', at) - at + 1);
+  for (const std::string& tagged :
+       {"[1,0]<stdout>:" + noticed, "[default0]:" + noticed, "[rank0]:" + noticed}) {
+    LogSet logs = Parse(tagged, "console.log");
+    for (const LogEvent& e : logs.events) {
+      EXPECT_NE(e.kind, LogEventKind::kWorkerFailed) << tagged;
+    }
+  }
+  LogSet own = Parse(noticed, "console.log");
+  ASSERT_EQ(own.events.size(), 1u);
+  EXPECT_EQ(own.events[0].kind, LogEventKind::kWorkerFailed);
+}
+
 }  // namespace
 }  // namespace fr

@@ -17,6 +17,7 @@ using log_test::Kinds;
 using log_test::Parse;
 using log_test::ParseReal;
 using log_test::ReadAll;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -136,6 +137,61 @@ TEST(RealLogs, LossNan) {
   ASSERT_THAT(Kinds(logs), ElementsAre("non_finite_loss"));
   EXPECT_EQ(logs.events[0].line, 3);
   EXPECT_EQ(logs.events[0].rank, 1);
+}
+
+TEST(RealLogs, PdshHostPrefix) {
+  // DeepSpeed's multi-node launcher runs pdsh, which puts "<host>: " before every remote line.
+  LogSet logs = ParseReal("pdsh_deepspeed.log");
+  EXPECT_EQ(logs.files[0].lines, 7);
+  // The real traceback of a pdsh run, with its exception line (tests/data/logs/real/
+  // python_traceback.log, behind the prefix pdsh adds: ours).
+  std::string traceback = ReadAll(log_test::RealDir() + "python_traceback.log");
+  std::string prefixed;
+  for (size_t start = traceback.find('\n') + 1; start < traceback.size();) {
+    size_t end = traceback.find('\n', start);
+    prefixed += "worker-1: " + traceback.substr(start, end - start + 1);
+    start = end + 1;
+  }
+  LogSet pdsh = Parse(prefixed);
+  ASSERT_THAT(Kinds(pdsh), ElementsAre("python_exception"));
+  EXPECT_EQ(pdsh.events[0].host, "worker-1");
+  EXPECT_EQ(pdsh.events[0].rank, 0);
+  EXPECT_EQ(pdsh.events[0].reason, "AttributeError");
+  // Words before ": " that are no host: exception names, NCCL's "host:pid:tid" (its own host).
+  LogSet not_hosts = Parse(ReadAll(log_test::RealDir() + "cuda_oom.log") +
+                           ReadAll(log_test::RealDir() + "nccl_cuda_failure.log"));
+  for (const LogEvent& e : not_hosts.events) {
+    EXPECT_TRUE(e.host.empty() || e.host == "n122-164-108") << e.host;
+  }
+}
+
+TEST(Recognizers, AQuotedMessageIsAdviceNotTheFault) {
+  // A start-up tip that quotes torch's words: the rank that printed it had no fault.
+  LogSet logs = Parse(
+      "Tip: if you see \"torch.cuda.OutOfMemoryError: CUDA out of memory\", lower the batch\n"
+      "hint: `CUDA error: device-side assert triggered` usually means a bad label index\n"
+      "note: on a \"Segmentation fault\" rerun with faulthandler enabled\n");
+  EXPECT_THAT(Kinds(logs), IsEmpty());
+  // The same words as their producers print them are faults (NCCL's own single quotes too).
+  EXPECT_THAT(Kinds(ParseReal("cuda_oom.log")), ElementsAre("cuda_oom"));
+  EXPECT_THAT(Kinds(ParseReal("nccl_cuda_failure.log")), Contains("cuda_error"));
+}
+
+TEST(RealLogs, ANanLossTheTrainingRecoveredFrom) {
+  // loss_nan.log's lines: its NaN loss, then its finite loss printed twice more: training went
+  // on (a dynamic loss scaler skips such a step).
+  std::string real = ReadAll(log_test::RealDir() + "loss_nan.log");
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < real.size();) {
+    size_t end = real.find('\n', start);
+    lines.push_back(real.substr(start, end - start + 1));
+    start = end + 1;
+  }
+  ASSERT_EQ(lines.size(), 3u);
+  LogSet logs = Parse(lines[2] + lines[1] + lines[1]);
+  ASSERT_THAT(Kinds(logs), ElementsAre("non_finite_loss"));
+  EXPECT_EQ(logs.events[0].finite_losses_after, 2);
+  EXPECT_EQ(ParseReal("loss_nan.log").events[0].finite_losses_after, 0);
 }
 
 TEST(RealLogs, LoggedExceptionThenTheProcessWentOn) {

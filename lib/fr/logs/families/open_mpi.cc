@@ -6,9 +6,24 @@
 
 namespace fr::logs_internal {
 
+// mpirun prints its reports on its own stream, at the start of a line and without a worker's tag:
+// a line tagged "[1,3]<stderr>:" (--tag-output), "[default3]:", "[rank3]:" or by Ray as a
+// worker's is that worker's output, which may quote mpirun's words (a test, a retry wrapper).
+// srun's "0: " label is the task mpirun itself runs in.
+bool OpenMpiLines::FromLauncherStream(std::string_view body) const {
+  const LinePrefix& prefix = context_->prefix();
+  constexpr uint32_t kWorkerTags = LauncherBit(Launcher::kOpenMpi) |
+                                   LauncherBit(Launcher::kTorchrun) | LauncherBit(Launcher::kRay);
+  if ((prefix.launchers & kWorkerTags) != 0) return false;
+  if (prefix.local_rank >= 0) return false;
+  if (prefix.rank >= 0 && (prefix.launchers & LauncherBit(Launcher::kSlurm)) == 0) return false;
+  return StartsWith(TrimLeft(body), "mpirun noticed");
+}
+
 // "mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 11
 // (Segmentation fault)." (the PID really prints as 0): the launcher saw that rank die.
 bool OpenMpiLines::OnMpirunNoticed(std::string_view line, std::string_view body) {
+  if (!FromLauncherStream(body)) return false;
   int64_t rank = IntAfter(body, "process rank ");
   if (RankOrUnknown(rank) < 0) return false;
   LogEvent* e = context_->Emit(LogEventKind::kWorkerFailed, line);

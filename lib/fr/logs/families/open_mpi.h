@@ -28,6 +28,9 @@ class OpenMpiLines {
   bool OnMpiExitCode(std::string_view line, std::string_view body);
 
  private:
+  // The line is mpirun's own, not a worker's output quoting it.
+  bool FromLauncherStream(std::string_view body) const;
+
   LineContext* context_;
   // The event of the last "Process name: [[J,S],R]" line, whose "Exit code:" follows it, and
   // that line (-1 once its exit code was read).

@@ -289,9 +289,7 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
 // --- Faults printed on one line -----------------------------------------------------------------
 
 bool PythonLines::OnCudaOom(std::string_view line, std::string_view body) {
-  if (!Contains(body, "CUDA out of memory") && !Contains(body, "CUDA error: out of memory")) {
-    return false;
-  }
+  if (!AnyBare(body, {"CUDA out of memory", "CUDA error: out of memory"})) return false;
   LogEvent* e = context_->Emit(LogEventKind::kCudaOom, line);
   size_t at = body.find("Tried to allocate ");
   if (at != std::string_view::npos) e->bytes = ParseSize(body.substr(at + 18));
@@ -300,6 +298,10 @@ bool PythonLines::OnCudaOom(std::string_view line, std::string_view body) {
 }
 
 bool PythonLines::OnCudaError(std::string_view line, std::string_view body) {
+  if (!AnyBare(body, {"CUDA error", "illegal memory access", "device-side assert",
+                      "unhandled cuda error"})) {
+    return false;
+  }
   LogEvent* e = context_->Emit(LogEventKind::kCudaError, line);
   size_t at = body.find("CUDA error: ");
   std::string_view reason = at != std::string_view::npos ? body.substr(at + 12) : body;
@@ -315,6 +317,10 @@ bool PythonLines::OnCudaError(std::string_view line, std::string_view body) {
 }
 
 bool PythonLines::OnSegfault(std::string_view line, std::string_view body) {
+  if (!AnyBare(body, {"Segmentation fault", "SIGSEGV"})) return false;
+  // mpirun's sentence about another process ("mpirun noticed that process rank 2 ... exited on
+  // signal 11 (Segmentation fault)."), printed by a worker: that worker did not crash.
+  if (Contains(body, "noticed that process rank ")) return false;
   LogEvent* e = context_->Emit(LogEventKind::kSegfault, line);
   e->signal = 11;
   int64_t pid = IntAfter(body, "received by PID ");
@@ -322,7 +328,14 @@ bool PythonLines::OnSegfault(std::string_view line, std::string_view body) {
   return true;
 }
 
-// "loss: nan", "loss=inf", "Loss is NaN", "'loss': nan".
+void PythonLines::NoteFiniteLoss() {
+  auto it = open_non_finite_of_writer_.find(WriterKey());
+  if (it == open_non_finite_of_writer_.end()) return;
+  LogEvent& loss = context_->event(it->second);
+  if (loss.finite_losses_after < INT32_MAX) ++loss.finite_losses_after;
+}
+
+// "loss: nan", "loss=inf", "Loss is NaN", "'loss': nan"; and the finite losses after one.
 bool PythonLines::OnLoss(std::string_view line, std::string_view body) {
   size_t at = 0;
   for (int probes = 0; probes < 8; ++probes) {
@@ -344,8 +357,16 @@ bool PythonLines::OnLoss(std::string_view line, std::string_view body) {
     if (t.size() < 3) continue;
     char a = t[0] | 0x20, b = t[1] | 0x20, c = t[2] | 0x20;
     bool non_finite = (a == 'n' && b == 'a' && c == 'n') || (a == 'i' && b == 'n' && c == 'f');
-    if (!non_finite || (t.size() > 3 && IsIdentChar(t[3]) && (t[3] | 0x20) != 'i')) continue;
-    context_->Emit(LogEventKind::kNonFiniteLoss, line);
+    if (!non_finite) {
+      // A finite loss printed after the writer's non-finite one: training went on (a dynamic
+      // loss scaler skipped the step); the earlier NaN stopped nothing.
+      if (IsDigit(t[0]) || (t[0] == '.' && IsDigit(t[1]))) NoteFiniteLoss();
+      continue;
+    }
+    if (t.size() > 3 && IsIdentChar(t[3]) && (t[3] | 0x20) != 'i') continue;
+    LogEvent* e = context_->Emit(LogEventKind::kNonFiniteLoss, line);
+    if (!context_->IsDropped(e))
+      open_non_finite_of_writer_[WriterKey()] = context_->event_count() - 1;
     return true;
   }
   return false;

@@ -73,6 +73,7 @@ class PythonLines {
   void CloseTracebacksOfProcess();
   void CountLineAfterException(std::string_view body);
   void EmitTraceback(const Traceback& tb);
+  void NoteFiniteLoss();
 
   LineContext* context_;
   const RayLines* ray_;
@@ -80,6 +81,9 @@ class PythonLines {
   // Per writer, the last Python exception it printed (an index into the events), whose
   // `lines_after` count the writer's later lines.
   absl::flat_hash_map<int64_t, size_t> open_exception_of_writer_;
+  // Per writer, the last non-finite loss it printed, whose `finite_losses_after` count the
+  // finite losses the writer printed later.
+  absl::flat_hash_map<int64_t, size_t> open_non_finite_of_writer_;
 };
 
 }  // namespace fr::logs_internal
