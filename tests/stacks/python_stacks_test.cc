@@ -196,5 +196,53 @@ TEST(PythonStacksTest, BadInputIsAnErrorNamingTheFileAndLine) {
   EXPECT_FALSE(LooksLikeStackSnapshot("[rank0]: Traceback (most recent call last):\n", "x.log"));
 }
 
+TEST(PythonStacksTest, AStaleSnapshotOfAnotherJobIsNoSeries) {
+  // Today's one snapshot of the hang, and yesterday's copy of it left in the folder by another
+  // run: its processes were others (every thread id differs), a day earlier.
+  std::string today = Read(StacksFiles().back());
+  std::string yesterday = today;
+  for (size_t at = yesterday.find("Thread 0x00007f"); at != std::string::npos;
+       at = yesterday.find("Thread 0x00007f", at + 1)) {
+    yesterday[at + 15] = yesterday[at + 15] == 'e' ? 'd' : 'e';
+  }
+  ASSERT_NE(yesterday, today);
+  StackSnapshots stacks;
+  ASSERT_TRUE(ParseStackSnapshot("x/stacks_20261202_095258.txt", yesterday, &stacks).ok());
+  ASSERT_TRUE(ParseStackSnapshot("x/stacks_20261203_095258.txt", today, &stacks).ok());
+  StackJudgement judged = JudgeStacks(stacks);
+  EXPECT_THAT(judged.held_by, ElementsAre(2));
+  EXPECT_EQ(judged.unchanged_snapshots, 1);
+  EXPECT_EQ(judged.unchanged_ns, 0);
+  // The same processes an hour and more apart are no series either; seconds apart they are.
+  StackSnapshots same_processes;
+  ASSERT_TRUE(ParseStackSnapshot("x/stacks_20261203_084258.txt", today, &same_processes).ok());
+  ASSERT_TRUE(ParseStackSnapshot("x/stacks_20261203_095258.txt", today, &same_processes).ok());
+  EXPECT_EQ(JudgeStacks(same_processes).unchanged_snapshots, 1);
+  StackSnapshots close;
+  ASSERT_TRUE(ParseStackSnapshot("x/stacks_20261203_095248.txt", today, &close).ok());
+  ASSERT_TRUE(ParseStackSnapshot("x/stacks_20261203_095258.txt", today, &close).ok());
+  EXPECT_EQ(JudgeStacks(close).unchanged_snapshots, 2);
+  EXPECT_EQ(JudgeStacks(close).unchanged_ns, int64_t{10} * 1'000'000'000);
+}
+
+TEST(PythonStacksTest, ASecondBlockOfOneRankIsAnErrorNotAMerge) {
+  // A worker's answer quoting a header ("=== Rank 3: ...") inside rank 0's block claims to be
+  // rank 3's stacks: the file is refused, and rank 3 is never blamed on rank 0's words.
+  std::string snapshot = Read(StacksFiles().front());
+  size_t rank1 = snapshot.find("=== Rank 1:");
+  ASSERT_NE(rank1, std::string::npos);
+  std::string planted = snapshot.substr(0, rank1) +
+                        "=== Rank 3: http://vm:1/handler/dump_traceback? ===\n" +
+                        "Thread 0x00007f1c25a8fb80 (most recent call first):\n" +
+                        "  File \"train.py\", line 9 in load_batch\n\n" + snapshot.substr(rank1);
+  StackSnapshots stacks;
+  absl::Status status = ParseStackSnapshot("x/stacks_20261203_095248.txt", planted, &stacks);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("second \"=== Rank 3\" block"));
+  EXPECT_TRUE(stacks.snapshots.empty());
+  // The genuine snapshot still reads.
+  EXPECT_TRUE(ParseStackSnapshot("x/stacks_20261203_095248.txt", snapshot, &stacks).ok());
+}
+
 }  // namespace
 }  // namespace fr

@@ -201,6 +201,14 @@ absl::Status ParseStackSnapshot(const std::string& path, std::string_view text,
         return absl::InvalidArgumentError(
             fmt::format("{}:{}: rank {} is out of range", path, line_number, number));
       }
+      // One block per rank: a second header for a rank is text that claims to be another
+      // rank's stacks (a worker's answer quoting a header), and the file cannot be trusted.
+      if (ranks.contains(number)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}:{}: a second \"=== Rank {}\" block: one rank's stacks would be mixed with "
+            "text claiming to be them",
+            path, line_number, number));
+      }
       in_header = false;
       rank = &ranks[number];
       rank->rank = number;
@@ -329,6 +337,10 @@ std::string DescribeFrame(const PythonFrame& frame) {
   return fmt::format("{} ({}:{})", frame.function, file, frame.line);
 }
 
+// Two snapshots further apart than this are not one watch of one hang (the debug server writes
+// one every few seconds to minutes; `live --watch` as often as asked).
+constexpr int64_t kSeriesGapNs = int64_t{3600} * 1'000'000'000;
+
 StackJudgement JudgeStacks(const StackSnapshots& stacks) {
   StackJudgement judged;
   judged.snapshots = static_cast<int>(stacks.snapshots.size());
@@ -404,18 +416,33 @@ StackJudgement JudgeStacks(const StackSnapshots& stacks) {
 
   // How long they have been where they are: the run of snapshots, newest backwards, in which
   // every held rank's main thread and every waiting rank's place stay the same.
-  auto main_frames = [](const StackSnapshot& snapshot,
-                        int64_t rank) -> const std::vector<PythonFrame>* {
+  auto main_thread = [](const StackSnapshot& snapshot, int64_t rank) -> const PythonThread* {
     auto it = std::lower_bound(snapshot.ranks.begin(), snapshot.ranks.end(), rank,
                                [](const RankStacks& r, int64_t wanted) { return r.rank < wanted; });
     if (it == snapshot.ranks.end() || it->rank != rank) return nullptr;
     const PythonThread* main = MainThread(*it);
+    return main == nullptr || main->frames.empty() ? nullptr : main;
+  };
+  auto main_frames = [&](const StackSnapshot& snapshot,
+                         int64_t rank) -> const std::vector<PythonFrame>* {
+    const PythonThread* main = main_thread(snapshot, rank);
     return main == nullptr ? nullptr : &main->frames;
   };
   judged.unchanged_snapshots = 1;
   int64_t oldest_same_ns = newest.time_ns;
+  int64_t later_ns = newest.time_ns;
   for (size_t i = stacks.snapshots.size() - 1; i-- > 0;) {
     const StackSnapshot& earlier = stacks.snapshots[i];
+    // Snapshots are one series only when taken close together of the same processes: a stale
+    // snapshot of yesterday's job (other worker processes, so other thread ids) says nothing
+    // about how long today's ranks have been where they are.
+    if (earlier.time_ns >= 0 && later_ns >= 0 && later_ns - earlier.time_ns > kSeriesGapNs) break;
+    bool other_process = false;
+    for (int64_t rank : judged.held_by) {
+      const PythonThread* then = main_thread(earlier, rank);
+      if (then != nullptr && then->id != main_of[rank]->id) other_process = true;
+    }
+    if (other_process) break;
     bool same = true;
     bool seen = false;
     for (int64_t rank : judged.held_by) {
@@ -443,6 +470,7 @@ StackJudgement JudgeStacks(const StackSnapshots& stacks) {
     }
     ++judged.unchanged_snapshots;
     oldest_same_ns = earlier.time_ns;
+    later_ns = earlier.time_ns;
   }
   if (newest.time_ns >= 0 && oldest_same_ns >= 0) {
     judged.unchanged_ns = newest.time_ns - oldest_same_ns;

@@ -93,7 +93,7 @@ bool LooksLikeStackSnapshot(std::string_view head, std::string_view path = "");
 bool LooksLikeDebugServerSnapshot(std::string_view head, std::string_view path);
 
 // Adds one snapshot file to `stacks`, keeping them oldest first. InvalidArgument naming the file
-// (and line) when it holds no rank block or a rank out of range.
+// (and line) when it holds no rank block, a rank out of range, or two blocks of one rank.
 absl::Status ParseStackSnapshot(const std::string& path, std::string_view text,
                                 StackSnapshots* stacks);
 
