@@ -74,10 +74,10 @@ class JobLogs {
     }
   }
 
-  report::Report Explain() {
+  report::Report Explain(const Judgment* dumps = nullptr) {
     JobClock clock = AlignClocks(&logs_, {});
     report::Report report;
-    ExplainFromLogs(logs_, clock, /*dumps=*/nullptr, &report);
+    ExplainFromLogs(logs_, clock, dumps, &report);
     return report;
   }
 
@@ -209,6 +209,90 @@ TEST(RootCauseTest, AHealthyRunHasNoRootCause) {
   EXPECT_EQ(report.verdict().root_cause().kind(), "none");
   EXPECT_EQ(report.verdict().failure_class(), "none");
   EXPECT_THAT(report.verdict().culprit_ranks(), IsEmpty());
+}
+
+// The lines below are the Xid, loss and store families' events (their wording is tested on real
+// lines in tests/logs/families); here, when they happened decides whether they explain the hang.
+
+TEST(RootCauseTest, AnXidLoggedADayAfterTheFailureIsNotItsCause) {
+  JobLogs job({0, 0});
+  job.TimeOut(42, Noon(), {5});
+  LogEvent& xid = job.Add(LogEventKind::kXid, 9, Noon() + 24 * 3600 * kSecond);
+  xid.xid = 79;
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(5));
+}
+
+TEST(RootCauseTest, ALineDatedAfterTheAnalysisIsFlaggedNotUsed) {
+  JobLogs job({0, 0});
+  job.TimeOut(42, Noon(), {5});
+  int64_t year_2199 = absl::ToUnixNanos(
+      absl::FromCivil(absl::CivilSecond(2199, 1, 1, 0, 0, 0), absl::UTCTimeZone()));
+  LogEvent& xid = job.Add(LogEventKind::kXid, 9, year_2199);
+  xid.xid = 79;
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(5));
+  ASSERT_EQ(report.timeline().impossible_times_size(), 1);
+  EXPECT_THAT(report.timeline().impossible_times(0), ::testing::HasSubstr("2199-01-01"));
+}
+
+TEST(RootCauseTest, ANanLossTheTrainingRecoveredFromIsNotTheCause) {
+  JobLogs job({0, 0});
+  LogEvent& nan = job.Add(LogEventKind::kNonFiniteLoss, 3, Noon() - 7200 * kSecond);
+  nan.finite_losses_after = 500;  // two hours of finite losses after it
+  job.TimeOut(42, Noon(), {5});
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(5));
+  // Without the recovery it is the first fault.
+  JobLogs stopped({0, 0});
+  stopped.Add(LogEventKind::kNonFiniteLoss, 3, Noon() - 7200 * kSecond);
+  stopped.TimeOut(42, Noon(), {5});
+  EXPECT_EQ(stopped.Explain().verdict().root_cause().kind(), "non_finite");
+}
+
+TEST(RootCauseTest, AStoreErrorTheJobGotPastIsNoInitFailure) {
+  // A client that failed to connect once and retried: communicators came up after it, and the
+  // job later lost rank 12 to a CUDA OOM.
+  JobLogs job({0, 0});
+  job.Add(LogEventKind::kInitFailure, 2, Noon() - 3600 * kSecond);
+  for (int rank = 0; rank < job.ranks(); ++rank) {
+    job.Add(LogEventKind::kNcclInit, rank, Noon() - 3500 * kSecond).nranks = job.ranks();
+  }
+  job.Add(LogEventKind::kCudaOom, 12, Noon() - 10 * kSecond);
+  job.TimeOut(42, Noon() - 5 * kSecond, {12});
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "cuda_oom");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(12));
+  // A store that stays unreachable is the init failure.
+  JobLogs never({0, 0});
+  never.Add(LogEventKind::kInitFailure, 2, Noon());
+  EXPECT_EQ(never.Explain().verdict().root_cause().kind(), "init_failure");
+}
+
+TEST(RootCauseTest, AKernelFaultTheJobRanOnAfterIsNotTheCause) {
+  // The kernel killed some process on node01 half an hour before the hang; the flight recorder
+  // shows every rank completing collectives until a minute before it: the job went on.
+  JobLogs job({0, 0});
+  LogEvent& oom = job.Add(LogEventKind::kHostOom, 9, Noon() - 1800 * kSecond);
+  oom.rank = -1;
+  oom.pid = 4242;
+  job.TimeOut(42, Noon(), {5});
+  Judgment dumps;
+  for (int rank = 0; rank < job.ranks(); ++rank) {
+    dumps.last_completed_ns[rank] = Noon() - (rank == 5 ? 120 : 60) * kSecond;
+  }
+  report::Report report = job.Explain(&dumps);
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(5));
+  // When the job's progress ended with it, it is the cause.
+  Judgment stopped;
+  for (int rank = 0; rank < job.ranks(); ++rank) {
+    stopped.last_completed_ns[rank] = Noon() - 1801 * kSecond;
+  }
+  EXPECT_EQ(job.Explain(&stopped).verdict().root_cause().kind(), "host_oom");
 }
 
 }  // namespace

@@ -35,10 +35,34 @@ constexpr int64_t kLongestPlausibleMs = kLongestPlausibleNs / kNanosPerMs;
 
 bool Plausible(int64_t ns) { return ns >= kEarliestPlausibleNs && ns <= kLatestPlausibleNs; }
 
+// A line dated more than this after the analysis runs was not written by the job: a clock set
+// wrong, a planted line, a date field filled with 9999.
+constexpr int64_t kFutureGraceNs = int64_t{24} * 3600 * kNanosPerSecond;
+
 // Durations and boot-relative times a line states, clamped to what a job can print (ten years);
-// anything else is treated as not stated.
-void DropImplausible(std::vector<LogEvent>& events) {
-  for (LogEvent& event : events) {
+// anything else is treated as not stated. A line's own date after `latest_ns` is impossible: it
+// is not used, and named in `impossible` ("path:line: date").
+void DropImplausible(LogSet* logs, int64_t latest_ns, std::vector<std::string>* impossible) {
+  constexpr size_t kMaxNamed = 20;
+  for (LogEvent& event : logs->events) {
+    bool dated_own =
+        event.raw_time.kind == LogTime::Kind::kUtc || event.raw_time.kind == LogTime::Kind::kLocal;
+    if (dated_own && event.raw_time.ns > latest_ns && Plausible(event.raw_time.ns)) {
+      if (impossible->size() < kMaxNamed) {
+        const std::string& path =
+            event.file >= 0 && event.file < static_cast<int32_t>(logs->files.size())
+                ? logs->files[event.file].path
+                : std::string();
+        impossible->push_back(fmt::format("{}:{}: dated {} (after the analysis)", path, event.line,
+                                          FormatUtc(event.raw_time.ns)));
+      }
+      event.raw_time = LogTime();
+      event.impossible_time = true;
+    }
+    for (LogTime* time : {&event.nearby_time, &event.next_time}) {
+      bool dated = time->kind == LogTime::Kind::kUtc || time->kind == LogTime::Kind::kLocal;
+      if (dated && time->ns > latest_ns) *time = LogTime();
+    }
     if (event.ran_for_ms > kLongestPlausibleMs || event.ran_for_ms < -1) event.ran_for_ms = -1;
     if (event.timeout_ms > kLongestPlausibleMs || event.timeout_ms < -1) event.timeout_ms = -1;
     if (event.stated_ns != kNoTime && !Plausible(event.stated_ns)) event.stated_ns = kNoTime;
@@ -426,8 +450,9 @@ void PlaceBoots(const std::vector<LogEvent>& events, const std::vector<int64_t>&
 JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
   ResolveIdentities(logs);
   std::vector<LogEvent>& events = logs->events;
-  DropImplausible(events);
   JobClock clock;
+  const int64_t now = hints.now_ns != kNoTime ? hints.now_ns : absl::ToUnixNanos(absl::Now());
+  DropImplausible(logs, now + kFutureGraceNs, &clock.impossible_times);
 
   // The year for year-less dates: from the dated lines, else the dump time, else now.
   std::vector<int64_t> dated;
@@ -444,7 +469,7 @@ JobClock AlignClocks(LogSet* logs, const ClockHints& hints) {
     reference = hints.near_ns;
     clock.year_source = "dump or log file times";
   } else {
-    reference = hints.now_ns != kNoTime ? hints.now_ns : absl::ToUnixNanos(absl::Now());
+    reference = now;
     clock.year_source = "current year (assumed: no line is dated)";
   }
   clock.year = YearOf(reference);

@@ -67,6 +67,9 @@ struct JobClock {
   std::vector<HostClock> hosts;  // ascending host
   int year = 0;                  // the year given to year-less dates near the job's end
   std::string year_source;       // "dated log lines", "dump time", "current year (assumed)"
+  // Lines dated after the analysis (more than a day after now): "path:line: dated <UTC>".
+  // Their dates are not used; the lines count as undated.
+  std::vector<std::string> impossible_times;
   // The consensus time of a reading of `host`'s clock.
   int64_t Correct(const std::string& host, int64_t host_ns) const;
   const HostClock* Find(const std::string& host) const;

@@ -182,6 +182,8 @@ class HtmlWriter {
     } else {
       out_ += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
       out_ += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+      // Says whose page this is: a report saved beside the evidence is never read as a log.
+      out_ += "<meta name=\"generator\" content=\"fr-analyze\">\n";
       out_ += fmt::format(
           "<title>{}</title>\n<style>{}{}</style>\n</head>\n<body>\n<main class=\"fr-report\">\n",
           Esc(title), kPageStyle, kStyle);

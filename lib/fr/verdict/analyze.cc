@@ -816,10 +816,22 @@ class Judge {
     } else if (too_few) {
       failure_class = FailureClass::kInsufficientEvidence;
       confidence = Confidence::kLow;
-      summary = fmt::format(
-          "Only {} of {} ranks' dumps could be read: too few to tell culprits from victims. The "
-          "dumps of ranks {} would settle it.",
-          trace_.ranks.size(), expected, FormatRankSet(AbsentRanks()));
+      std::vector<int64_t> absent = AbsentRanks();
+      if (trace_.ranks.empty()) {
+        summary =
+            "No flight-recorder dump could be read: nothing here tells culprits from victims. "
+            "The ranks' dumps would settle it.";
+      } else if (absent.empty()) {
+        summary = fmt::format(
+            "Only {} rank's dump was read and no other rank is known: one rank cannot show who "
+            "waits for whom. The other ranks' dumps would settle it.",
+            trace_.ranks.size());
+      } else {
+        summary = fmt::format(
+            "Only {} of {} ranks' dumps could be read: too few to tell culprits from victims. "
+            "The dumps of ranks {} would settle it.",
+            trace_.ranks.size(), expected, FormatRankSet(absent));
+      }
     } else if (!unreadable_sinks_.empty()) {
       failure_class = FailureClass::kInsufficientEvidence;
       confidence = Confidence::kLow;

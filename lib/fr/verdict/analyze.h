@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fr/logs/log_event.h"
@@ -66,6 +67,11 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
 // content (lib/fr/logs LooksLikeLog; compressed files named like logs too), parsed. Links out of
 // the input, hidden files, pipes and core files are never read.
 LogSet ReadLogsBeside(const LoadedTrace& trace);
+
+// Whether a file whose first bytes (a few KB) are `head` is a report fr-analyze wrote (text,
+// HTML page or notebook fragment, JSON): it quotes log lines as evidence and advice that names
+// error messages, so it is never read as a log, and an output may replace it.
+bool IsOwnReport(std::string_view head);
 
 // The monitor snapshots among the files beside the dumps, by content (nvidia-smi CSV logs and
 // `-q` reports, `dcgmi dmon` output, `ps` listings: see lib/fr/monitor), each host named by the

@@ -28,12 +28,6 @@ bool Compressed(std::string_view head) {
   return head.starts_with("\x1f\x8b") || head.starts_with("\x28\xb5\x2f\xfd");
 }
 
-// A text report fr-analyze wrote into the directory (`-o DIR/report.txt`): it quotes log lines
-// as evidence, and read as a log it would count them twice on the next run.
-bool IsOwnReport(std::string_view head) {
-  return head.starts_with("fr-analyze: ") || head.starts_with("root cause: ");
-}
-
 // The flight recorder's own times of the collectives most ranks recorded: each rank's
 // time_created of one collective is the same moment give or take the skew of its enqueue, read on
 // its host's clock. The most widely recorded collectives (latest first, so nearest the failure) are
@@ -104,6 +98,22 @@ int64_t FirstRecordNs(const LoadedTrace& trace) {
   return first;
 }
 
+// Per rank, when its newest completed op completed: how long it made progress.
+std::map<int64_t, int64_t> LastCompletedNs(const LoadedTrace& trace) {
+  std::map<int64_t, int64_t> last;
+  for (const RankDump& dump : trace.ranks) {
+    int64_t newest = kUnknown;
+    for (const Entry& entry : dump.entries) {
+      if (entry.state != EntryState::kCompleted) continue;
+      int64_t at = entry.time_discovered_completed_ns > 0 ? entry.time_discovered_completed_ns
+                                                          : entry.time_created_ns;
+      if (at > 0 && at > newest) newest = at;
+    }
+    if (newest > 0) last[dump.rank] = newest;
+  }
+  return last;
+}
+
 // Whether a file discovery set aside may be read as other evidence: by its kind, never by how
 // its reason is worded (not a dump, not a pipe, device, core or link out of the directory).
 bool MayRead(const SkippedFile& file) { return MayReadAsOtherEvidence(file.kind); }
@@ -153,6 +163,21 @@ std::optional<std::string> ReadWhole(std::ifstream* in, std::streamsize max_byte
 }
 
 }  // namespace
+
+bool IsOwnReport(std::string_view head) {
+  if (head.starts_with("fr-analyze: ") || head.starts_with("root cause: ")) return true;
+  size_t start = head.find_first_not_of(" \t\r\n");
+  std::string_view text = start == std::string_view::npos ? "" : head.substr(start);
+  // The HTML report (page or notebook fragment) and the JSON report: their advice and evidence
+  // quote error messages that are not this job's lines.
+  if (text.starts_with("<")) {
+    return text.find("<meta name=\"generator\" content=\"fr-analyze") != std::string_view::npos ||
+           text.find("<title>fr-analyze: ") != std::string_view::npos ||
+           text.starts_with("<div class=\"fr-report\">");
+  }
+  return text.starts_with("{") && text.find("\"schema_version\"") != std::string_view::npos &&
+         text.find("\"verdict\"") != std::string_view::npos;
+}
 
 LogSet ReadLogsBeside(const LoadedTrace& trace) {
   std::vector<std::string> paths;
@@ -319,6 +344,7 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
   Judgment judgment;
   report::Report report = AnalyzeInto(trace, with_deaths, &judgment);
   judgment.first_record_ns = FirstRecordNs(trace);
+  judgment.last_completed_ns = LastCompletedNs(trace);
   SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, options.stacks, &report);
   if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
   ClockHints hints;

@@ -100,6 +100,10 @@ struct Judgment {
   // When the job's first recorded op was created (ns, that rank's clock): the earliest record 0
   // of a dump whose buffer never wrapped; kUnknown when every buffer wrapped or nothing is timed.
   int64_t first_record_ns = kUnknown;
+  // Per rank with a dump, when its newest completed op completed (the watchdog's time, else its
+  // creation; ns on that rank's clock): how long the rank made progress. Ranks with no
+  // completed timed op are absent.
+  std::map<int64_t, int64_t> last_completed_ns;
 };
 
 // "all_reduce #12 in group 0 DP (scheduled, retired)": one entry as evidence and the ranks'

@@ -29,12 +29,20 @@ constexpr int kMaxEvidence = 12;
 // A writer that printed this many lines after its traceback kept running: it handled and logged
 // the exception (a periodic dumper, a retry loop) and did not die of it.
 constexpr int32_t kKeptRunningLines = 5;
+// This many finite losses printed by the writer of a NaN loss after it: the training recovered.
+constexpr int32_t kRecoveredLosses = 2;
 // Slurm stamps "CANCELLED AT" with the controller's clock: what the killed ranks print after the
 // kill can read up to this much earlier on their own clocks.
 constexpr int64_t kControllerSkewNs = 300 * kNanosPerSecond;
 // A fault that ended this long before the job began (an old Xid or OOM kill in kern.log) is not
 // this job's.
 constexpr int64_t kBeforeJobNs = 60 * kNanosPerSecond;
+// A fault printed this long after the first timeout, abort or death came after the failure,
+// whatever the clocks' errors: it is not its cause.
+constexpr int64_t kAfterFailureNs = 30 * 60 * kNanosPerSecond;
+// Collectives completed this long after a fault (past any clock error between hosts): the job
+// went on, and the fault is not why it stopped.
+constexpr int64_t kKeptRunningNs = 10 * 60 * kNanosPerSecond;
 // The longest start-up assumed between a launch and its first collective.
 constexpr int64_t kStartUpNs = 10 * 60 * kNanosPerSecond;
 
@@ -331,6 +339,9 @@ class Explainer {
       out->set_confidence(std::string(ConfidenceName(host.confidence)));
       out->set_anchors(host.anchors);
     }
+    for (const std::string& line : clock_.impossible_times) {
+      report_->mutable_timeline()->add_impossible_times(line);
+    }
   }
 
   void FindVictims() {
@@ -339,6 +350,17 @@ class Explainer {
       if (event.kind == LogEventKind::kWatchdogTimeout &&
           (first_timeout_ == nullptr || Before(event, *first_timeout_))) {
         first_timeout_ = &event;
+      }
+      // The failure was under way by the first timeout, abort or death report with a time of
+      // its own.
+      bool failure_seen = event.kind == LogEventKind::kWatchdogTimeout ||
+                          event.kind == LogEventKind::kWorkTimeoutSeqs ||
+                          event.kind == LogEventKind::kProcessTakenDown ||
+                          event.kind == LogEventKind::kWorkerFailed ||
+                          event.kind == LogEventKind::kRootCauseTable;
+      if (failure_seen && !event.time_inferred && event.time_ns != kNoTime &&
+          (failure_seen_ns_ == kNoTime || event.time_ns < failure_seen_ns_)) {
+        failure_seen_ns_ = event.time_ns;
       }
     }
   }
@@ -539,11 +561,20 @@ class Explainer {
     std::vector<Candidate> candidates;
     for (const LogEvent& event : logs_.events) {
       std::optional<RootCauseKind> kind = FaultKind(event);
-      if (!kind) continue;
+      if (!kind || event.impossible_time) continue;
       if (*kind == RootCauseKind::kPythonException && IsCascadeException(event)) continue;
       // A traceback its writer went on printing after was handled and logged, not a death.
       if (*kind == RootCauseKind::kPythonException && event.lines_after >= kKeptRunningLines &&
           !LauncherReportedDeath(event.rank)) {
+        continue;
+      }
+      // A store or rendezvous error the job got past (the client retried; communicators then
+      // came up and collectives ran) is no init failure.
+      if (*kind == RootCauseKind::kInitFailure && JobFormedAfter(event)) continue;
+      // The flight recorder saw the job go on long after it: it stopped nothing.
+      if (KeptRunningAfter(event)) continue;
+      // A loss that went non-finite and came back finite: training went on after it.
+      if (*kind == RootCauseKind::kNonFinite && event.finite_losses_after >= kRecoveredLosses) {
         continue;
       }
       // Killed from outside after the job had already stalled: the stall came first.
@@ -552,6 +583,11 @@ class Explainer {
         continue;
       }
       if (job_start_ns_ != kNoTime && Latest(event) < job_start_ns_ - kBeforeJobNs) continue;
+      // Printed well after the failure was already reported: it cannot have caused it (an Xid
+      // logged the next day, a crash during the teardown).
+      if (failure_seen_ns_ != kNoTime && Earliest(event) > failure_seen_ns_ + kAfterFailureNs) {
+        continue;
+      }
       candidates.push_back({&event, *kind});
     }
     settled_by_.clear();
@@ -726,6 +762,39 @@ class Explainer {
     SetConfidence(cause, confidence);
     cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt + settled_by_);
     return true;
+  }
+
+  // Whether the dumps show the job made progress long after `event`: the rank it names (any
+  // rank, for a line that names none) completed collectives well after it, on the rank's own
+  // clock, so more than the clocks' disagreement. An OOM kill of another process, a Xid of a
+  // GPU the job did not use, a NaN the loss scaler skipped: the job went on.
+  bool KeptRunningAfter(const LogEvent& event) const {
+    if (dumps_ == nullptr || event.time_ns == kNoTime) return false;
+    int64_t at = Latest(event);
+    if (at == INT64_MAX) return false;
+    int64_t progress = kNoTime;
+    for (const auto& [rank, ns] : dumps_->last_completed_ns) {
+      if (event.rank >= 0 && rank != event.rank) continue;
+      progress = std::max(progress, ns);
+    }
+    return progress != kNoTime && progress > at + kKeptRunningNs;
+  }
+
+  // Whether the job formed after `event`: a communicator came up, a rendezvous completed, a
+  // collective ran (a timeout names one, a dump recorded one) later in the same file or, by the
+  // corrected clock, later anywhere.
+  bool JobFormedAfter(const LogEvent& event) const {
+    auto formed = [](LogEventKind kind) {
+      return kind == LogEventKind::kNcclInit || kind == LogEventKind::kRendezvous ||
+             kind == LogEventKind::kWatchdogTimeout || kind == LogEventKind::kWorkTimeoutSeqs;
+    };
+    for (const LogEvent& other : logs_.events) {
+      if (!formed(other.kind)) continue;
+      if (other.file == event.file && other.line > event.line) return true;
+      if (Latest(event) != INT64_MAX && Earliest(other) > Latest(event)) return true;
+    }
+    return dumps_ != nullptr && dumps_->first_record_ns > 0 && Latest(event) != INT64_MAX &&
+           dumps_->first_record_ns > Latest(event);
   }
 
   // A host whose peers lost it fell silent when it printed nothing after their first report: no
@@ -1340,6 +1409,8 @@ class Explainer {
   std::map<std::string, std::string> host_of_address_;
   std::set<std::string> known_hosts_;
   int64_t job_start_ns_ = kNoTime;
+  // The first timeout, abort or death report with a time of its own, or kNoTime.
+  int64_t failure_seen_ns_ = kNoTime;
   // How the order of a kill and the lines it caused was settled, for the summary.
   std::string settled_by_;
 };
