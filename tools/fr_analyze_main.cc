@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <new>
 #include <span>
@@ -91,15 +92,13 @@ std::string InputAt(const std::string& output, const std::vector<std::string>& i
   return "";
 }
 
-// Every file read as a dump: the loaded ones, the damaged ones and those set aside.
-std::vector<std::string> FilesRead(const LoadedTrace& trace) {
-  std::vector<std::string> files;
-  for (const RankDump& dump : trace.ranks) files.push_back(dump.path);
-  for (const RejectedFile& file : trace.rejected) files.push_back(file.path);
-  for (const SkippedFile& file : trace.skipped) {
-    if (file.rank >= 0) files.push_back(file.path);
-  }
-  return files;
+// An earlier run's report (`-o DIR/report.txt` again): an input that may be replaced.
+bool IsOwnReportFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return IsOwnReport(head);
 }
 
 // Writes `text` to `output` ("" for stdout). Write errors, stdout's included (a full disk, a
@@ -114,7 +113,7 @@ int WriteOutput(const std::string& text, const std::string& output,
     }
     return kExitOk;
   }
-  if (std::string input = InputAt(output, inputs); !input.empty()) {
+  if (std::string input = InputAt(output, inputs); !input.empty() && !IsOwnReportFile(output)) {
     std::fprintf(stderr,
                  "fr-analyze: refusing to write the output to %s: it is the input file %s\n",
                  output.c_str(), input.c_str());
@@ -550,7 +549,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   if (!from_stdin && (mode == Mode::kAnalyze || mode == Mode::kTimeline || mode == Mode::kHtml)) {
     stacks = ReadStacksBeside(*trace);
   }
-  std::vector<std::string> inputs = FilesRead(*trace);
+  std::vector<std::string> inputs = EvidencePaths(*trace);
   for (const LogFile& file : logs.files) inputs.push_back(file.path);
   for (const std::string& file : stacks.files) inputs.push_back(file);
   auto no_readable_dump = [&] {

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Iterable, List, Sequence, Union
 
-from fr_analyze.errors import DumpNotFoundError
+from fr_analyze.errors import DumpNotFoundError, OutputIsInputError
 
 PathLike = Union[str, "os.PathLike[str]"]
 PathsArg = Union[PathLike, Sequence[PathLike]]
@@ -64,3 +65,28 @@ def resolve(paths: PathsArg) -> LoadRoot:
             f"{directories[0]}: a list of paths must name files; pass a directory on its own"
         )
     return _list_files(files, ", ".join(items) if len(items) <= 3 else f"{len(items)} files")
+
+
+def refuse_overwriting_input(path: str, inputs: Iterable[str]) -> None:
+    """Raises OutputIsInputError when `path` is (or links to) one of `inputs`: writing there would
+    destroy the evidence being analysed (what the CLI refuses for -o too)."""
+    try:
+        out = os.stat(path)
+        head = b""
+        if stat.S_ISREG(out.st_mode):  # never open a pipe or device to look at it
+            with open(path, "rb") as f:
+                head = f.read(4096)
+    except OSError:
+        return  # a new file (or one that cannot be read: opening it to write will say why)
+    from fr_analyze import _core
+
+    if _core.is_own_report(head):
+        return  # an earlier run's report: replacing it is what the user asked for
+    for item in inputs:
+        try:
+            other = os.stat(item)
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (out.st_dev, out.st_ino):
+            raise OutputIsInputError(
+                f"refusing to write to {path}: it is the input file {item}")

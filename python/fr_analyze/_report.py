@@ -13,6 +13,7 @@ import copy
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from fr_analyze import _args, _core, _frames
+from fr_analyze._paths import refuse_overwriting_input
 from fr_analyze.errors import Error
 
 if TYPE_CHECKING:
@@ -245,6 +246,10 @@ class Report:
     def write_html(self, path: str) -> int:
         """Writes to_html() to `path`; returns the bytes written."""
         path = _args.file_name(path, "path")
+        inputs = [f.get("path", "") for f in self._fields.get("log_files", [])]
+        if self._trace is not None:
+            inputs.extend(self._trace._loaded.evidence_paths)
+        refuse_overwriting_input(path, inputs)
         data = self.to_html().encode()
         with open(path, "wb") as f:
             f.write(data)

@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence
 
 from fr_analyze import _args, _core, _frames
-from fr_analyze._paths import PathsArg, resolve
+from fr_analyze._paths import PathsArg, refuse_overwriting_input, resolve
 from fr_analyze._progress import ProgressArg, make_progress
 from fr_analyze._report import Report
 from fr_analyze.errors import NoDumpsError
@@ -219,6 +219,7 @@ class Trace:
         if not isinstance(format, str) or format not in ("perfetto", "chrome-json"):
             raise ValueError(f"unknown timeline format {format!r} (perfetto, chrome-json)")
         path = _args.file_name(path, "path")
+        refuse_overwriting_input(path, self._loaded.evidence_paths)
         data = _core.timeline(self._loaded, self._core_source(), format)
         with open(path, "wb") as f:
             f.write(data)

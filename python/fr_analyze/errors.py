@@ -1,11 +1,13 @@
 """Exceptions raised by fr_analyze. Every error from the C++ core is one of these.
 
     Error                     base class; catch this to catch everything fr_analyze raises
-    +-- DumpFormatError       a file is not a readable dump (names the file and byte offset)
+    +-- DumpFormatError       a file is not a readable dump (names the file and byte offset), or
+                              a pasted log holds no log's text (empty, blank, binary)
     +-- DumpNotFoundError     the path does not exist (also a FileNotFoundError)
     +-- NoDumpsError          nothing readable to analyse (the CLI's exit status 2)
     +-- MissingDependencyError  an optional package (pandas, tqdm, matplotlib) is not installed
     +-- LiveError             live(): the job's store or debug server cannot be reached
+    +-- OutputIsInputError    a writer was given an input file (a dump, a log) as its output
 """
 
 
@@ -31,6 +33,11 @@ class MissingDependencyError(Error, ImportError):
 
 class LiveError(Error):
     """live(): the job's store cannot be reached, or no rank registered a debug server."""
+
+
+class OutputIsInputError(Error, FileExistsError):
+    """write_html / write_timeline: the output path is one of the analysed inputs (or a link to
+    one); nothing was written."""
 
 
 def require(module: str, feature: str, debian_package: str):

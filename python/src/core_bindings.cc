@@ -205,6 +205,10 @@ std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
   options.dump_time_ns = dump_time_ns;
   LogSet logs;
   report::Report report;
+  if (pasted.has_value()) {
+    absl::Status text = CheckPastedLog("<pasted>", *pasted, HasVisibleText(*pasted));
+    if (!text.ok()) ThrowStatus(text);
+  }
   {
     py::gil_scoped_release release;
     if (pasted.has_value()) {
@@ -489,6 +493,14 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("skipped", &LoadedTrace::skipped)
       .def_readonly("conflicts", &LoadedTrace::conflicts)
       .def_readonly("missing_ranks", &LoadedTrace::missing_ranks)
+      .def_property_readonly("evidence_paths",
+                             [](const LoadedTrace& trace) {
+                               py::list paths;
+                               for (const std::string& path : EvidencePaths(trace)) {
+                                 paths.append(FsStr(path));
+                               }
+                               return paths;
+                             })
       .def_readonly("versions", &LoadedTrace::versions)
       .def_readonly("bytes_on_disk", &LoadedTrace::bytes_on_disk)
       .def_readonly("bytes_decoded", &LoadedTrace::bytes_decoded)
@@ -521,6 +533,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("analyze_with_logs", &RunAnalyzeWithLogs, py::arg("trace"), py::arg("source") = "",
         py::arg("pg_filter") = std::vector<std::string>{}, py::arg("dump_time_ns") = kUnknown,
         py::arg("pasted") = std::nullopt);
+  m.def(
+      "is_own_report", [](py::bytes head) { return IsOwnReport(std::string(head)); },
+      py::arg("head"), "Whether a file's first bytes are a report fr-analyze wrote.");
   m.def("timeline", &WriteTimeline, py::arg("trace"), py::arg("source") = "",
         py::arg("format") = "perfetto");
   m.def("html_report", &HtmlReport, py::arg("trace").none(true), py::arg("report"),

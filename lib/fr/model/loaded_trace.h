@@ -119,6 +119,23 @@ struct LoadedTrace {
   LoadTimings timings;
 };
 
+// Every file of the input an output must never replace: the dumps read (loaded, damaged, or set
+// aside as another file's rank or another job's), files named as logs, and core files. Outputs
+// of an earlier run (a report.json beside the dumps) are not among them, so a run can be
+// repeated with the same -o.
+inline std::vector<std::string> EvidencePaths(const LoadedTrace& trace) {
+  std::vector<std::string> paths;
+  for (const RankDump& dump : trace.ranks) paths.push_back(dump.path);
+  for (const RejectedFile& file : trace.rejected) paths.push_back(file.path);
+  for (const SkippedFile& file : trace.skipped) {
+    if (file.rank >= 0 || file.kind == SetAsideKind::kLogByName ||
+        file.kind == SetAsideKind::kCore) {
+      paths.push_back(file.path);
+    }
+  }
+  return paths;
+}
+
 }  // namespace fr
 
 #endif  // FR_MODEL_LOADED_TRACE_H_
