@@ -27,6 +27,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <new>
 #include <span>
@@ -104,31 +105,44 @@ bool IsOwnReportFile(const std::string& path) {
 // Writes `text` to `output` ("" for stdout). Write errors, stdout's included (a full disk, a
 // closed pipe), are reported and give exit status 2: a report that silently went nowhere would
 // read as success.
-int WriteOutput(const std::string& text, const std::string& output,
-                const std::vector<std::string>& inputs = {}) {
-  if (output.empty()) {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-        std::fflush(stdout) != 0) {
-      return WriteError("standard output", errno);
+// Writes what `produce` hands its sink, piece by piece, to `output` ("" for stdout): an output
+// too large to hold whole (a Perfetto trace of thousands of ranks) never is.
+int WriteOutputStreamed(const std::function<void(const TraceSink&)>& produce,
+                        const std::string& output, const std::vector<std::string>& inputs = {}) {
+  std::FILE* file = stdout;
+  if (!output.empty()) {
+    if (std::string input = InputAt(output, inputs); !input.empty() && !IsOwnReportFile(output)) {
+      std::fprintf(stderr,
+                   "fr-analyze: refusing to write the output to %s: it is the input file %s\n",
+                   output.c_str(), input.c_str());
+      return kExitUsage;
     }
-    return kExitOk;
+    file = std::fopen(output.c_str(), "wb");
+    if (file == nullptr) return WriteError(output, errno);
   }
-  if (std::string input = InputAt(output, inputs); !input.empty() && !IsOwnReportFile(output)) {
-    std::fprintf(stderr,
-                 "fr-analyze: refusing to write the output to %s: it is the input file %s\n",
-                 output.c_str(), input.c_str());
-    return kExitUsage;
-  }
-  std::FILE* file = std::fopen(output.c_str(), "wb");
-  if (file == nullptr) return WriteError(output, errno);
-  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  int error = errno;
-  if (std::fclose(file) != 0 && written) {
+  bool written = true;
+  int error = 0;
+  produce([&](std::string_view bytes) {
+    if (written && std::fwrite(bytes.data(), 1, bytes.size(), file) != bytes.size()) {
+      written = false;
+      error = errno;
+    }
+  });
+  if (std::fflush(file) != 0 && written) {
     written = false;
     error = errno;
   }
-  if (!written) return WriteError(output, error);
+  if (file != stdout && std::fclose(file) != 0 && written) {
+    written = false;
+    error = errno;
+  }
+  if (!written) return WriteError(output.empty() ? "standard output" : output, error);
   return kExitOk;
+}
+
+int WriteOutput(const std::string& text, const std::string& output,
+                const std::vector<std::string>& inputs = {}) {
+  return WriteOutputStreamed([&](const TraceSink& sink) { sink(text); }, output, inputs);
 }
 
 // The overview: `fr-analyze --help`, and what a usage error outside any command shows.
@@ -377,8 +391,8 @@ Command LiveCommand(LiveArgs* args) {
           "called torch.distributed.debug.start_debug_server(). Each rank's flight recorder and\n"
           "Python stacks are fetched (read-only handlers, bounded responses) and analysed as a\n"
           "dump directory: the verdict, and every rank's main thread grouped by identical stacks.\n"
-          "Runs python3 -m fr_analyze._live (FR_ANALYZE_PYTHON: another python; it needs torch\n"
-          "and requests). The server has no authentication: use it on trusted networks only.",
+          "Runs python3 -m fr_analyze._live (FR_ANALYZE_PYTHON: another python; it needs torch).\n"
+          "The server has no authentication: use it on trusted networks only.",
       .other_usages = {"fr-analyze live node0:29500 --watch 10 --save live/"},
   };
   command.flags = {FormatFlag({"text", "json", "proto"}, &args->trace),
@@ -593,10 +607,13 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     analyze.stacks = &stacks;
     report::Report report = Analyze(*trace, &logs, analyze);
     Timeline timeline = BuildTimeline(*trace, logs, report, &monitor);
-    std::string bytes = mode == Mode::kHtml            ? WriteHtmlReport(report, timeline)
-                        : args.format == "chrome-json" ? WriteChromeTraceJson(timeline)
-                                                       : WritePerfettoTrace(timeline);
-    int status = WriteOutput(bytes, output, inputs);
+    int status = mode == Mode::kTimeline && args.format == "perfetto"
+                     ? WriteOutputStreamed(
+                           [&](const TraceSink& sink) { WritePerfettoTrace(timeline, sink); },
+                           output, inputs)
+                     : WriteOutput(mode == Mode::kHtml ? WriteHtmlReport(report, timeline)
+                                                       : WriteChromeTraceJson(timeline),
+                                   output, inputs);
     if (status != kExitOk) return status;
     return IsFailure(report) ? kExitFailureFound : kExitOk;
   }
@@ -760,12 +777,20 @@ int RunLive(LiveArgs& args, const std::string& master) {
     std::signal(SIGINT, OnInterrupt);
   }
   for (int poll = 1;; ++poll) {
-    absl::StatusOr<int> fetched = RunIsolatedPython(argv, "live", "fr_analyze, torch and requests");
+    absl::StatusOr<int> fetched = RunIsolatedPython(argv, "live", "fr_analyze and torch");
     if (!fetched.ok()) {
       std::fprintf(stderr, "fr-analyze: %s\n", std::string(fetched.status().message()).c_str());
       return finish(kExitUsage);
     }
     if (interrupted) return finish(130);
+    if (*fetched == 1) {
+      // Python's own status when `-m` finds no fr_analyze (the helper itself exits 0, 2 or 3).
+      std::fprintf(stderr,
+                   "fr-analyze: live: %s cannot run fr_analyze._live: set FR_ANALYZE_PYTHON to a "
+                   "python that has fr_analyze and torch (a source build: also "
+                   "PYTHONPATH=<build>/python)\n",
+                   argv[0].c_str());
+    }
     if (*fetched != 0) return finish(kExitUsage);  // the helper said why
     bool stuck = args.watch_s == 0;
     if (!stuck) {

@@ -534,3 +534,25 @@ def test_an_unreadable_culprit_stays_the_culprit(cli, tmp_path):
     assert "Every member" not in verdict["summary"]
     assert any("5" in action and "dump" in action for action in verdict["next_actions"])
     assert not any("nccl-tests" in action for action in verdict["next_actions"])
+
+
+def test_a_timeline_of_many_ranks_takes_about_the_memory_of_the_analysis(cli, tmp_path):
+    """The Perfetto writer built the whole Trace message before writing a byte: on 1024 ranks x 8
+    steps it took 23 times the analysis's peak memory (1.39 GB against 60 MB; 196 MB now, the
+    same bytes written), and 4096 ranks did not fit in 4 GiB. It streams packets now."""
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job), "--tp", "8", "--pp", "4", "--dp", "8", "--steps",
+                    "8"], check=True, capture_output=True)
+
+    def peak_kb(*args):
+        proc = subprocess.Popen([cli, *map(str, args)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        assert proc.returncode in (0, 1), proc.stderr.read()
+        return usage.ru_maxrss
+
+    analysis = peak_kb("analyze", job, "--format", "json", "-o", tmp_path / "report.json")
+    timeline = peak_kb("timeline", job, "-o", tmp_path / "job.perfetto-trace")
+    assert (tmp_path / "job.perfetto-trace").stat().st_size > 10_000_000
+    assert timeline < 4 * analysis, (timeline, analysis)

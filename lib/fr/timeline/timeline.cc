@@ -267,18 +267,77 @@ void Annotate(perfetto::protos::TrackEvent* event, const char* name, const std::
 
 }  // namespace
 
+namespace {
+
+// Emits a Trace message's `packet` field (number 1) one packet at a time: each is a tag, a
+// length and the serialized packet, exactly what Trace::SerializeAsString writes for it.
+class PacketStream {
+ public:
+  explicit PacketStream(const TraceSink& sink) : sink_(sink) {}
+
+  // The next packet, empty but for its sequence and time; the previous one is written out.
+  perfetto::protos::TracePacket* Next(uint64_t timestamp) {
+    EndPacket();
+    constexpr uint32_t kSequence = 1;
+    constexpr uint32_t kIncrementalStateCleared = 1;
+    packet_.Clear();
+    packet_.set_trusted_packet_sequence_id(kSequence);
+    if (first_) packet_.set_sequence_flags(kIncrementalStateCleared);
+    first_ = false;
+    if (timestamp > 0) packet_.set_timestamp(timestamp);
+    pending_ = true;
+    return &packet_;
+  }
+
+  // Writes out what is left.
+  void Finish() {
+    EndPacket();
+    if (!buffer_.empty()) sink_(buffer_);
+    buffer_.clear();
+  }
+
+ private:
+  void EndPacket() {
+    if (!pending_) return;
+    pending_ = false;
+    bytes_.clear();
+    packet_.SerializeToString(&bytes_);
+    buffer_.push_back(static_cast<char>((1 << 3) | 2));  // field 1, length-delimited
+    for (uint64_t size = bytes_.size();; size >>= 7) {
+      if (size < 0x80) {
+        buffer_.push_back(static_cast<char>(size));
+        break;
+      }
+      buffer_.push_back(static_cast<char>((size & 0x7f) | 0x80));
+    }
+    buffer_ += bytes_;
+    // Packets go out in batches: a sink call per packet would cost more than the packet.
+    if (buffer_.size() >= (size_t{1} << 20)) {
+      sink_(buffer_);
+      buffer_.clear();
+    }
+  }
+
+  const TraceSink& sink_;
+  perfetto::protos::TracePacket packet_;
+  std::string bytes_;
+  std::string buffer_;
+  bool first_ = true;
+  bool pending_ = false;
+};
+
+}  // namespace
+
 std::string WritePerfettoTrace(const Timeline& timeline) {
+  std::string out;
+  WritePerfettoTrace(timeline, [&](std::string_view bytes) { out.append(bytes); });
+  return out;
+}
+
+void WritePerfettoTrace(const Timeline& timeline, const TraceSink& sink) {
   using perfetto::protos::TrackEvent;
-  perfetto::protos::Trace trace;
-  constexpr uint32_t kSequence = 1;
-  constexpr uint32_t kIncrementalStateCleared = 1;
-  auto packet = [&](uint64_t timestamp) {
-    perfetto::protos::TracePacket* p = trace.add_packet();
-    p->set_trusted_packet_sequence_id(kSequence);
-    if (trace.packet_size() == 1) p->set_sequence_flags(kIncrementalStateCleared);
-    if (timestamp > 0) p->set_timestamp(timestamp);
-    return p;
-  };
+  PacketStream stream(sink);
+  auto packet = [&](uint64_t timestamp) { return stream.Next(timestamp); };
   for (uint32_t h = 0; h < timeline.hosts.size(); ++h) {
     perfetto::protos::TrackDescriptor* track = packet(0)->mutable_track_descriptor();
     track->set_uuid(HostUuid(h));
@@ -334,7 +393,7 @@ std::string WritePerfettoTrace(const Timeline& timeline) {
     event->add_categories("log");
     Annotate(event, "line", timeline.String(instant.text));
   }
-  return trace.SerializeAsString();
+  stream.Finish();
 }
 
 namespace {

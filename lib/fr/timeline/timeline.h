@@ -21,7 +21,9 @@
 #define FR_TIMELINE_TIMELINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -82,7 +84,14 @@ struct Timeline {
 Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const report::Report& report,
                        const MonitorSnapshots* monitors = nullptr);
 
-// Perfetto's protobuf trace (a perfetto.protos.Trace message).
+// Takes the output piece by piece: a file, a string, a socket.
+using TraceSink = std::function<void(std::string_view bytes)>;
+
+// Perfetto's protobuf trace (a perfetto.protos.Trace message), written one packet at a time:
+// memory stays that of one packet, however many ops the job recorded (a Trace message built
+// whole took several times the dumps' size).
+void WritePerfettoTrace(const Timeline& timeline, const TraceSink& sink);
+// The same, as one string.
 std::string WritePerfettoTrace(const Timeline& timeline);
 // Chrome's trace-event JSON ({"traceEvents": [...]}, times in microseconds).
 std::string WriteChromeTraceJson(const Timeline& timeline);
