@@ -295,5 +295,46 @@ TEST(RootCauseTest, AKernelFaultTheJobRanOnAfterIsNotTheCause) {
   EXPECT_EQ(job.Explain(&stopped).verdict().root_cause().kind(), "host_oom");
 }
 
+TEST(RootCauseTest, AKernelLineOfAnotherProcessIsNotTheJobs) {
+  // Every rank on node01 printed its NCCL init line with its pid; the OOM killer took pid 4242,
+  // none of them, half an hour before rank 5 stopped.
+  auto explain = [](int32_t killed_pid) {
+    JobLogs job({0, 0});
+    for (int rank = 0; rank < job.ranks(); ++rank) {
+      LogEvent& init = job.Add(LogEventKind::kNcclInit, rank, Noon() - 3600 * kSecond);
+      init.pid = 1000 + rank;
+      init.nranks = job.ranks();
+    }
+    LogEvent& oom = job.Add(LogEventKind::kHostOom, 9, Noon() - 1800 * kSecond);
+    oom.rank = -1;
+    oom.pid = killed_pid;
+    job.TimeOut(42, Noon(), {5});
+    return job.Explain();
+  };
+  report::Report other = explain(4242);
+  EXPECT_EQ(other.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(other.verdict().root_cause()), ElementsAre(5));
+  // Rank 9's own pid: the kill is the job's.
+  EXPECT_EQ(explain(1009).verdict().root_cause().kind(), "host_oom");
+}
+
+TEST(RootCauseTest, AnEarlierStepOfTheAllocationIsNotThisJobs) {
+  // Step 0 (data preparation) was OOM-killed; two minutes later torchrun started the training
+  // step, whose first collective the flight recorder holds, and which later hung on rank 5.
+  JobLogs job({0, 0});
+  LogEvent& step0 = job.Add(LogEventKind::kSlurmOomEvent, 0, Noon() - 900 * kSecond);
+  step0.rank = -1;
+  step0.reason = "1234.0";
+  LogEvent& oom = job.Add(LogEventKind::kHostOom, 0, Noon() - 901 * kSecond);
+  oom.rank = -1;
+  job.Add(LogEventKind::kLauncherStart, 0, Noon() - 780 * kSecond);
+  job.TimeOut(42, Noon(), {5});
+  Judgment dumps;
+  dumps.first_record_ns = Noon() - 700 * kSecond;
+  report::Report report = job.Explain(&dumps);
+  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(5));
+}
+
 }  // namespace
 }  // namespace fr

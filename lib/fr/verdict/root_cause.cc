@@ -43,6 +43,9 @@ constexpr int64_t kAfterFailureNs = 30 * 60 * kNanosPerSecond;
 // Collectives completed this long after a fault (past any clock error between hosts): the job
 // went on, and the fault is not why it stopped.
 constexpr int64_t kKeptRunningNs = 10 * 60 * kNanosPerSecond;
+// The dumps' newest op and the logs' newest line further apart than this are of different
+// runs or clocks.
+constexpr int64_t kSameClockNs = 24 * 3600 * kNanosPerSecond;
 // The longest start-up assumed between a launch and its first collective.
 constexpr int64_t kStartUpNs = 10 * 60 * kNanosPerSecond;
 
@@ -411,18 +414,28 @@ class Explainer {
   // ended well before it (an old Xid in kern.log, a previous run's OOM kill or traceback) are not
   // this job's. The dumps' first record is the job's first collective, which follows the
   // launch by its start-up (initialization, model load): the job began at most that long before.
+  // The launcher's and NCCL's own start lines say when the job began; the dumps only bound it
+  // (at most a start-up before the first record), so they decide only without such lines, or
+  // when the lines begin after the first record (a restart's banner, a skewed clock). A step of
+  // the same allocation that ran and failed before the job began (data preparation killed by
+  // the OOM killer) is then not this job's.
   void FindJobStart() {
-    if (dumps_ != nullptr && dumps_->first_record_ns > 0) {
-      job_start_ns_ = dumps_->first_record_ns - kStartUpNs;
-    }
+    int64_t from_lines = kNoTime;
     for (const LogEvent& event : logs_.events) {
       bool start =
           event.kind == LogEventKind::kLauncherStart || event.kind == LogEventKind::kRendezvous ||
           event.kind == LogEventKind::kNcclInit || event.kind == LogEventKind::kHostAddress;
       if (start && event.time_ns != kNoTime && !event.time_inferred &&
-          (job_start_ns_ == kNoTime || event.time_ns < job_start_ns_)) {
-        job_start_ns_ = event.time_ns;
+          (from_lines == kNoTime || event.time_ns < from_lines)) {
+        from_lines = event.time_ns;
       }
+    }
+    int64_t from_dumps = dumps_ != nullptr && dumps_->first_record_ns > 0
+                             ? dumps_->first_record_ns - kStartUpNs
+                             : kNoTime;
+    job_start_ns_ = from_lines;
+    if (from_dumps != kNoTime && (from_lines == kNoTime || from_lines > dumps_->first_record_ns)) {
+      job_start_ns_ = from_lines == kNoTime ? from_dumps : std::min(from_lines, from_dumps);
     }
   }
 
@@ -558,6 +571,7 @@ class Explainer {
   }
 
   bool FromFaults(report::RootCause* cause) {
+    dumps_share_clock_ = DumpsShareTheLogsClock();
     std::vector<Candidate> candidates;
     for (const LogEvent& event : logs_.events) {
       std::optional<RootCauseKind> kind = FaultKind(event);
@@ -571,6 +585,8 @@ class Explainer {
       // A store or rendezvous error the job got past (the client retried; communicators then
       // came up and collectives ran) is no init failure.
       if (*kind == RootCauseKind::kInitFailure && JobFormedAfter(event)) continue;
+      // The kernel's line names a process that is none of the job's.
+      if (OfAnotherProcess(event)) continue;
       // The flight recorder saw the job go on long after it: it stopped nothing.
       if (KeptRunningAfter(event)) continue;
       // A loss that went non-finite and came back finite: training went on after it.
@@ -764,12 +780,37 @@ class Explainer {
     return true;
   }
 
+  // A kernel line (OOM kill, Xid) naming a pid on a host where every rank the logs show has a
+  // known pid (NCCL's "host:pid:tid" prefix, the launcher's "(pid: N)"), none of them that one:
+  // another process's fault (a second job, a monitoring agent), not the job's.
+  bool OfAnotherProcess(const LogEvent& event) const {
+    if ((event.kind != LogEventKind::kHostOom && event.kind != LogEventKind::kXid) ||
+        event.pid < 0 || event.host.empty()) {
+      return false;
+    }
+    std::set<int64_t> ranks_seen;
+    std::map<int64_t, std::set<int32_t>> pids_of_rank;
+    for (const LogEvent& other : logs_.events) {
+      if (other.host != event.host || other.rank < 0 || other.kind == LogEventKind::kHostOom ||
+          other.kind == LogEventKind::kXid) {
+        continue;
+      }
+      ranks_seen.insert(other.rank);
+      if (other.pid >= 0) pids_of_rank[other.rank].insert(other.pid);
+    }
+    if (ranks_seen.empty() || pids_of_rank.size() != ranks_seen.size()) return false;
+    for (const auto& [rank, pids] : pids_of_rank) {
+      if (pids.contains(event.pid)) return false;
+    }
+    return true;
+  }
+
   // Whether the dumps show the job made progress long after `event`: the rank it names (any
   // rank, for a line that names none) completed collectives well after it, on the rank's own
   // clock, so more than the clocks' disagreement. An OOM kill of another process, a Xid of a
   // GPU the job did not use, a NaN the loss scaler skipped: the job went on.
   bool KeptRunningAfter(const LogEvent& event) const {
-    if (dumps_ == nullptr || event.time_ns == kNoTime) return false;
+    if (!dumps_share_clock_ || event.time_ns == kNoTime) return false;
     int64_t at = Latest(event);
     if (at == INT64_MAX) return false;
     int64_t progress = kNoTime;
@@ -778,6 +819,20 @@ class Explainer {
       progress = std::max(progress, ns);
     }
     return progress != kNoTime && progress > at + kKeptRunningNs;
+  }
+
+  // Whether the dumps' times and the logs' read on one clock: the newest op the dumps saw
+  // complete and the newest timed line lie within a day of each other. Logs and dumps of
+  // different runs (or a host clock set years off) cannot say what happened after what.
+  bool DumpsShareTheLogsClock() const {
+    if (dumps_ == nullptr) return false;
+    int64_t newest_line = kNoTime, newest_op = kNoTime;
+    for (const LogEvent& event : logs_.events) {
+      if (Precise(event)) newest_line = std::max(newest_line, event.time_ns);
+    }
+    for (const auto& [rank, ns] : dumps_->last_completed_ns) newest_op = std::max(newest_op, ns);
+    return newest_line != kNoTime && newest_op != kNoTime &&
+           std::llabs(newest_line - newest_op) <= kSameClockNs;
   }
 
   // Whether the job formed after `event`: a communicator came up, a rendezvous completed, a
@@ -1411,6 +1466,8 @@ class Explainer {
   int64_t job_start_ns_ = kNoTime;
   // The first timeout, abort or death report with a time of its own, or kNoTime.
   int64_t failure_seen_ns_ = kNoTime;
+  // DumpsShareTheLogsClock, once per analysis.
+  bool dumps_share_clock_ = false;
   // How the order of a kill and the lines it caused was settled, for the summary.
   std::string settled_by_;
 };
