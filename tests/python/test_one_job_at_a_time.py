@@ -122,3 +122,33 @@ def test_attempts_with_different_ranks_are_not_one_job(cli, tmp_path):
     _, _, report = analyze(cli, job)
     assert report["inputs"]["ranks_loaded"] == [0, 1, 2, 3]
     assert [o["folders"] for o in report["inputs"]["other_jobs"]] == [[str(job / "attempt_2")]]
+
+
+def shift_json_dumps(directory, seconds):
+    """Moves every record of the JSON dumps in `directory` `seconds` earlier: an earlier run."""
+    for path in directory.iterdir():
+        dump = json.loads(path.read_text())
+        for entry in dump.get("entries", []):
+            for key in ("time_created_ns", "time_discovered_started_ns",
+                        "time_discovered_completed_ns"):
+                if entry.get(key):
+                    entry[key] -= seconds * 1_000_000_000
+        path.write_text(json.dumps(dump))
+
+
+def test_leftover_dumps_of_an_earlier_larger_run_in_the_same_folder(cli, tmp_path):
+    # An hour ago an 8-rank run (TP2 x PP2 x DP2) wrote nccl_trace_rank_0..7 here; now a healthy
+    # 4-rank run (TP2 x DP2) overwrote ranks 0-3 and left 4-7 as they were.
+    earlier = tmp_path / "earlier"
+    simulate(cli, earlier, 5, 8, "--json", "--fault", "none")
+    shift_json_dumps(earlier, 3600)
+    job = tmp_path / "job"
+    expected = simulate(cli, job, 1, 16, "--json", "--fault", "none", "--pp", "1")
+    assert expected[0] == "none"
+    for rank in range(4, 8):
+        shutil.copy(earlier / f"nccl_trace_rank_{rank}", job / f"nccl_trace_rank_{rank}")
+    failure_class, culprits, report = analyze(cli, job)
+    assert (failure_class, culprits) == expected
+    assert report["inputs"]["ranks_loaded"] == [0, 1, 2, 3]
+    other = report["inputs"]["other_jobs"]
+    assert len(other) == 1 and other[0]["ranks"] == 4

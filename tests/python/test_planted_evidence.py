@@ -144,3 +144,21 @@ def test_load_never_overwrites_a_log_beside_the_dumps(cli, hung_job, tmp_path):
     assert result.returncode == 2
     assert b"refusing to write" in result.stderr
     assert log.read_bytes() == before
+
+
+def test_an_earlier_slurm_jobs_output_is_set_aside(cli, tmp_path):
+    # Job 100 was OOM-killed yesterday; job 101, this one, hung in an all_reduce. Both outputs sit
+    # in the folder the user points the tool at.
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "slurm-100.out").write_text("".join(real_lines("slurm_oom.log")))
+    (job / "slurm-101.out").write_text("".join(real_lines("watchdog_default_pg.log")))
+    report = json.loads(run(cli, "analyze", job, "--format", "json").stdout)
+    assert [f["path"] for f in report["log_files"]] == [str(job / "slurm-101.out")]
+    assert report["verdict"]["root_cause"]["kind"] not in ("host_oom", "cuda_oom")
+    set_aside = json.dumps(report)
+    assert "slurm-100.out" in set_aside and "earlier Slurm job" in set_aside
+    # Alone, job 100's output is read and its OOM found.
+    (job / "slurm-101.out").unlink()
+    alone = json.loads(run(cli, "analyze", job, "--format", "json").stdout)
+    assert alone["verdict"]["root_cause"]["kind"] == "host_oom"

@@ -605,10 +605,35 @@ bool SeveralAttempts(const std::vector<DiscoveredFile>& files) {
   return false;
 }
 
-// A folder's readable dumps, as one piece of a job.
+// The world a dump's own process groups say the job had: the largest group it names (its
+// default group lists every rank); 0 when it names none (Gloo's dumps list no members).
+int64_t ClaimedWorld(const RankDump& dump) {
+  int64_t world = 0;
+  for (const ProcessGroup& group : dump.groups) {
+    world = std::max(world, static_cast<int64_t>(group.ranks.size()));
+  }
+  return world;
+}
+
+// Whether the dumps name worlds of different sizes: a run of 8 ranks, then one of 4 that wrote
+// into the same folder and left ranks 4-7 of the first run there.
+bool SeveralWorlds(const std::vector<FileResult>& results) {
+  int64_t seen = 0;
+  for (const FileResult& result : results) {
+    if (!result.dump.has_value() || !result.dump->ok()) continue;
+    int64_t world = ClaimedWorld(**result.dump);
+    if (world == 0) continue;
+    if (seen != 0 && world != seen) return true;
+    seen = world;
+  }
+  return false;
+}
+
+// A folder's readable dumps of one claimed world, as one piece of a job.
 struct FolderOfDumps {
   std::string folder;
   std::string parent;
+  int64_t claimed_world = 0;  // ClaimedWorld of its dumps, 0 when they name no group
   Attempt attempt;
   std::vector<size_t> files;  // indices into results
   std::map<int64_t, size_t> by_rank;
@@ -651,8 +676,15 @@ bool FitsJob(const FolderOfDumps& folder, const JobOfFolders& job,
       return false;
     }
   }
+  // Dumps that claim worlds of different sizes are one job only when their records overlap in
+  // time: side by side in one folder they are two runs.
+  bool other_world = false;
   for (const FolderOfDumps* member : job.folders) {
-    if (member->parent == folder.parent) return true;
+    other_world |= member->claimed_world != 0 && folder.claimed_world != 0 &&
+                   member->claimed_world != folder.claimed_world;
+  }
+  for (const FolderOfDumps* member : job.folders) {
+    if (!other_world && member->parent == folder.parent) return true;
   }
   return folder.oldest_ns != kUnknown && job.oldest_ns != kUnknown &&
          folder.oldest_ns <= job.newest_ns && job.oldest_ns <= folder.newest_ns;
@@ -676,9 +708,12 @@ void SeparateJobs(const std::vector<DiscoveredFile>& files, std::vector<FileResu
     if (!results[i].dump.has_value() || !results[i].dump->ok()) continue;
     const RankDump& dump = **results[i].dump;
     std::string parent = ParentOf(files[i].path);
-    FolderOfDumps& folder = folders[parent];
+    int64_t claimed = ClaimedWorld(dump);
+    // One folder's dumps of different worlds are pieces of different runs.
+    FolderOfDumps& folder = folders[claimed == 0 ? parent : fmt::format("{}\n{}", parent, claimed)];
     folder.folder = parent;
     folder.parent = ParentOf(parent);
+    folder.claimed_world = claimed;
     folder.attempt = AttemptOf(files[i].path);
     folder.files.push_back(i);
     if (!folder.by_rank.emplace(files[i].rank, i).second) continue;
@@ -797,7 +832,9 @@ LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<F
   trace.skipped = std::move(discovery.skipped);
   const std::vector<DiscoveredFile>& files = discovery.files;
   const size_t count = files.size();
-  if (!discovery.conflicts.empty() || SeveralAttempts(files)) SeparateJobs(files, results, &trace);
+  if (!discovery.conflicts.empty() || SeveralAttempts(files) || SeveralWorlds(results)) {
+    SeparateJobs(files, results, &trace);
+  }
   trace.ranks.reserve(CountRanks(files));
   for (size_t begin = 0, end = 0; begin < count; begin = end) {
     end = begin + 1;

@@ -162,6 +162,46 @@ std::optional<std::string> ReadWhole(std::ifstream* in, std::streamsize max_byte
   return text;
 }
 
+// Slurm's job id in its default output name: "slurm-1234.out", "slurm-1234_7.out" (an array
+// task), compressed copies too; -1 for any other name.
+int64_t SlurmJobOfName(std::string_view path) {
+  size_t slash = path.rfind('/');
+  std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (!name.starts_with("slurm-")) return -1;
+  name.remove_prefix(6);
+  int64_t id = 0;
+  size_t digits = 0;
+  while (digits < name.size() && digits < 18 && name[digits] >= '0' && name[digits] <= '9') {
+    id = id * 10 + (name[digits] - '0');
+    ++digits;
+  }
+  if (digits == 0) return -1;
+  std::string_view rest = name.substr(digits);
+  if (rest.starts_with("_")) {
+    rest.remove_prefix(1);
+    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
+  }
+  return rest.starts_with(".out") || rest.starts_with(".err") ? id : -1;
+}
+
+// Outputs of several Slurm jobs beside one job's evidence (a previous run's slurm-<id>.out left
+// in the folder): Slurm numbers jobs in submission order, so the newest job is the one analysed
+// and the others are set aside, named, as an older job's dumps are.
+void SetAsideEarlierSlurmJobs(std::vector<std::string>* paths,
+                              std::vector<LogSet::SetAside>* set_aside) {
+  int64_t newest = -1;
+  for (const std::string& path : *paths) newest = std::max(newest, SlurmJobOfName(path));
+  if (newest < 0) return;
+  std::erase_if(*paths, [&](const std::string& path) {
+    int64_t job = SlurmJobOfName(path);
+    if (job < 0 || job == newest) return false;
+    set_aside->push_back({path, fmt::format("an earlier Slurm job's output (job {}); the logs of "
+                                            "job {}, the newest, are read",
+                                            job, newest)});
+    return true;
+  });
+}
+
 }  // namespace
 
 bool IsOwnReport(std::string_view head) {
@@ -212,6 +252,7 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
       set_aside.push_back({file.path, fmt::format("not a log: {}", DescribeNonLog(head))});
     }
   }
+  SetAsideEarlierSlurmJobs(&paths, &set_aside);
   if (paths.empty()) {
     LogSet none;
     none.set_aside = std::move(set_aside);
