@@ -29,7 +29,22 @@ from fr_analyze.errors import (
 )
 from fr_analyze._trace import RejectedFile, Trace, analyze, analyze_log, load, loads
 from fr_analyze._report import Message, Report
-from fr_analyze._live import live
+
+
+def __getattr__(name):
+    # fr_analyze.live is imported on first use: `python -m fr_analyze._live` (what `fr-analyze
+    # live` runs) imports this package first, and a _live already imported by it would run twice
+    # (runpy's RuntimeWarning on every live run).
+    if name == "live":
+        from fr_analyze._live import live
+
+        return live
+    raise AttributeError(f"module 'fr_analyze' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"live"})
+
 
 __all__ = [
     "Error", "DumpFormatError", "DumpNotFoundError", "NoDumpsError", "MissingDependencyError",
