@@ -6,7 +6,8 @@
     +-- DumpNotFoundError     the path does not exist (also a FileNotFoundError)
     +-- NoDumpsError          nothing readable to analyse (the CLI's exit status 2)
     +-- MissingDependencyError  an optional package (pandas, tqdm, matplotlib) is not installed
-    +-- LiveError             live(): the job's store or debug server cannot be reached
+    +-- LiveError             live(): the job's store or debug server cannot be reached, or
+                              an argument is of the wrong type or out of range
     +-- OutputIsInputError    a writer was given an input file (a dump, a log) as its output
 """
 
@@ -32,7 +33,9 @@ class MissingDependencyError(Error, ImportError):
 
 
 class LiveError(Error):
-    """live(): the job's store cannot be reached, or no rank registered a debug server."""
+    """live(): the job's store cannot be reached, no rank registered a debug server, or an
+    argument is of the wrong type or out of range (world_size, timeout, byte limits, host_map).
+    A rank that answers badly is never an error: the report names it."""
 
 
 class OutputIsInputError(Error, FileExistsError):
