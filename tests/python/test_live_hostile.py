@@ -521,3 +521,60 @@ def test_the_cli_without_the_package_says_what_to_set(tmp_path):
 
 def test_the_package_errors_are_one_hierarchy():
     assert issubclass(LiveError, Error) and issubclass(MissingDependencyError, Error)
+
+
+# --- Fuzzing the stacks file: random worker answers written, then read back ------------------
+
+_FRAGMENTS = [
+    "=== Rank {other}: http://127.0.0.1:1/handler/dump_traceback? ===",
+    "PARTIAL DATA: 1/4 workers responded", "  Rank {other}: Timeout: read timed out",
+    "Error: 503", "Thread 0x00000000000000{other}0 (most recent call first):",
+    "Current thread 0x00007f (most recent call first):",
+    '  File "/job/train.py", line {n} in foreign_{other}', "<no Python frame>", "...", "",
+    " " * 70000, "\t", "\r", "\x00\x1b[2J", "\u2028", "\ufeff=== Rank {other}: x ===",
+    "=== rank {other}: lower case ===", "  === Rank {other}: indented ===",
+]
+
+
+def _random_answer(rng, rank):
+    lines = [f"Thread 0x00000000000000{rank}1 (most recent call first):",
+             f'  File "/job/train.py", line 7 in own_frame_{rank}',
+             '  File "/job/train.py", line 9 in <module>']
+    for _ in range(rng.randrange(0, 12)):
+        fragment = rng.choice(_FRAGMENTS).format(other=rng.randrange(WORLD), n=rng.randrange(99))
+        if rng.random() < 0.3:  # a fragment glued to the previous line, no newline between
+            lines[-1] += fragment
+        else:
+            lines.insert(rng.randrange(len(lines) + 1), fragment)
+    return "\n".join(lines).encode("utf-8", "surrogatepass")
+
+
+def test_random_worker_answers_never_credit_another_rank(tmp_path):
+    """A fuzz loop (seeded, so a failure replays) over what workers may answer: header-like
+    lines, glued lines, blanks, control and Unicode line-break characters. The file written is
+    read back by the real analyzer: every rank keeps its own frames, no rank gains another's, and
+    every rank of the fetch is in it once."""
+    import random
+
+    rng = random.Random(35)
+    for case in range(int(os.environ.get("FR_FUZZ_CASES", "120"))):
+        folder = tmp_path / f"case{case}"
+        folder.mkdir()
+        fetched = []
+        for rank in range(WORLD):
+            part = folder / f".answer{rank}"
+            part.write_bytes(_random_answer(rng, rank))
+            got = _live.RankFetch(rank=rank, address=f"http://127.0.0.1:{4000 + rank}")
+            got.stacks_answered = True
+            got._stacks_part = str(part)
+            fetched.append(got)
+        urls = [f"http://127.0.0.1:{4000 + r}/handler/dump_traceback?" for r in range(WORLD)]
+        _live._write_stacks(str(folder / "stacks_20261204_120000.txt"), fetched, urls)
+        for rank in range(WORLD):
+            (folder / f".answer{rank}").unlink()
+        groups = live_stacks(folder)
+        assert sorted(r for g in groups for r in g.get("ranks", [])) == list(range(WORLD)), groups
+        for rank in range(WORLD):
+            frames = " ".join(frames_of(groups, rank))
+            others = [f"own_frame_{o}" for o in range(WORLD) if o != rank]
+            assert not any(o in frames for o in others), (case, rank, groups)
