@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -194,6 +195,57 @@ TEST(PythonStacksTest, BadInputIsAnErrorNamingTheFileAndLine) {
       LooksLikeStackSnapshot(Read(HangDir() + "/torchcomms_health_check_20261203_095248.txt"),
                              "torchcomms_health_check_20261203_095248.txt"));
   EXPECT_FALSE(LooksLikeStackSnapshot("[rank0]: Traceback (most recent call last):\n", "x.log"));
+}
+
+// A snapshot of three ranks: each rank's main thread (its own thread id) in `where[rank]`, either
+// "ckpt" (save_checkpoint in train.py) or "wait" (an all_reduce called from train).
+std::string ThreeRanks(const std::vector<std::string>& where) {
+  std::string text;
+  for (size_t rank = 0; rank < where.size(); ++rank) {
+    text +=
+        fmt::format("=== Rank {}: http://vm:{}/handler/dump_traceback? ===\n", rank, 40000 + rank);
+    text += fmt::format("Thread 0x00007f000000000{} (most recent call first):\n", rank);
+    if (where[rank] == "wait") {
+      text +=
+          "  File \"/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", "
+          "line 3252 in all_reduce\n";
+    } else {
+      text += "  File \"/job/train.py\", line 40 in save_checkpoint\n";
+    }
+    text += "  File \"/job/train.py\", line 90 in train\n";
+    text += "  File \"/job/train.py\", line 99 in <module>\n\n";
+  }
+  return text;
+}
+
+TEST(PythonStacksTest, WorkEveryRankDidIsSharedNotAHold) {
+  // Every rank writes its checkpoint; ranks 1 and 2 finish after about 40 s and wait in the next
+  // all_reduce while rank 0, which writes the metadata too, goes on.
+  StackSnapshots stacks;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> series = {
+      {"100000", {"ckpt", "ckpt", "ckpt"}},
+      {"100020", {"ckpt", "ckpt", "ckpt"}},
+      {"100040", {"ckpt", "wait", "wait"}},
+      {"100050", {"ckpt", "wait", "wait"}},
+      {"100100", {"ckpt", "wait", "wait"}}};
+  for (const auto& [time, where] : series) {
+    ASSERT_TRUE(
+        ParseStackSnapshot("x/stacks_20261204_" + time + ".txt", ThreeRanks(where), &stacks).ok());
+  }
+  StackJudgement judged = JudgeStacks(stacks);
+  EXPECT_THAT(judged.held_by, ElementsAre(0));
+  EXPECT_EQ(judged.unchanged_ns, int64_t{20} * 1'000'000'000);
+  // They were seen in save_checkpoint from 10:00:00 and gone by 10:00:40.
+  EXPECT_EQ(judged.peers_in_frame_ns, int64_t{40} * 1'000'000'000);
+  // A rank in a frame its peers never entered: no shared work.
+  StackSnapshots alone;
+  for (const auto& [time, where] : series) {
+    std::vector<std::string> held = where;
+    held[1] = held[2] = "wait";
+    ASSERT_TRUE(
+        ParseStackSnapshot("x/stacks_20261204_" + time + ".txt", ThreeRanks(held), &alone).ok());
+  }
+  EXPECT_EQ(JudgeStacks(alone).peers_in_frame_ns, -1);
 }
 
 TEST(PythonStacksTest, AStaleSnapshotOfAnotherJobIsNoSeries) {

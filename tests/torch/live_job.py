@@ -42,7 +42,7 @@ def _rank_pid(token, rank):
 
 class LiveJob:
     def __init__(self, tmp, scenario, fault_rank=2, fault_step=3, steps=100000, step_s=0.05,
-                 dump_interval=2.0):
+                 dump_interval=2.0, hang_s=3600.0):
         self.tmp = str(tmp)
         self.fault_step = fault_step
         self.scenario = scenario
@@ -50,6 +50,7 @@ class LiveJob:
         self.steps = steps
         self.step_s = step_s
         self.dump_interval = dump_interval
+        self.hang_s = hang_s
         self.port = torchrun_capture.free_port()
         self.frontend_port = torchrun_capture.free_port()
         self.master = f"127.0.0.1:{self.port}"
@@ -68,6 +69,7 @@ class LiveJob:
                "--master-port", str(self.port), "--node-rank", "0", "--nnodes", "1",
                JOB, "--scenario", self.scenario, "--fault-rank", str(self.fault_rank),
                "--fault-step", str(self.fault_step), "--steps", str(self.steps), "--step-s", str(self.step_s),
+               "--hang-s", str(self.hang_s),
                "--timeout", "600", "--dumps", os.path.join(self.tmp, "dumps"),
                "--debug-server-port", str(self.frontend_port),
                "--debug-dump-dir", self.dump_dir,

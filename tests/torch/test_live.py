@@ -161,6 +161,34 @@ def test_watch_shows_progress_then_the_verdict(cli, tmp_path):
         assert group_of(report, FAULT_RANK)["frames"][0].startswith(f"{FAULT_FUNCTION} (")
 
 
+def test_watch_does_not_call_a_shared_checkpoint_a_hang(cli, tmp_path):
+    """Every rank writes a checkpoint outside communication (tests/torch/torchrun_job.py's
+    `checkpoint` scenario): rank 3 for 15 s, rank 0, which writes the metadata too, for 60 s, so
+    ranks 1-3 wait in the next collectives while rank 0 alone is still writing, far longer than
+    --stall. Then the job trains on. Watching it all the while must never say it is stuck."""
+    import signal
+
+    with LiveJob(tmp_path / "job", scenario="checkpoint", fault_step=20, hang_s=60) as job:
+        job.wait_for(lambda stacks: stacks.count(" in save_checkpoint") >= 4,
+                     what="every rank in save_checkpoint")
+        watch = subprocess.Popen([cli, "live", job.master, "--watch", "2", "--save",
+                                  str(tmp_path / "fetched")], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=helper_env(cli))
+        # Until rank 0 has left its checkpoint and the job trains on.
+        job.wait_for(lambda stacks: " in save_checkpoint" not in stacks
+                     and stacks.count(" in train") >= 4, timeout=240,
+                     what="the checkpoint over and every rank training")
+        still_watching = watch.poll() is None
+        watch.send_signal(signal.SIGINT)
+        out, err = watch.communicate(timeout=120)
+        assert still_watching, f"live --watch stopped during the checkpoint:\n{out}\n{err}"
+        assert watch.returncode == 130, err
+        assert "nothing stuck so far" in err
+        polls = [line for line in err.splitlines() if line.startswith("poll ")]
+        # It did see rank 0 alone outside communication while the others waited.
+        assert any("rank(s) 0 outside communication" in line for line in polls), err
+
+
 def test_live_says_why_when_no_job_is_there(cli, tmp_path):
     import torchrun_capture
 

@@ -24,6 +24,9 @@ Faults (--scenario), injected on --fault-rank at --fault-step:
   hang       sleeps in user code there ("data loading") far longer than the group timeout; its
              DP peer hits Gloo's timeout
   desync     calls all_gather in its TP group where the group all_reduces
+  checkpoint no fault: at --fault-step EVERY rank writes a "checkpoint" (save_checkpoint,
+             outside any collective; rank 0 for --hang-s, the others a shorter share of it),
+             then trains on: a pause every rank shares
 
 Dumps: every rank that lives to do so writes its flight recorder through PyTorch's own
 torch._C._distributed_c10d._dump_fr_trace (pickle, with stacks) to DUMPS/nccl_trace_rank_<rank>
@@ -56,7 +59,8 @@ import torch.distributed as dist  # noqa: E402
 from torch._C import _distributed_c10d as c10d  # noqa: E402
 from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E402
 
-SCENARIOS = ["healthy", "exception", "runtime", "segfault", "sigkill", "hang", "desync"]
+SCENARIOS = ["healthy", "exception", "runtime", "segfault", "sigkill", "hang", "desync",
+             "checkpoint"]
 DUMP_PREFIX = "nccl_trace_rank_"
 
 
@@ -227,10 +231,21 @@ def train(args, rank, my_dp, my_tp, tp_group, dp_group):
             n1 = w1.numel()
             w1 = (w1 - 0.1 * flat[:n1].view_as(w1)).detach()
             w2 = (w2 - 0.1 * flat[n1:n1 + w2.numel()].view_as(w2)).detach()
+        if step == args.fault_step and args.scenario == "checkpoint":
+            save_checkpoint(args, rank, w1, w2)
         if step % 3 == 2:
             norms = [torch.empty(1) for _ in range(args.tp)]
             dist.all_gather(norms, w1.norm().reshape(1), group=tp_group)
         print(f"step {step} loss {flat[-1].item():.4f}", flush=True)
+
+
+def save_checkpoint(args, rank, w1, w2):
+    """Every rank's pause outside communication: serializing its shard to slow storage. Shards
+    take different times (rank 0 also writes the metadata: the longest), so the ranks done first
+    wait in the next collective for the others, as in a real sharded checkpoint."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    torch.save({"w1": w1, "w2": w2}, os.devnull)
+    time.sleep(args.hang_s * (world - rank) / world)  # the write to slow storage
 
 
 def inject(args, rank, step):

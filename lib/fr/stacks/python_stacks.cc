@@ -337,9 +337,58 @@ std::string DescribeFrame(const PythonFrame& frame) {
   return fmt::format("{} ({}:{})", frame.function, file, frame.line);
 }
 
+namespace {
+
 // Two snapshots further apart than this are not one watch of one hang (the debug server writes
 // one every few seconds to minutes; `live --watch` as often as asked).
 constexpr int64_t kSeriesGapNs = int64_t{3600} * 1'000'000'000;
+
+// The longest time a rank other than `held` may have spent in `at` (same file and function
+// anywhere in its main thread) before it left it: from the first snapshot it was seen there to
+// the snapshot after the last. Over the snapshots, newest backwards, of the same processes (the
+// held rank's main thread `thread_id`) taken close together; -1 when none was seen there and
+// left, 0 without times.
+int64_t PeersInFrameNs(const StackSnapshots& stacks, int64_t held, const PythonFrame& at,
+                       const std::string& thread_id) {
+  // rank -> (first time seen in `at`, time of the snapshot after the last one it was seen in)
+  std::map<int64_t, std::pair<int64_t, int64_t>> seen;
+  std::set<int64_t> still_there;  // seen in `at` in the newest snapshot: not done with it
+  int64_t later_ns = stacks.snapshots.back().time_ns;
+  for (size_t i = stacks.snapshots.size(); i-- > 0;) {
+    const StackSnapshot& snapshot = stacks.snapshots[i];
+    if (snapshot.time_ns >= 0 && later_ns >= 0 && later_ns - snapshot.time_ns > kSeriesGapNs) {
+      break;
+    }
+    int64_t after_ns = std::max<int64_t>(later_ns, 0);  // the next snapshot: it had left by then
+    later_ns = snapshot.time_ns;
+    bool same_process = true;
+    for (const RankStacks& rank : snapshot.ranks) {
+      const PythonThread* main = MainThread(rank);
+      if (rank.rank == held && main != nullptr && main->id != thread_id) same_process = false;
+    }
+    if (!same_process) break;
+    for (const RankStacks& rank : snapshot.ranks) {
+      const PythonThread* main = MainThread(rank);
+      if (rank.rank == held || main == nullptr) continue;
+      bool inside = std::any_of(
+          main->frames.begin(), main->frames.end(),
+          [&](const PythonFrame& f) { return f.function == at.function && f.file == at.file; });
+      if (!inside) continue;
+      if (i + 1 == stacks.snapshots.size()) still_there.insert(rank.rank);
+      int64_t t = std::max<int64_t>(snapshot.time_ns, 0);
+      auto [it, added] = seen.try_emplace(rank.rank, t, std::max(after_ns, t));
+      if (!added) it->second.first = std::min(it->second.first, t);
+    }
+  }
+  int64_t longest = -1;
+  for (const auto& [rank, span] : seen) {
+    if (still_there.contains(rank)) continue;
+    longest = std::max(longest, span.second - span.first);
+  }
+  return longest;
+}
+
+}  // namespace
 
 StackJudgement JudgeStacks(const StackSnapshots& stacks) {
   StackJudgement judged;
@@ -475,6 +524,8 @@ StackJudgement JudgeStacks(const StackSnapshots& stacks) {
   if (newest.time_ns >= 0 && oldest_same_ns >= 0) {
     judged.unchanged_ns = newest.time_ns - oldest_same_ns;
   }
+  judged.peers_in_frame_ns = PeersInFrameNs(stacks, judged.held_by.front(), judged.held_at.front(),
+                                            main_of[judged.held_by.front()]->id);
   return judged;
 }
 

@@ -152,6 +152,11 @@ struct StackJudgement {
   // Some of held_by had another stack in an earlier snapshot of the run that ends at the newest:
   // they move (slow), they are not stuck.
   bool moving = false;
+  // Work every rank shares (a checkpoint, an evaluation): the longest span over which another
+  // rank was seen in the first held rank's frame (held_at) in earlier snapshots of the same
+  // processes, and left it. -1 when no other rank was seen there. A held rank is then doing what
+  // its peers did, slower; it is stuck only when it stays far longer than they took.
+  int64_t peers_in_frame_ns = -1;
   std::vector<RankNoAnswer> no_answer;  // ascending rank
 };
 

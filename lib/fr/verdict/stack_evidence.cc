@@ -153,13 +153,16 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
   }
 
   if (judged.held_by.empty()) return std::nullopt;
+  // In work every rank did and left (a checkpoint every rank writes, rank 0 the longest), the
+  // held rank is stuck only once it has stayed twice as long as the slowest peer took.
+  int64_t needed_ns = std::max(stalled_ns, 2 * judged.peers_in_frame_ns);
   bool stalled =
-      !judged.moving && judged.unchanged_snapshots >= 2 && judged.unchanged_ns >= stalled_ns;
+      !judged.moving && judged.unchanged_snapshots >= 2 && judged.unchanged_ns >= needed_ns;
   report::Finding* finding = report->add_findings();
   finding->set_kind("stack_outside_communication");
   for (int64_t rank : judged.held_by) finding->add_ranks(rank);
   finding->set_collective_seq_id(-1);
-  bool sure = judged.unchanged_ns >= std::max(stalled_ns, kSureSpanNs);
+  bool sure = judged.unchanged_ns >= std::max(needed_ns, kSureSpanNs);
   finding->set_confidence(stalled ? (sure ? "high" : "medium") : "low");
   std::string held = HeldSentence(judged);
   std::string waiting = FormatRankSet(Wide(judged.waiting));
@@ -168,6 +171,12 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
         "Outside communication while rank(s) {} wait in {}: {}; but its stack changed since the "
         "snapshot before, so it is moving (slow), not stuck.",
         waiting, judged.waiting_in, held)));
+  } else if (!stalled && judged.peers_in_frame_ns >= 0) {
+    finding->set_summary(ValidUtf8(fmt::format(
+        "Outside communication while rank(s) {} wait in {}: {} ({}); the others were in the same "
+        "frame before and left it (the slowest after {}): work every rank does, slower here, "
+        "not yet a hang.",
+        waiting, judged.waiting_in, held, HowLong(judged), Seconds(judged.peers_in_frame_ns))));
   } else {
     finding->set_summary(
         ValidUtf8(fmt::format("Outside communication while rank(s) {} wait in {}: {} ({}).",
