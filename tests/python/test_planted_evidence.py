@@ -162,3 +162,15 @@ def test_an_earlier_slurm_jobs_output_is_set_aside(cli, tmp_path):
     (job / "slurm-101.out").unlink()
     alone = json.loads(run(cli, "analyze", job, "--format", "json").stdout)
     assert alone["verdict"]["root_cause"]["kind"] == "host_oom"
+
+
+def test_a_verdict_over_no_dump_says_so_in_words(cli, tmp_path):
+    # One stacks snapshot of a healthy moment (the real capture's first, before its fault) and
+    # no dump: the verdict said "Only 0 of 0 ranks' dumps ... the dumps of ranks  would settle it".
+    shutil.copy(DATA / "debug_server" / "2.13.0" / "hang" / "dump_dir" /
+                "stacks_20261203_095233.txt", tmp_path)
+    report = json.loads(run(cli, "analyze", tmp_path, "--format", "json").stdout)
+    summary = report["verdict"]["summary"]
+    assert report["verdict"]["failure_class"] == "insufficient_evidence"
+    assert "0 of 0" not in summary and "ranks  " not in summary, summary
+    assert "No flight-recorder dump" in summary, summary
