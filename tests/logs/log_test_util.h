@@ -44,6 +44,14 @@ inline LogSet ParseReal(const std::string& name) {
   return *std::move(logs);
 }
 
+// The log of tests/data/world/`name` (a failure log pasted in a public issue; its source and
+// truth in truth.json beside it), read as fr-analyze reads a file.
+inline LogSet ParseWorld(const std::string& name) {
+  absl::StatusOr<LogSet> logs = ParseLogFiles({DataDir() + "world/" + name + "/log.txt"});
+  EXPECT_TRUE(logs.ok());
+  return *std::move(logs);
+}
+
 inline std::vector<std::string> Kinds(const LogSet& logs) {
   std::vector<std::string> kinds;
   for (const LogEvent& e : logs.events) kinds.push_back(LogEventKindName(e.kind));

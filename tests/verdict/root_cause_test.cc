@@ -336,5 +336,27 @@ TEST(RootCauseTest, AnEarlierStepOfTheAllocationIsNotThisJobs) {
   EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(5));
 }
 
+TEST(RootCauseTest, AConnectionNcclCouldNotMakeBeforeAnyCommunicatorIsAnInitFailure) {
+  // NCCL's bootstrap (nccl-tests#15's wording): nothing had formed yet.
+  auto explain = [](bool formed_first) {
+    JobLogs job({0, 0});
+    if (formed_first) {
+      for (int rank = 0; rank < job.ranks(); ++rank) {
+        job.Add(LogEventKind::kNcclInit, rank, Noon() - 60 * kSecond).nranks = job.ranks();
+      }
+    }
+    LogEvent& connect = job.Add(LogEventKind::kTransportError, 3, Noon());
+    connect.text = "[0] include/socket.h:360 WARN Call to connect failed : Connection timed out";
+    connect.reason = "system error";
+    return job.Explain();
+  };
+  report::Report never = explain(false);
+  EXPECT_EQ(never.verdict().root_cause().kind(), "init_failure");
+  EXPECT_THAT(never.verdict().root_cause().summary(),
+              ::testing::HasSubstr("could not connect to its peers to form NCCL"));
+  // Once communicators had come up, the same line is a transport error of a running job.
+  EXPECT_EQ(explain(true).verdict().root_cause().kind(), "transport_error");
+}
+
 }  // namespace
 }  // namespace fr

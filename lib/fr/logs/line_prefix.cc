@@ -514,10 +514,21 @@ bool ConsumeNcclPrefix(std::string_view* s, LinePrefix* out) {
   if (!ConsumeLiteral(&t, "[") || !ConsumeInt(&t, &dev) || !ConsumeLiteral(&t, "] ")) {
     return false;
   }
-  // An optional "file.cc:123 " source location sits between the device and the level.
-  size_t level_at = t.find("NCCL ");
-  if (level_at == std::string_view::npos || level_at > 128) return false;
-  std::string_view level = t.substr(level_at + 5);
+  // An optional "file.cc:123 " source location sits between the device and the level, "NCCL
+  // INFO" / "NCCL WARN"; NCCL before 2.3 wrote the level alone ("[0] include/socket.h:360 WARN
+  // Call to connect failed").
+  std::string_view level;
+  if (size_t at = t.find("NCCL "); at != std::string_view::npos && at <= 128) {
+    level = t.substr(at + 5);
+  } else {
+    size_t first_space = t.find(' ');
+    std::string_view head = first_space == std::string_view::npos ? t : t.substr(0, first_space);
+    // The level directly, or after a "file:line" location.
+    bool located =
+        head.find(':') != std::string_view::npos && first_space != std::string_view::npos;
+    level = located ? t.substr(first_space + 1) : t;
+    if (!StartsWith(level, "INFO ") && !StartsWith(level, "WARN ")) return false;
+  }
   char level_char;
   if (StartsWith(level, "INFO")) {
     level_char = 'I';

@@ -80,6 +80,9 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
       // The job never forming.
       {"The client socket has ", Call<&StoreLines::OnStoreUnreachable>},
       {"failed to connect/validate to host", Call<&StoreLines::OnStoreUnreachable>},
+      {"store based barrier", Call<&StoreLines::OnStoreBarrier>},
+      {"Duplicate GPU detected", Call<&NcclLines::OnDuplicateGpu>},
+      {"ncclSocketInit", Call<&NcclLines::OnSocketInit>},
       // Torchrun's agent.
       {"failed (exitcode: ", Call<&TorchrunLines::OnWorkerFailed>},
       {"closing signal ", Call<&TorchrunLines::OnSignalSent>},

@@ -161,6 +161,9 @@ struct LogEvent {
   bool in_launcher = false;
   // A launcher's report of a worker's death (kWorkerFailed, kRootCauseTable): whose words.
   Launcher launcher = Launcher::kNone;
+  // kInitFailure: what could not be done, as the end of "the job never formed: rank 3 could not
+  // ..." ("form the NCCL communicator"); empty: reach the rendezvous store.
+  std::string failed_step;
   std::string reason;  // kHostKill: "time limit" | "preemption" | "node failure" |
                        // "cancelled"; exceptions: the exception type; Xid: its message
 };

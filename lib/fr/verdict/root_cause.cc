@@ -582,6 +582,12 @@ class Explainer {
           !LauncherReportedDeath(event.rank)) {
         continue;
       }
+      // A connection NCCL could not make before any communicator came up or any collective ran
+      // (bootstrap's "Call to connect failed"): the job never formed.
+      if (*kind == RootCauseKind::kTransportError && IsConnectFailure(event) &&
+          !JobFormedBefore(event)) {
+        kind = RootCauseKind::kInitFailure;
+      }
       // A store or rendezvous error the job got past (the client retried; communicators then
       // came up and collectives ran) is no init failure.
       if (*kind == RootCauseKind::kInitFailure && JobFormedAfter(event)) continue;
@@ -691,6 +697,7 @@ class Explainer {
     const Candidate& first = candidates.front();
     const LogEvent& lead = *first.event;
     SetKind(cause, first.kind);
+    if (first.kind == RootCauseKind::kInitFailure) init_step_ = InitStep(lead);
     SetTime(cause, lead.time_ns);
 
     std::set<int64_t> ranks;
@@ -833,6 +840,30 @@ class Explainer {
     for (const auto& [rank, ns] : dumps_->last_completed_ns) newest_op = std::max(newest_op, ns);
     return newest_line != kNoTime && newest_op != kNoTime &&
            std::llabs(newest_line - newest_op) <= kSameClockNs;
+  }
+
+  static bool IsConnectFailure(const LogEvent& event) {
+    std::string_view text = event.text;
+    return text.find("connect failed") != std::string_view::npos ||
+           text.find("Connect to ") != std::string_view::npos ||
+           text.find("failed to connect") != std::string_view::npos;
+  }
+
+  // Whether a communicator had come up or a collective had run before `event`: an NCCL init
+  // line, a timeout of a collective, earlier in the same file or earlier on the clock, or a
+  // recorded collective in the dumps before it.
+  bool JobFormedBefore(const LogEvent& event) const {
+    for (const LogEvent& other : logs_.events) {
+      bool formed = other.kind == LogEventKind::kNcclInit ||
+                    other.kind == LogEventKind::kWatchdogTimeout ||
+                    other.kind == LogEventKind::kWorkTimeoutSeqs;
+      if (!formed) continue;
+      if (other.file == event.file && other.line < event.line) return true;
+      if (Precise(other) && event.time_ns != kNoTime && other.time_ns < Earliest(event))
+        return true;
+    }
+    return dumps_ != nullptr && dumps_->first_record_ns > 0 && event.time_ns != kNoTime &&
+           dumps_->first_record_ns < Earliest(event);
   }
 
   // Whether the job formed after `event`: a communicator came up, a rendezvous completed, a
@@ -1085,10 +1116,7 @@ class Explainer {
     } else if (kind == RootCauseKind::kSegfault) {
       sentence = fmt::format("{} crashed with a segmentation fault {}.", who, when);
     } else if (kind == RootCauseKind::kInitFailure) {
-      sentence = fmt::format("The job never formed: {} could not {} {}{}.", who,
-                             lead.peer_address.empty()
-                                 ? "complete the rendezvous"
-                                 : "reach the rendezvous store at " + lead.peer_address,
+      sentence = fmt::format("The job never formed: {} could not {} {}{}.", who, InitStep(lead),
                              when, lead.reason.empty() ? "" : " (" + lead.reason + ")");
     } else if (kind == RootCauseKind::kNonFinite) {
       sentence = fmt::format("{}'s loss went non-finite (NaN or inf) first, {}.", who, when);
@@ -1222,13 +1250,22 @@ class Explainer {
     return true;
   }
 
+  // What an init failure could not do, as "could not ...".
+  static std::string InitStep(const LogEvent& lead) {
+    if (!lead.failed_step.empty()) return lead.failed_step;
+    // A connection NCCL's bootstrap could not make before any communicator formed.
+    if (lead.kind == LogEventKind::kTransportError) return "connect to its peers to form NCCL";
+    return lead.peer_address.empty() ? "complete the rendezvous"
+                                     : "reach the rendezvous store at " + lead.peer_address;
+  }
+
   // The logs' answer joined with the dumps'.
   void Join(report::RootCause* cause) {
     report::Verdict* verdict = report_->mutable_verdict();
     std::vector<int64_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
     const RootCauseKind kind = kind_;
     const std::string_view kind_name = RootCauseKindName(kind);
-    std::vector<std::string> actions = KindActions(kind, *cause);
+    std::vector<std::string> actions = KindActions(kind, *cause, init_step_);
     if (dumps_ == nullptr) {
       verdict->clear_culprit_ranks();
       for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
@@ -1374,7 +1411,9 @@ class Explainer {
   // Ops the dumps' matcher found pending but younger than their timeout.
   int64_t InFlightOps() const { return dumps_ == nullptr ? 0 : dumps_->matched.in_flight_ops; }
 
-  static std::vector<std::string> KindActions(RootCauseKind kind, const report::RootCause& cause) {
+  // `init_step`: for an init failure, what could not be done (InitStep of the lead).
+  static std::vector<std::string> KindActions(RootCauseKind kind, const report::RootCause& cause,
+                                              const std::string& init_step) {
     std::string hosts = fmt::format("{}", fmt::join(cause.hosts(), ", "));
     if (hosts.empty()) hosts = "the culprit's host";
     auto detail = [&](const char* key) {
@@ -1429,6 +1468,28 @@ class Explainer {
           "(`ulimit -c unlimited`) and open the core with gdb; check extension builds "
           "against the torch version."};
     }
+    if (kind == RootCauseKind::kInitFailure && init_step == "form the NCCL communicator") {
+      return {
+          "Give every rank its own GPU: torch.cuda.set_device(LOCAL_RANK) before "
+          "init_process_group (torchrun sets LOCAL_RANK), and check CUDA_VISIBLE_DEVICES "
+          "and the number of processes per node against the GPUs each node has."};
+    }
+    if (kind == RootCauseKind::kInitFailure && (init_step.find("NCCL") != std::string::npos ||
+                                                init_step.find("NVML") != std::string::npos)) {
+      return {
+          "NCCL could not set up on that host: check NCCL_SOCKET_IFNAME (an interface every "
+          "node has, e.g. `ip addr`), that the GPUs are visible inside the container "
+          "(nvidia-smi there), and run with NCCL_DEBUG=INFO to see which step failed.",
+          "Compare the NCCL and torch versions every host prints: they must match."};
+    }
+    if (kind == RootCauseKind::kInitFailure &&
+        init_step.find("store-based barrier") != std::string::npos) {
+      return {
+          "Every rank must reach the store-based barrier with one world size: check that all "
+          "nodes were launched, with the same WORLD_SIZE, and that no other job uses the "
+          "same MASTER_ADDR:MASTER_PORT (more workers than the world means two jobs share "
+          "it)."};
+    }
     if (kind == RootCauseKind::kInitFailure) {
       return {
           "The job never formed: check that MASTER_ADDR:MASTER_PORT (or the rendezvous endpoint) "
@@ -1468,6 +1529,8 @@ class Explainer {
   int64_t failure_seen_ns_ = kNoTime;
   // DumpsShareTheLogsClock, once per analysis.
   bool dumps_share_clock_ = false;
+  // For an init failure: what could not be done (InitStep of the lead), for the next actions.
+  std::string init_step_;
   // How the order of a kill and the lines it caused was settled, for the summary.
   std::string settled_by_;
 };

@@ -111,5 +111,58 @@ TEST(Nccl, OtherInfoLinesMakeNoEvent) {
   EXPECT_EQ(logs.files[0].format, "nccl");
 }
 
+// Communicators that never formed, on logs pasted in public issues (tests/data/world: each
+// case's truth.json names its source).
+const LogEvent* FirstInitFailure(const LogSet& logs) {
+  for (const LogEvent& e : logs.events) {
+    if (e.kind == LogEventKind::kInitFailure) return &e;
+  }
+  return nullptr;
+}
+
+TEST(WorldLogs, DuplicateGpuIsACommunicatorThatNeverFormed) {
+  // NCCL's own WARN line under mpirun's tags (horovod/horovod#3929), and the same words as the
+  // "Last error:" line under a DistBackendError (NVIDIA/Megatron-LM#661).
+  for (const char* name : {"horovod_mpirun_duplicate_gpu", "megatron_duplicate_gpu_interleaved"}) {
+    LogSet logs = log_test::ParseWorld(name);
+    const LogEvent* e = FirstInitFailure(logs);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_EQ(e->failed_step, "form the NCCL communicator");
+    EXPECT_THAT(e->reason, ::testing::MatchesRegex("ranks [0-9]+ and [0-9]+ use one GPU, CUDA "
+                                                   "device [0-9a-f]+"));
+  }
+}
+
+TEST(WorldLogs, NcclSetUpFailuresBeforeAnyCommunicator) {
+  // NVML cannot see the GPU (NVIDIA/nccl#1529); the bootstrap socket cannot be made
+  // (NVIDIA/nccl#1837).
+  LogSet nvml_logs = log_test::ParseWorld("nccl_nvml_busid_not_found_containers");
+  const LogEvent* nvml = FirstInitFailure(nvml_logs);
+  ASSERT_NE(nvml, nullptr);
+  EXPECT_EQ(nvml->failed_step, "query its GPU through NVML");
+  LogSet socket = log_test::ParseWorld("nccl_socket_ifname_not_found");
+  const LogEvent* init = FirstInitFailure(socket);
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->failed_step, "open NCCL's bootstrap socket");
+  EXPECT_THAT(init->reason, ::testing::HasSubstr("neither AF_INET(2) nor AF_INET6(10)"));
+  // The shapes NCCL's sources print when no interface is usable.
+  EXPECT_THAT(Kinds(Parse("node1:77:77 [0] NCCL WARN Bootstrap : no socket interface found\n")),
+              ElementsAre("init_failure"));
+}
+
+TEST(WorldLogs, NcclBeforeVersion23WroteItsLevelWithoutNccl) {
+  // nccl-tests#15: "gpu-bql-144-103:18553:18611 [0] include/socket.h:360 WARN Call to connect
+  // failed : Connection timed out" (NCCL 2.2).
+  LogSet logs = log_test::ParseWorld("nccl_bootstrap_connect_timed_out");
+  const LogEvent* connect = nullptr;
+  for (const LogEvent& e : logs.events) {
+    if (e.kind == LogEventKind::kTransportError) connect = connect ? connect : &e;
+  }
+  ASSERT_NE(connect, nullptr);
+  EXPECT_EQ(connect->host, "gpu-bql-144-103");
+  EXPECT_EQ(connect->pid, 18553);
+  EXPECT_THAT(connect->text, ::testing::HasSubstr("Call to connect failed"));
+}
+
 }  // namespace
 }  // namespace fr

@@ -47,5 +47,30 @@ TEST(RealLogs, DistNetworkErrorTracebackNamesTheStore) {
   EXPECT_EQ(logs.events[0].line, 2);
 }
 
+TEST(WorldLogs, StoreBasedBarrierThatTimedOutOrDrewTooManyWorkers) {
+  // deepspeedai/Megatron-DeepSpeed#338: a traceback's "RuntimeError: Timed out initializing
+  // process group in store based barrier on rank: 7, ... (world_size=8, worker_count=4, ...)".
+  bool found = false;
+  for (const LogEvent& e : log_test::ParseWorld("megatron_ds_store_barrier_tp2_pp2").events) {
+    if (e.kind != LogEventKind::kInitFailure) continue;
+    found = true;
+    EXPECT_EQ(e.failed_step, "pass the store-based barrier that forms a process group");
+    EXPECT_EQ(e.reason, "4 of 8 ranks arrived");
+  }
+  EXPECT_TRUE(found);
+  // ultralytics/yolov5#4409: "Waiting in store based barrier ... (world_size=4,
+  // worker_count=16, ...)": more workers than the world.
+  LogSet waiting = log_test::ParseWorld("yolov5_store_barrier_worker_count_16");
+  ASSERT_FALSE(waiting.events.empty());
+  EXPECT_EQ(waiting.events[0].kind, LogEventKind::kInitFailure);
+  EXPECT_THAT(waiting.events[0].reason,
+              ::testing::HasSubstr("16 workers arrived for a world of 4"));
+  // Waiting with fewer workers than the world is the barrier doing its work.
+  EXPECT_THAT(log_test::Kinds(log_test::Parse(
+                  "Waiting in store based barrier to initialize process group for rank: 0, key: "
+                  "store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)\n")),
+              ::testing::IsEmpty());
+}
+
 }  // namespace
 }  // namespace fr

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "fmt/format.h"
 #include "fr/logs/text_scan.h"
 
 namespace fr::logs_internal {
@@ -36,8 +37,55 @@ bool NcclLines::OnTransportError(std::string_view line, std::string_view body) {
   return true;
 }
 
+// "Duplicate GPU detected : rank 3 and rank 0 both on CUDA device f000" (init.cc, returning
+// ncclInvalidUsage): two processes chose one GPU, so the communicator never forms.
+bool NcclLines::OnDuplicateGpu(std::string_view line, std::string_view body) {
+  LogEvent* e = context_->Emit(LogEventKind::kInitFailure, line);
+  e->failed_step = "form the NCCL communicator";
+  int64_t a = IntAfter(body, "rank ");
+  int64_t b = IntAfter(body, " and rank ");
+  std::string_view device = WordAfter(body, "CUDA device ", " ,.");
+  e->reason = a >= 0 && b >= 0 ? fmt::format("ranks {} and {} use one GPU, CUDA device {}", a, b,
+                                             device.empty() ? "?" : device)
+                               : std::string("two ranks use one GPU");
+  return true;
+}
+
+// "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor
+// AF_INET6(10)": the socket NCCL's bootstrap connects with could not be made (a bad
+// NCCL_SOCKET_IFNAME, an address it could not resolve).
+bool NcclLines::OnSocketInit(std::string_view line, std::string_view body) {
+  size_t at = body.find("ncclSocketInit");
+  std::string_view rest = Trim(body.substr(at + 14));
+  if (StartsWith(rest, ":")) rest = Trim(rest.substr(1));
+  if (rest.empty()) return false;
+  LogEvent* e = context_->Emit(LogEventKind::kInitFailure, line);
+  e->failed_step = "open NCCL's bootstrap socket";
+  e->reason = EventText(rest);
+  return true;
+}
+
 // "host:pid:tid [dev] file.cc:123 NCCL WARN ...": network and CUDA failures NCCL saw first.
 void NcclLines::OnWarn(std::string_view line, std::string_view body) {
+  if (Contains(body, "Duplicate GPU detected")) {
+    OnDuplicateGpu(line, body);
+    return;
+  }
+  // Setting up before any communicator exists: NVML cannot see the GPU ("nvmlDeviceGetHandle
+  // ByPciBusId() failed: Not Found", a container without the device), no interface to bootstrap
+  // over ("Bootstrap : no socket interface found", "NET/Socket : no interface found").
+  if (StartsWith(TrimLeft(body), "nvml") && Contains(body, "failed")) {
+    LogEvent* e = context_->Emit(LogEventKind::kInitFailure, line);
+    e->failed_step = "query its GPU through NVML";
+    e->reason = EventText(Trim(body));
+    return;
+  }
+  if (Contains(body, "no socket interface found") || Contains(body, "no interface found")) {
+    LogEvent* e = context_->Emit(LogEventKind::kInitFailure, line);
+    e->failed_step = "find a network interface for NCCL";
+    e->reason = EventText(Trim(body));
+    return;
+  }
   if (Contains(body, "Cuda failure")) {
     bool oom = Contains(body, "out of memory");
     LogEvent* e = context_->Emit(oom ? LogEventKind::kCudaOom : LogEventKind::kCudaError, line);

@@ -28,6 +28,11 @@ class NcclLines {
   // a transport fault.
   bool OnRemotePeerGone(std::string_view line, std::string_view body);
   bool OnTransportError(std::string_view line, std::string_view body);
+  // Communicators that could not form, wherever the words are quoted (a WARN line, the "Last
+  // error:" line under a DistBackendError): two ranks on one GPU (ncclInvalidUsage), a
+  // bootstrap socket NCCL could not open (ncclSocketInit).
+  bool OnDuplicateGpu(std::string_view line, std::string_view body);
+  bool OnSocketInit(std::string_view line, std::string_view body);
 
  private:
   void OnInit(std::string_view line, std::string_view body);

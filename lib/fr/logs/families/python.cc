@@ -228,7 +228,7 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
     kind = LogEventKind::kCudaError;
   } else if (Contains(message, "remote process exited")) {
     kind = LogEventKind::kRemotePeerGone;
-  } else if (EndsWith(type, "RendezvousTimeoutError") ||
+  } else if (IsStoreBarrierFault(message) || EndsWith(type, "RendezvousTimeoutError") ||
              EndsWith(type, "RendezvousConnectionError") ||
              ((EndsWith(type, "DistNetworkError") || EndsWith(type, "DistStoreError")) &&
               Contains(message, "connect"))) {
@@ -261,7 +261,9 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
       if (key != INT64_MIN) open_exception_of_writer_[key] = context_->event_count() - 1;
     }
   }
-  if (kind == LogEventKind::kInitFailure) {
+  if (kind == LogEventKind::kInitFailure && IsStoreBarrierFault(message)) {
+    DescribeStoreBarrierFault(message, e);
+  } else if (kind == LogEventKind::kInitFailure) {
     e->peer_address = StoreAddress(message);
   } else if (kind == LogEventKind::kWatchdogTimeout) {
     e->timeout_ms = IntAfter(message, "Timed out waiting ");

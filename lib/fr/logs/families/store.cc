@@ -1,5 +1,6 @@
 #include "fr/logs/families/store.h"
 
+#include "fmt/format.h"
 #include "fr/logs/text_scan.h"
 
 namespace fr::logs_internal {
@@ -14,6 +15,39 @@ bool StoreLines::OnStoreUnreachable(std::string_view line, std::string_view body
   e->peer_address = StoreAddress(body);
   e->reason = Contains(body, "timed out") ? "timed out" : "connection failed";
   return true;
+}
+
+// "Timed out initializing process group in store based barrier on rank: 7, for key:
+// store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)"; and "Waiting in
+// store based barrier to initialize process group for rank: 0, key: ... (world_size=4,
+// worker_count=16, timeout=0:01:00)", which is only a fault when more workers than the world
+// arrived (two jobs share one store, or one job was started twice).
+bool StoreLines::OnStoreBarrier(std::string_view line, std::string_view body) {
+  if (!IsStoreBarrierFault(body)) return false;
+  DescribeStoreBarrierFault(body, context_->Emit(LogEventKind::kInitFailure, line));
+  return true;
+}
+
+bool IsStoreBarrierFault(std::string_view message) {
+  int64_t world = IntAfter(message, "world_size=");
+  int64_t arrived = IntAfter(message, "worker_count=");
+  return Contains(message, "Timed out initializing process group") ||
+         (world > 0 && arrived > world);
+}
+
+void DescribeStoreBarrierFault(std::string_view message, LogEvent* e) {
+  int64_t world = IntAfter(message, "world_size=");
+  int64_t arrived = IntAfter(message, "worker_count=");
+  e->failed_step = "pass the store-based barrier that forms a process group";
+  if (world > 0 && arrived >= 0) {
+    e->reason = arrived > world ? fmt::format(
+                                      "{} workers arrived for a world of {}: two jobs "
+                                      "share the store, or one was started twice",
+                                      arrived, world)
+                                : fmt::format("{} of {} ranks arrived", arrived, world);
+  } else {
+    e->reason = "timed out";
+  }
 }
 
 std::string StoreAddress(std::string_view message) {

@@ -19,10 +19,19 @@ class StoreLines {
   explicit StoreLines(LineContext* context) : context_(context) {}
 
   bool OnStoreUnreachable(std::string_view line, std::string_view body);
+  // c10d's store-based barrier that every rank passes to form a process group (torch < 2.0 and
+  // new_group): it timed out, or more workers arrived than the world has.
+  bool OnStoreBarrier(std::string_view line, std::string_view body);
 
  private:
   LineContext* context_;
 };
+
+// Whether a message about c10d's store-based barrier is a fault: it timed out, or more workers
+// arrived than the world has; and the event's failed step and reason from it. Python's
+// tracebacks quote the same words (RuntimeError: Timed out initializing process group ...).
+bool IsStoreBarrierFault(std::string_view message);
+void DescribeStoreBarrierFault(std::string_view message, LogEvent* event);
 
 // The store's address in a message about reaching it: "(172.18.21.4, 37907)" as
 // "172.18.21.4:37907"; "[node01]:29500" and "host 10.0.0.1:29500" as written. Empty when none.
