@@ -274,8 +274,8 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
     ("slurm_oom.log", "host_oom"),           # Detected 1 oom_kill event
     ("nccl_ib_warn.log", "transport_error"), # NCCL WARN NET/IB ... status=12
     ("nccl_socket_warn.log", "transport_error"),
-    ("watchdog_default_pg.log", "collective_timeout"),
-    ("watchdog_torch1.log", "collective_timeout"),
+    ("watchdog_default_pg.log", "unknown"),  # both ranks shown reached SeqNum 808: victims
+    ("watchdog_torch1.log", "unknown"),      # two victims' timeouts, no rank that never came
     ("dump_signal.log", "unknown"),          # a victim asked to dump: the cause is elsewhere
     ("torchrun_sigkill.log", "unknown"),     # a SIGKILL nobody logged
     ("nccl_init.log", "none"),               # a healthy start

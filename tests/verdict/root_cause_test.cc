@@ -166,7 +166,8 @@ TEST(RootCauseTest, AWorldSizeFarBeyondTheRanksThatPrintedNamesNoSilentRank) {
   job.TimeOut(40, Noon(), {11});
   job.Add(LogEventKind::kNcclInit, 11, Noon() - 3600 * kSecond).nranks = 2'000'000'000;
   report::Report report = job.Explain();
-  EXPECT_EQ(report.verdict().root_cause().kind(), "collective_timeout");
+  // No rank named, so the logs do not say who never reached the collective: unknown.
+  EXPECT_EQ(report.verdict().root_cause().kind(), "unknown");
   EXPECT_THAT(Ranks(report.verdict().root_cause()), IsEmpty());
 }
 
@@ -356,6 +357,26 @@ TEST(RootCauseTest, AConnectionNcclCouldNotMakeBeforeAnyCommunicatorIsAnInitFail
               ::testing::HasSubstr("could not connect to its peers to form NCCL"));
   // Once communicators had come up, the same line is a transport error of a running job.
   EXPECT_EQ(explain(true).verdict().root_cause().kind(), "transport_error");
+}
+
+TEST(RootCauseTest, APastedExcerptsHighestRankDoesNotBoundTheWorld) {
+  // Ranks 0, 3 and 4 pasted, timing out in a reduce-scatter whose sizes say 8 members
+  // (hiyouga/LlamaFactory#6269's NumelIn=544997376, NumelOut=68124672): ranks 1, 2, 5, 6 and 7
+  // are silent in this excerpt, so naming 1 and 2 would blame ranks nobody has seen.
+  JobLogs job({0});
+  for (int rank : {0, 3, 4}) {
+    LogEvent& timeout = job.Add(LogEventKind::kWatchdogTimeout, rank, Noon());
+    timeout.seq = 7753;
+    timeout.op = "_REDUCE_SCATTER_BASE";
+    timeout.numel_in = 544997376;
+    timeout.numel_out = 68124672;
+  }
+  report::Report report = job.Explain();
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), IsEmpty());
+  EXPECT_THAT(report.verdict().culprit_ranks(), IsEmpty());
+  // Most of the group is silent here: nothing in the excerpt says who never came.
+  EXPECT_EQ(report.verdict().root_cause().kind(), "unknown");
+  EXPECT_EQ(report.verdict().root_cause().confidence(), "low");
 }
 
 }  // namespace

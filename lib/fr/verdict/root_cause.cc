@@ -1175,6 +1175,9 @@ class Explainer {
       int64_t world = WorldCommunicatorSize(logs_.events);
       for (const LogEvent& event : logs_.events) {
         if (event.rank >= 0) world = std::max<int64_t>(world, int64_t{event.rank} + 1);
+        // A reduce-scatter or all-gather's sizes give its group's size, which the job has at
+        // least: a pasted excerpt's highest rank does not bound the world.
+        world = std::max(world, GroupSizeFromSizes(event));
       }
       // Silent ranks are named only while at most half the job is silent, so at least half of
       // it is among the ranks that reached the collective. A world far larger than that (a
@@ -1226,10 +1229,17 @@ class Explainer {
     FillDetail(cause, *first_timeout_);
     std::vector<int64_t> list(laggards.begin(), laggards.end());
     std::string op = first_timeout_->op.empty() ? "a collective" : first_timeout_->op;
+    // Ranks whose lines name none (torch 1.x's "[E ProcessGroupNCCL.cpp:458] [Rank 0] ...")
+    // still count as timeouts seen.
+    size_t timeouts_seen = 0;
+    for (const LogEvent& event : logs_.events) {
+      timeouts_seen += event.kind == LogEventKind::kWatchdogTimeout;
+    }
     std::string sentence = fmt::format(
-        "Only collective timeouts are visible: {} rank(s) timed out in {}{}{} from {}.",
-        victims_.size(), op,
-        first_timeout_->seq >= 0 ? fmt::format(" SeqNum {}", first_timeout_->seq) : "",
+        "Only collective timeouts are visible: {} timed out in {}{}{} from {}.",
+        victims_.empty() ? fmt::format("{} timeout line(s)", timeouts_seen)
+                         : fmt::format("{} rank(s)", victims_.size()),
+        op, first_timeout_->seq >= 0 ? fmt::format(" SeqNum {}", first_timeout_->seq) : "",
         first_timeout_->process_group.empty() ? "" : " of " + first_timeout_->process_group,
         ClockTime(first_timeout_->time_ns));
     if (!list.empty()) {
@@ -1243,11 +1253,38 @@ class Explainer {
           silent_candidates);
       SetConfidence(cause, Confidence::kLow);
     } else {
-      sentence += " The logs cannot say which rank never reached it.";
+      // Victims only: every rank shown reached the collective. Naming the kind a culprit would
+      // explain would promote a guess; what is missing is said instead.
+      SetKind(cause, RootCauseKind::kUnknown);
+      sentence +=
+          " Every rank shown reached it, so the rank that never did is not in these lines: "
+          "every rank's flight-recorder dump (TORCH_NCCL_DUMP_ON_TIMEOUT=1), or the logs of the "
+          "ranks that printed no timeout, would say which.";
       SetConfidence(cause, Confidence::kLow);
     }
     cause->set_summary(sentence);
     return true;
+  }
+
+  // The members of the collective a watchdog line names, from its sizes: a reduce-scatter
+  // reduces NumelIn into NumelIn / members; an all-gather gathers members x NumelIn. 0 when the
+  // line does not say (other ops, sizes missing or not a whole multiple).
+  static int64_t GroupSizeFromSizes(const LogEvent& event) {
+    if (event.kind != LogEventKind::kWatchdogTimeout || event.numel_in <= 0 ||
+        event.numel_out <= 0) {
+      return 0;
+    }
+    constexpr int64_t kLargestGroup = int64_t{1} << 20;
+    int64_t big = 0, small = 0;
+    if (event.op.find("REDUCE_SCATTER") != std::string::npos) {
+      big = event.numel_in, small = event.numel_out;
+    } else if (event.op.find("ALLGATHER") != std::string::npos) {
+      big = event.numel_out, small = event.numel_in;
+    } else {
+      return 0;
+    }
+    if (big % small != 0 || big / small > kLargestGroup) return 0;
+    return big / small;
   }
 
   // What an init failure could not do, as "could not ...".
@@ -1509,6 +1546,12 @@ class Explainer {
       return {
           "Only timeouts are visible: read the culprit's stack in its flight-recorder dump "
           "or with py-spy dump on a live process to see where it stopped."};
+    }
+    if (kind == RootCauseKind::kUnknown) {
+      return {
+          "These lines show victims only: collect every rank's flight-recorder dump "
+          "(TORCH_NCCL_DUMP_ON_TIMEOUT=1, or TORCH_FR_DUMP_TEMP_FILE's files) and every "
+          "host's logs, the kernel's too, and run fr-analyze on them together."};
     }
     return {};
   }
