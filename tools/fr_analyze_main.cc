@@ -782,7 +782,11 @@ int RunLive(LiveArgs& args, const std::string& master) {
       std::fprintf(stderr, "fr-analyze: %s\n", std::string(fetched.status().message()).c_str());
       return finish(kExitUsage);
     }
-    if (interrupted) return finish(130);
+    if (interrupted) {
+      // Ctrl-C reached the fetch too: the same word as between polls.
+      std::fprintf(stderr, "fr-analyze: live: stopped; nothing stuck so far\n");
+      return finish(130);
+    }
     if (*fetched == 1) {
       // Python's own status when `-m` finds no fr_analyze (the helper itself exits 0, 2 or 3).
       std::fprintf(stderr,

@@ -379,5 +379,27 @@ TEST(RootCauseTest, APastedExcerptsHighestRankDoesNotBoundTheWorld) {
   EXPECT_EQ(report.verdict().root_cause().confidence(), "low");
 }
 
+TEST(RootCauseTest, AnXidTheProgramCanProvokeThenTheGpusOwnIsTheGpu) {
+  // leptonai/gpud#46's dmesg: Xid 13 (graphics exception) on GPU cb:00, then 5 s later Xid 109
+  // (context switch timeout) on the same GPU: the GPU failed.
+  auto explain = [](const std::string& second_bus) {
+    JobLogs job({0});
+    LogEvent& app = job.Add(LogEventKind::kXid, 0, Noon());
+    app.xid = 13;
+    app.bus_id = "0000:cb:00";
+    app.rank = -1;
+    LogEvent& gpu = job.Add(LogEventKind::kXid, 0, Noon() + 5 * kSecond);
+    gpu.xid = 109;
+    gpu.bus_id = second_bus;
+    gpu.rank = -1;
+    return job.Explain();
+  };
+  report::Report same = explain("0000:cb:00");
+  EXPECT_EQ(same.verdict().root_cause().kind(), "xid");
+  EXPECT_EQ(same.verdict().root_cause().detail().at("xid"), "109");
+  // On another GPU, the first stays the program's CUDA error.
+  EXPECT_EQ(explain("0000:3b:00").verdict().root_cause().kind(), "cuda_error");
+}
+
 }  // namespace
 }  // namespace fr

@@ -625,6 +625,9 @@ bool ConsumeIsoTime(std::string_view* s, LogTime* time) {
 void ParseLinePrefix(std::string_view line, LinePrefix* out) {
   *out = LinePrefix();
   std::string_view t = line;
+  // A log pasted into an issue as a Markdown quote: "> node201:127799:127863 [0] ... NCCL WARN".
+  // (">>> " is Python's prompt, not a quote.)
+  for (int quotes = 0; quotes < 3 && t.starts_with("> "); ++quotes) t.remove_prefix(2);
   // Each pass peels one prefix; real lines carry at most four (srun, torchrun, glog or a time,
   // NCCL), and the bound keeps a hostile line of repeated prefixes linear.
   for (int pass = 0; pass < 6 && !t.empty(); ++pass) {

@@ -693,6 +693,22 @@ class Explainer {
     // Bounds that cross (a line placed after a later one by its neighbours) can leave no
     // contender at all: the earliest by time then leads.
     if (lead_it == candidates.end()) lead_it = candidates.begin();
+    // An Xid the program can provoke (13, 31, ...) followed within seconds by one of the GPU's
+    // own faults on the same GPU (109 context switch timeout, 79 fallen off the bus, ...): the
+    // GPU failed, and the first Xid was its first symptom.
+    if (lead_it->kind == RootCauseKind::kCudaError && lead_it->event->kind == LogEventKind::kXid &&
+        !lead_it->event->bus_id.empty() && lead_it->event->time_ns != kNoTime) {
+      const LogEvent& symptom = *lead_it->event;
+      for (auto it = candidates.begin(); it != candidates.end(); ++it) {
+        const LogEvent& other = *it->event;
+        if (it->kind == RootCauseKind::kXid && other.bus_id == symptom.bus_id &&
+            other.time_ns != kNoTime && other.time_ns >= symptom.time_ns &&
+            other.time_ns - symptom.time_ns <= kSameFaultWindowNs) {
+          lead_it = it;
+          break;
+        }
+      }
+    }
     std::rotate(candidates.begin(), lead_it, lead_it + 1);
     const Candidate& first = candidates.front();
     const LogEvent& lead = *first.event;

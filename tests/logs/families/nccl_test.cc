@@ -164,5 +164,19 @@ TEST(WorldLogs, NcclBeforeVersion23WroteItsLevelWithoutNccl) {
   EXPECT_THAT(connect->text, ::testing::HasSubstr("Call to connect failed"));
 }
 
+TEST(WorldLogs, AMarkdownQuotedPasteAndAnIbAsyncError) {
+  // NCCL's lines pasted as a Markdown quote, file links mangled (the world corpus's
+  // nccl_ib_local_access_violation, its source in truth.json).
+  LogSet logs = log_test::ParseWorld("nccl_ib_local_access_violation");
+  ASSERT_FALSE(logs.events.empty());
+  EXPECT_EQ(logs.events[0].kind, LogEventKind::kTransportError);
+  EXPECT_EQ(logs.events[0].host, "node201");
+  EXPECT_THAT(logs.events[0].reason, ::testing::HasSubstr("IB async error"));
+  // An async event that is no error is no fault.
+  EXPECT_THAT(Kinds(Parse("node1:7:9 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : port "
+                          "active\n")),
+              IsEmpty());
+}
+
 }  // namespace
 }  // namespace fr

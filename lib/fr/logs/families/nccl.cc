@@ -105,6 +105,12 @@ void NcclLines::OnWarn(std::string_view line, std::string_view body) {
     reason = "broken pipe";
   } else if (Contains(body, "completed with error")) {
     reason = "completion error";
+  } else if (Contains(body, "Got async event") &&
+             Contains(body.substr(body.find("Got async event")), "error")) {
+    // The IB device's own event, as libibverbs names it: the fatal ones are errors ("local
+    // access violation work queue error", "port error", "local catastrophic error"); "port
+    // active" or "GID table change" are not.
+    reason = "IB async error";
   } else if (Contains(body, "ncclSystemError") || Contains(body, "Connection timed out")) {
     reason = "system error";
   } else {
