@@ -174,3 +174,28 @@ def test_a_verdict_over_no_dump_says_so_in_words(cli, tmp_path):
     assert report["verdict"]["failure_class"] == "insufficient_evidence"
     assert "0 of 0" not in summary and "ranks  " not in summary, summary
     assert "No flight-recorder dump" in summary, summary
+
+
+def test_copied_dumps_and_logs_keep_the_year_of_the_jobs_records(cli, tmp_path):
+    """Issue 35 item 16: dumps and logs copied a year later (`cp` without -p) carry the copy's
+    file times. The kernel log's year-less lines took the year of the dumps' file times, so its
+    Xid landed a year after the job. The dumps' own records say when the job ran."""
+    import datetime
+
+    job = tmp_path / "job"
+    subprocess.run([cli, "simulate", str(job / "dumps"), "--fault", "stuck_before_op",
+                    "--fault-rank", "5"], check=True, capture_output=True)
+    first = json.loads(run(cli, "dump", job / "dumps" / "nccl_trace_rank_5", "--format",
+                           "json").stdout)
+    newest = max(e["time_created_ns"] for e in first["entries"]) // 1_000_000_000
+    when = datetime.datetime.fromtimestamp(newest - 30, datetime.timezone.utc)
+    xid = real_lines("xid.log")[0].strip()  # NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen ...
+    (job / "kern.log").write_text(f"{when:%b} {when.day:2d} {when:%H:%M:%S} node00 kernel: {xid}\n")
+    copied = (datetime.datetime(when.year + 1, 12, 31, tzinfo=datetime.timezone.utc)
+              .timestamp())
+    for path in [job / "kern.log", *(job / "dumps").iterdir()]:
+        os.utime(path, (copied, copied))
+    report = json.loads(run(cli, "analyze", job, "--format", "json").stdout)
+    cause = report["verdict"]["root_cause"]
+    assert cause["kind"] == "xid"
+    assert cause["time"].startswith(f"{when:%Y-%m-%dT%H:%M:%S}"), cause["time"]

@@ -389,8 +389,16 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
   SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, options.stacks, &report);
   if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
   ClockHints hints;
-  // The dumps' time dates year-less log lines when no log line carries a year.
-  if (!trace.ranks.empty() && judgment.matched.dump_time_ns > 0) {
+  // The dumps' own newest record dates year-less log lines when no log line carries a year: it
+  // is the job's content. Their file times come next: a copy (cp without -p, an archive
+  // unpacked a year later) moves them, and the lines would take the copy's year.
+  int64_t newest_record = kUnknown;
+  for (int64_t ns : judgment.index.dump_times.newest_record) {
+    if (ns > 0) newest_record = std::max(newest_record, ns);
+  }
+  if (newest_record > 0) {
+    hints.near_ns = newest_record;
+  } else if (!trace.ranks.empty() && judgment.matched.dump_time_ns > 0) {
     hints.near_ns = judgment.matched.dump_time_ns;
   } else {
     // Else the logs' own modification times: when their last lines were written.
