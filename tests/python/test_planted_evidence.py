@@ -33,14 +33,6 @@ def real_lines(name):
             if not line.startswith("# source:")]
 
 
-@pytest.fixture
-def hung_job(cli, tmp_path):
-    directory = tmp_path / "hung"
-    subprocess.run([cli, "example", str(directory), "--world-size", "8", "--stuck-rank", "5"],
-                   check=True, capture_output=True)
-    return directory
-
-
 @pytest.mark.parametrize("pasted", [b"", b"\n \n\t\n", bytes(range(256)) * 64,
                                     b"\x7fELF\x02\x01\x01" + b"\x00" * 4000])
 def test_no_log_on_stdin_is_no_healthy_log(cli, pasted):
@@ -113,9 +105,9 @@ def test_pdsh_host_prefixes_keep_the_exception(cli, tmp_path):
     assert cause["ranks"] == [0]
 
 
-def test_python_writers_never_overwrite_an_input(hung_job, tmp_path):
+def test_python_writers_never_overwrite_an_input(example_job, tmp_path):
     job = tmp_path / "job"
-    shutil.copytree(hung_job, job)
+    shutil.copytree(example_job, job)  # conftest: 8 ranks, rank 5 stuck; copied, never touched
     (job / "slurm-1234.out").write_text("".join(real_lines("watchdog_default_pg.log")))
     dump = job / "nccl_trace_rank_3"
     original = dump.read_bytes()
@@ -134,9 +126,9 @@ def test_python_writers_never_overwrite_an_input(hung_job, tmp_path):
         assert trace.write_timeline(str(job / "job.perfetto-trace")) > 0
 
 
-def test_load_never_overwrites_a_log_beside_the_dumps(cli, hung_job, tmp_path):
+def test_load_never_overwrites_a_log_beside_the_dumps(cli, example_job, tmp_path):
     job = tmp_path / "job"
-    shutil.copytree(hung_job, job)
+    shutil.copytree(example_job, job)  # conftest: 8 ranks, rank 5 stuck; copied, never touched
     log = job / "slurm-1234.out"
     log.write_text("".join(real_lines("slurm_time_limit.log")))
     before = log.read_bytes()
