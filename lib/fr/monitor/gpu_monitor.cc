@@ -257,8 +257,12 @@ absl::Status ParseNvidiaSmiCsv(const std::string& path, std::string_view text,
           break;
         case Column::kIndex: {
           double value = Number(fields[i]);
-          if (value < 0 || value > 1024) bad = true;
-          index = static_cast<int32_t>(value);
+          // Checked before the cast: converting a double out of int32's range is undefined.
+          if (value < 0 || value > 1024) {
+            bad = true;
+          } else {
+            index = static_cast<int32_t>(value);
+          }
           break;
         }
         case Column::kBusId:
