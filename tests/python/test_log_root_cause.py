@@ -284,7 +284,9 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
     ("illegal_memory_access.log", "cuda_error"),   # watchdog: an illegal memory access
     ("nccl_cuda_failure.log", "cuda_error"), # NCCL WARN Cuda failure 700
     ("slurm_time_limit.log", "host_kill"),   # CANCELLED ... DUE TO TIME LIMIT, node redacted
-    ("slurm_step_cancelled.log", "unknown"), # a step ended after its task died: the cascade
+    # A step cancelled for no stated reason, then the task it terminated: stopped from outside
+    # (the thread's job had stalled and was cancelled), at medium confidence.
+    ("slurm_step_cancelled.log", "host_kill"),
     ("xid63_notice.log", "none"),            # row remapping recorded: a notice, not a fault
     ("xid13_application.log", "cuda_error"), # Xid 13: the program's fault, not the GPU's
     ("gloo_connection_closed.log", "unknown"),     # a victim's view of its peer, nothing more

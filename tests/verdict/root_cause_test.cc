@@ -401,5 +401,70 @@ TEST(RootCauseTest, AnXidTheProgramCanProvokeThenTheGpusOwnIsTheGpu) {
   EXPECT_EQ(explain("0000:3b:00").verdict().root_cause().kind(), "cuda_error");
 }
 
+TEST(RootCauseTest, AStepCancelledWithoutAReasonIsTheCauseOnlyWhenNothingElseFailed) {
+  // IGNF/myria3d#123: "*** STEP 6053.0 ON DEL2212S020 CANCELLED AT ... ***", then the task it
+  // terminated. With a task that exited with an error first, srun ended the step itself.
+  auto explain = [](bool task_failed_first) {
+    JobLogs job({0});
+    if (task_failed_first) {
+      LogEvent& failed = job.Add(LogEventKind::kWorkerFailed, 3, Noon() - kSecond);
+      failed.exit_code = 1;
+    }
+    LogEvent& cancel = job.Add(LogEventKind::kHostKill, 0, Noon());
+    cancel.rank = -1;
+    cancel.reason = "step cancelled";
+    LogEvent& terminated = job.Add(LogEventKind::kWorkerFailed, 0, Noon() + kSecond);
+    terminated.signal = 15;
+    return job.Explain();
+  };
+  report::Report cancelled = explain(false);
+  EXPECT_EQ(cancelled.verdict().root_cause().kind(), "host_kill");
+  // No reason given: srun may have reacted to a failure these lines do not show.
+  EXPECT_EQ(cancelled.verdict().root_cause().confidence(), "medium");
+  report::Report after_failure = explain(true);
+  EXPECT_NE(after_failure.verdict().root_cause().kind(), "host_kill");
+  EXPECT_THAT(Ranks(after_failure.verdict().root_cause()), ElementsAre(3));
+}
+
+TEST(RootCauseTest, OneHostsUntimedLinesInOneFileKeepTheirOrder) {
+  // gpu5's proxy thread reports an IB completion error; later in the same output its main
+  // thread hits an illegal memory access. No line has a time: the order in the file decides,
+  // not the layer.
+  JobLogs job({0});
+  LogEvent& ib = job.Add(LogEventKind::kTransportError, 0, Noon());
+  LogEvent& cuda = job.Add(LogEventKind::kCudaError, 1, Noon());
+  for (LogEvent* e : {&ib, &cuda}) {
+    e->raw_time = LogTime();
+    e->rank = -1;
+  }
+  EXPECT_EQ(job.Explain().verdict().root_cause().kind(), "transport_error");
+}
+
+TEST(RootCauseTest, OnlyAnExitCodeOneIsAnExceptionWhoseTracebackIsElsewhere) {
+  // huggingface/trl#316: the launcher's table says rank 1 exited with code 1, nothing else.
+  JobLogs job({0});
+  LogEvent& failed = job.Add(LogEventKind::kRootCauseTable, 1, Noon());
+  failed.exit_code = 1;
+  report::Report report = job.Explain();
+  const report::RootCause& cause = report.verdict().root_cause();
+  EXPECT_EQ(cause.kind(), "python_exception");
+  EXPECT_EQ(cause.confidence(), "low");
+  EXPECT_THAT(Ranks(cause), ElementsAre(1));
+  EXPECT_THAT(cause.summary(), ::testing::HasSubstr("traceback"));
+  // Killed instead (SIGKILL): not an exception.
+  JobLogs killed({0});
+  killed.Add(LogEventKind::kRootCauseTable, 1, Noon()).signal = 9;
+  EXPECT_EQ(killed.Explain().verdict().root_cause().kind(), "unknown");
+}
+
+TEST(RootCauseTest, ABusErrorIsACrashNamedAsSuch) {
+  JobLogs job({0});
+  job.Add(LogEventKind::kWorkerFailed, 2, Noon()).signal = 7;
+  report::Report report = job.Explain();
+  EXPECT_EQ(report.verdict().root_cause().kind(), "segfault");
+  EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(2));
+  EXPECT_THAT(report.verdict().root_cause().summary(), ::testing::HasSubstr("bus error"));
+}
+
 }  // namespace
 }  // namespace fr

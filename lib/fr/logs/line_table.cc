@@ -37,6 +37,7 @@ void LineFamilies::HandleLine(std::string_view line, std::string_view body) {
   if (torchrun_.in_table() && torchrun_.TableLine(body)) return;
   if (python_.FollowTraceback(line, body)) return;
   python_.NoteLineOfWriter(body);
+  if (nccl_.FollowLastError(line, body)) return;
   // NCCL's own lines, by their level: no needle below is about them.
   if (nccl_.OnLeveledLine(line, body)) return;
   Dispatch(line, body);
@@ -58,6 +59,8 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
   // a new row goes where no earlier needle takes its lines and it takes no later row's. Most
   // lines match no needle, and cost one memmem per row.
   static constexpr Pattern kPatterns[] = {
+      // The fault an NCCL error quotes, before the words of the error that quotes it.
+      {"Last error:", Call<&NcclLines::OnLastError>},
       // Torch's cascade, in the order ProcessGroupNCCL prints it.
       {"Watchdog caught collective operation timeout",
        Call<&ProcessGroupNcclLines::OnWatchdogTimeout>},
@@ -68,6 +71,7 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
       {" signal ", Call<&ProcessGroupNcclLines::OnDumpSignal>},
       {" work: ", Call<&ProcessGroupNcclLines::OnWorkTimeoutSeqs>},
       {"taking the entire process down", Call<&ProcessGroupNcclLines::OnProcessTakenDown>},
+      {"Detected mismatch between collectives", Call<&ProcessGroupNcclLines::OnCollectiveMismatch>},
       // Hosts and schedulers (srun's "task 3: Segmentation fault" is its report on the task:
       // before the worker's own segfault).
       {"NVRM: Xid", Call<&KernelLines::OnXid>},
@@ -98,6 +102,7 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
       // Torchrun's error table begins (its next lines: TorchrunLines::TableLine).
       {"Root Cause (first observed failure)", Call<&TorchrunLines::OnTableStart>},
       {"Failures:", Call<&TorchrunLines::OnTableStart>},
+      {"(local_rank: ", Call<&TorchrunLines::OnHeadlessTableEntry>},
       // Transport seen by a victim, and transport faults.
       {"remote process exited", Call<&NcclLines::OnRemotePeerGone>},
       {"ncclRemoteError", Call<&NcclLines::OnRemotePeerGone>},
@@ -116,8 +121,15 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
       {"Process name: [[", Call<&OpenMpiLines::OnMpiProcessName>},
       {"Exit code:", Call<&OpenMpiLines::OnMpiExitCode>},
       // The worker's own crash, and its loss ("oss" rejects most lines; OnLoss looks closer).
+      // A crash handler's report names its signal ("Caught signal 11 (Segmentation fault: ...)").
+      {"Caught signal ", Call<&PythonLines::OnCaughtSignal>},
       {"Segmentation fault", Call<&PythonLines::OnSegfault>},
       {"SIGSEGV", Call<&PythonLines::OnSegfault>},
+      {"by peer [", Call<&PythonLines::OnBareException>},
+      {"Read error [", Call<&PythonLines::OnBareException>},
+      {"Write error [", Call<&PythonLines::OnBareException>},
+      {"Timed out waiting ", Call<&PythonLines::OnBareException>},
+      {"FloatingPointError: ", Call<&PythonLines::OnBareException>},
       {"oss", Call<&PythonLines::OnLoss>},
   };
   for (const Pattern& pattern : kPatterns) {

@@ -40,6 +40,14 @@ constexpr XidRow kXids[] = {
     {136, XidSeverity::kHardware, "link training failed"},
     {140, XidSeverity::kHardware, "unrecovered ECC error"},
     {143, XidSeverity::kHardware, "GPU initialization failure"},
+    // NVLink faults of Hopper and later (SAW, RLW, TLW, TREX, NVLPW_CTRL, NETIR, MSE units).
+    {144, XidSeverity::kHardware, "NVLink SAW error"},
+    {145, XidSeverity::kHardware, "NVLink RLW error"},
+    {146, XidSeverity::kHardware, "NVLink TLW error"},
+    {147, XidSeverity::kHardware, "NVLink TREX error"},
+    {148, XidSeverity::kHardware, "NVLink NVLPW_CTRL error"},
+    {149, XidSeverity::kHardware, "NVLink NETIR error"},
+    {150, XidSeverity::kHardware, "NVLink MSE error"},
     {154, XidSeverity::kInformational, "GPU recovery action changed"},
 };
 

@@ -49,6 +49,12 @@ constexpr int64_t kSameClockNs = 24 * 3600 * kNanosPerSecond;
 // The longest start-up assumed between a launch and its first collective.
 constexpr int64_t kStartUpNs = 10 * 60 * kNanosPerSecond;
 
+// The signals a process gets for its own fault: SIGILL 4, SIGFPE 8, SIGBUS 7, SIGSEGV 11.
+// SIGABRT is left out: torch aborts its own process after a collective failed.
+bool IsCrashSignal(int32_t signal) {
+  return signal == 4 || signal == 7 || signal == 8 || signal == 11;
+}
+
 // The root-cause kind a fault event stands for, or nullopt for cascade and identity lines.
 std::optional<RootCauseKind> FaultKind(const LogEvent& event) {
   switch (event.kind) {
@@ -84,9 +90,10 @@ std::optional<RootCauseKind> FaultKind(const LogEvent& event) {
       return RootCauseKind::kNonFinite;
     case LogEventKind::kWorkerFailed:
     case LogEventKind::kRootCauseTable:
-      // A worker that died of SIGSEGV crashed; other deaths are the launcher's view of some
-      // cause (OOM killer, abort after a timeout) that other lines name.
-      if (event.signal == 11) return RootCauseKind::kSegfault;
+      // A worker that died of a crash signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE) crashed; other
+      // deaths are the launcher's view of some cause (OOM killer, abort after a timeout) that
+      // other lines name.
+      if (IsCrashSignal(event.signal)) return RootCauseKind::kSegfault;
       return std::nullopt;
     default:
       return std::nullopt;
@@ -213,16 +220,20 @@ class Explainer {
     MapPeerAddresses();
     FindJobStart();
     report::RootCause* cause = report_->mutable_verdict()->mutable_root_cause();
-    if (!FromFaults(cause) && !FromNcclVersionMismatch(cause) && !FromTimeouts(cause)) {
+    if (!FromFaults(cause) && !FromNcclVersionMismatch(cause) && !FromTimeouts(cause) &&
+        !FromUncaughtException(cause)) {
       bool any_anomaly = !victims_.empty();
       for (const LogEvent& event : logs_.events) any_anomaly |= IsCascade(event.kind);
       SetKind(cause, any_anomaly ? RootCauseKind::kUnknown : RootCauseKind::kNone);
       SetConfidence(cause, any_anomaly ? Confidence::kLow : Confidence::kMedium);
       cause->set_summary(
-          any_anomaly ? fmt::format("The logs show the cascade ({} rank(s) timed out or aborted) "
-                                    "but no initiating event.",
-                                    victims_.size())
-                      : "The logs show no failure.");
+          any_anomaly && victims_.empty()
+              ? std::string("The logs show a victim's view (a timeout, a peer gone, a death) of a "
+                            "rank they name nothing of, and no initiating event.")
+          : any_anomaly ? fmt::format("The logs show the cascade ({} rank(s) timed out or aborted) "
+                                      "but no initiating event.",
+                                      victims_.size())
+                        : "The logs show no failure.");
       if (any_anomaly) NameFirstDeath(cause);
       AddCascadeEvidence(cause);
     }
@@ -386,7 +397,14 @@ class Explainer {
 
   // The host a transport error or a lost connection names as its peer, or "" when unknown or the
   // reporter's own.
+  // The host a transport error names, other than the reporter's own.
   std::string PeerHost(const LogEvent& event) const {
+    std::string host = PeerHostOf(event);
+    return host == event.host ? std::string() : host;
+  }
+
+  // The host a transport error names, the reporter's own included; empty when unknown.
+  std::string PeerHostOf(const LogEvent& event) const {
     if (event.peer_address.empty()) return {};
     std::string part(PeerHostPart(event.peer_address));
     std::string host;
@@ -402,7 +420,7 @@ class Explainer {
         host = part.substr(0, dot);
       }
     }
-    return host == event.host ? std::string() : host;
+    return host;
   }
 
   static bool IsDigitString(std::string_view text) {
@@ -548,6 +566,78 @@ class Explainer {
     }
   }
 
+  // srun cancels a step itself when one of its tasks fails ("*** STEP 6053.0 ON node CANCELLED
+  // AT ..." with no "DUE TO"), as an operator's scancel does: the cancel is the cause only when
+  // nothing else failed, no task died before it, and every death after it was the kill's own
+  // (SIGTERM, SIGKILL).
+  void DropStepCancelsAfterFailures(std::vector<Candidate>* candidates) const {
+    auto bare_step_cancel = [](const Candidate& c) {
+      return c.kind == RootCauseKind::kHostKill && c.event->reason == "step cancelled";
+    };
+    const LogEvent* cancel = nullptr;
+    for (const Candidate& c : *candidates) {
+      if (bare_step_cancel(c) && (cancel == nullptr || Before(*c.event, *cancel))) {
+        cancel = c.event;
+      }
+    }
+    if (cancel == nullptr) return;
+    bool other_fault = std::any_of(candidates->begin(), candidates->end(),
+                                   [&](const Candidate& c) { return !bare_step_cancel(c); });
+    for (const LogEvent& event : logs_.events) {
+      bool death =
+          event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable;
+      // In one file (srun's output), the order of the lines; elsewhere, the clocks.
+      bool before_cancel = event.file == cancel->file
+                               ? event.line < cancel->line
+                               : event.time_ns != kNoTime && cancel->time_ns != kNoTime &&
+                                     event.time_ns < cancel->time_ns;
+      if (death && (before_cancel || (event.signal != 9 && event.signal != 15))) {
+        other_fault = true;
+      }
+      if (event.kind == LogEventKind::kWatchdogTimeout ||
+          event.kind == LogEventKind::kRemotePeerGone ||
+          event.kind == LogEventKind::kProcessTakenDown) {
+        other_fault = true;
+      }
+    }
+    if (other_fault) std::erase_if(*candidates, bare_step_cancel);
+  }
+
+  // Only the launcher's word that a worker exited with code 1 (what Python does after an uncaught
+  // exception), and nothing of a cascade (no timeout, no abort, no peer gone, no signal but the
+  // SIGTERM that stopped the others): the worker raised. Its traceback is in its own output, which
+  // these logs lack.
+  bool FromUncaughtException(report::RootCause* cause) {
+    const LogEvent* first = nullptr;
+    for (const LogEvent& event : logs_.events) {
+      bool death =
+          event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable;
+      if (!death && IsCascade(event.kind)) return false;
+      if (!death) continue;
+      // The others' SIGTERM is their launcher stopping them once one worker had failed.
+      if (event.signal == 15) continue;
+      if (event.signal > 0 || event.exit_code != 1) return false;
+      if (first == nullptr || Before(event, *first)) first = &event;
+    }
+    if (first == nullptr) return false;
+    SetKind(cause, RootCauseKind::kPythonException);
+    SetConfidence(cause, Confidence::kLow);
+    SetTime(cause, first->time_ns);
+    AddEvidence(cause, *first);
+    if (first->rank >= 0) {
+      cause->add_ranks(first->rank);
+      victims_.erase(first->rank);
+    }
+    if (!first->host.empty()) cause->add_hosts(first->host);
+    std::string who = first->rank >= 0 ? fmt::format("Rank {}", first->rank) : "A worker";
+    cause->set_summary(fmt::format(
+        "{} exited with code 1, as Python does after an uncaught exception, and nothing else "
+        "failed first in these logs. The exception itself is in that worker's own output "
+        "(its traceback), which these logs do not hold: read it to know what was raised.",
+        who));
+    return true;
+  }
+
   // The kind and confidence are kept as values for the join with the dumps, and written once.
   void SetKind(report::RootCause* cause, RootCauseKind kind) {
     kind_ = kind;
@@ -614,6 +704,7 @@ class Explainer {
     }
     settled_by_.clear();
     DropConsequencesOfKills(&candidates);
+    DropStepCancelsAfterFailures(&candidates);
     // Transport errors are one rank's view of its peer. Views of a peer that failed on its own
     // (its fault is among the candidates) or that fell silent are its victims' reports.
     std::map<std::string, std::vector<const LogEvent*>> reports_about;
@@ -642,10 +733,19 @@ class Explainer {
         silent_peers.insert(peer);
       }
     }
+    // A peer on the reporter's own host (a socket between two of its processes) that failed on
+    // its own is that host's fault too.
+    auto own_host_failed = [&](const LogEvent& report) {
+      if (report.host.empty() || PeerHostOf(report) != report.host) return false;
+      return std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+        return c.event->host == report.host && c.kind != RootCauseKind::kTransportError;
+      });
+    };
     std::erase_if(candidates, [&](const Candidate& c) {
       if (c.kind != RootCauseKind::kTransportError) return false;
       std::string peer = PeerHost(*c.event);
-      return failed_peers.contains(peer) || silent_peers.contains(peer);
+      return failed_peers.contains(peer) || silent_peers.contains(peer) ||
+             own_host_failed(*c.event);
     });
     // A silent peer leads unless a fault came before the first report about it.
     const LogEvent* first_report = nullptr;
@@ -683,8 +783,21 @@ class Explainer {
       return contender(c) && Precise(*c.event);
     });
     if (lead_it == candidates.end()) {
+      // One host's lines in one file arrived in the order they were written: a fault below an
+      // earlier one of its host's in the same file came after it, whatever its layer.
+      std::map<std::pair<int32_t, std::string_view>, int64_t> first_line_of_host;
+      for (const Candidate& c : candidates) {
+        if (!contender(c) || c.event->host.empty()) continue;
+        auto [it, added] =
+            first_line_of_host.try_emplace({c.event->file, c.event->host}, c.event->line);
+        if (!added) it->second = std::min(it->second, c.event->line);
+      }
+      auto known_later = [&](const Candidate& c) {
+        if (c.event->host.empty()) return false;
+        return first_line_of_host.at({c.event->file, c.event->host}) < c.event->line;
+      };
       for (auto it = candidates.begin(); it != candidates.end(); ++it) {
-        if (!contender(*it)) continue;
+        if (!contender(*it) || known_later(*it)) continue;
         if (lead_it == candidates.end() || KindPriority(it->kind) < KindPriority(lead_it->kind)) {
           lead_it = it;
         }
@@ -785,6 +898,9 @@ class Explainer {
       confidence = Confidence::kMedium;
     }
     if (ranks.empty() && first.kind != RootCauseKind::kHostKill) confidence = Confidence::kMedium;
+    // A step cancelled without a reason may have been srun's reaction to a failure these logs
+    // do not show.
+    if (lead.reason == "step cancelled") confidence = std::min(confidence, Confidence::kMedium);
     for (const Candidate& other : candidates) {
       const LogEvent& event = *other.event;
       if (event.host == lead.host || other.kind == first.kind) continue;
@@ -1130,7 +1246,23 @@ class Explainer {
     } else if (kind == RootCauseKind::kCudaError) {
       sentence = fmt::format("{} hit a CUDA error {}.", who, when);
     } else if (kind == RootCauseKind::kSegfault) {
-      sentence = fmt::format("{} crashed with a segmentation fault {}.", who, when);
+      static constexpr std::string_view kCrashNames[] = {"",
+                                                         "",
+                                                         "",
+                                                         "",
+                                                         "an illegal instruction (SIGILL)",
+                                                         "",
+                                                         "",
+                                                         "a bus error (SIGBUS)",
+                                                         "a floating-point exception (SIGFPE)",
+                                                         "",
+                                                         "",
+                                                         "a segmentation fault"};
+      std::string_view crash =
+          lead.signal > 0 && lead.signal < 12 && !kCrashNames[lead.signal].empty()
+              ? kCrashNames[lead.signal]
+              : kCrashNames[11];
+      sentence = fmt::format("{} crashed with {} {}.", who, crash, when);
     } else if (kind == RootCauseKind::kInitFailure) {
       sentence = fmt::format("The job never formed: {} could not {} {}{}.", who, InitStep(lead),
                              when, lead.reason.empty() ? "" : " (" + lead.reason + ")");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fr/logs/log_parser.h"
+#include "fr/logs/xid_catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/logs/log_test_util.h"
@@ -15,7 +16,9 @@ namespace {
 using log_test::Kinds;
 using log_test::Parse;
 using log_test::ParseReal;
+using ::testing::Each;
 using ::testing::ElementsAre;
+using ::testing::Eq;
 using ::testing::IsEmpty;
 
 TEST(RealLogs, KernelOomOneEventPerKill) {
@@ -128,5 +131,14 @@ TEST(Kernel, OomKillsOfTwoProcessesAreTwoEvents) {
   EXPECT_EQ(logs.events[1].line, 3);
 }
 
+TEST(WorldLogs, AnXidCausedByAPreviousXidIsThatXid) {
+  LogSet logs = log_test::ParseWorld("xid45_after_xid149_nvlink");
+  ASSERT_THAT(Kinds(logs), Each(Eq("xid")));
+  ASSERT_GE(logs.events.size(), 2u);
+  EXPECT_EQ(logs.events[0].xid, 149);
+  EXPECT_EQ(logs.events[0].bus_id, "0000:dc:00");
+  EXPECT_EQ(logs.events[1].xid, 145);
+  EXPECT_EQ(LookUpXid(149).severity, XidSeverity::kHardware);
+}
 }  // namespace
 }  // namespace fr

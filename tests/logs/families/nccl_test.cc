@@ -50,8 +50,12 @@ TEST(RealLogs, NcclTransportWarnings) {
 
 TEST(RealLogs, RemotePeerGone) {
   LogSet logs = ParseReal("remote_error.log");
-  ASSERT_THAT(Kinds(logs), ElementsAre("remote_peer_gone", "remote_peer_gone"));
+  // The error's words are a victim's; the warning it quotes under "Last error:" on the next
+  // line is what NCCL saw: the network plugin's failed request.
+  ASSERT_THAT(Kinds(logs), ElementsAre("remote_peer_gone", "remote_peer_gone", "transport_error"));
   EXPECT_EQ(logs.events[0].rank, 3);
+  EXPECT_EQ(logs.events[2].rank, 3);
+  EXPECT_EQ(logs.events[2].reason, "NET/OFI completion error");
 }
 
 TEST(Recognizers, NcclCudaFailureAndSystemError) {
@@ -178,5 +182,39 @@ TEST(WorldLogs, AMarkdownQuotedPasteAndAnIbAsyncError) {
               IsEmpty());
 }
 
+TEST(WorldLogs, TheWarningQuotedAfterLastErrorIsTheTransportFault) {
+  // The warning on the same line (torch 1.13's one-line abort) and on the writer's next line.
+  LogSet one_line = log_test::ParseWorld("alpaca_one_line_ib_error12");
+  ASSERT_THAT(Kinds(one_line), ElementsAre("transport_error"));
+  EXPECT_EQ(one_line.events[0].reason, "NET/IB completion error");
+  LogSet next_line = log_test::ParseWorld("nccl_remote_error_conn_reset_ib");
+  ASSERT_THAT(Kinds(next_line),
+              ElementsAre("remote_peer_gone", "remote_peer_gone", "transport_error"));
+  EXPECT_EQ(next_line.events[2].reason, "connection reset by peer");
+}
+
+TEST(Recognizers, LastErrorWaitsForItsWriterNotAnotherRanksLine) {
+  LogSet logs = Parse(
+      "[rank3]: Last error:\n"
+      "[rank1]: step 12 loss 0.25\n"
+      "[rank3]: socketProgress: Connection closed by remote peer node02<55432>\n"
+      "[rank2]: Last error:\n"
+      "[rank2]: Traceback (most recent call last):\n");
+  ASSERT_THAT(Kinds(logs), ElementsAre("transport_error"));
+  EXPECT_EQ(logs.events[0].rank, 3);
+  EXPECT_EQ(logs.events[0].reason, "connection closed by remote peer");
+}
+
+TEST(WorldLogs, OlderIbCompletionErrorsNameNoPeer) {
+  // NCCL before 2.12: "NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129".
+  LogSet logs = log_test::ParseWorld("nccl_tests_ib_err12_then_illegal_access");
+  std::vector<std::string> kinds = Kinds(logs);
+  ASSERT_GE(kinds.size(), 3u);
+  EXPECT_EQ(kinds[0], "transport_error");
+  EXPECT_EQ(logs.events[0].host, "gpu5");
+  EXPECT_EQ(logs.events[0].reason, "NET/IB completion error");
+  EXPECT_EQ(kinds[1], "transport_error");
+  EXPECT_EQ(logs.events[1].host, "gpu4");
+}
 }  // namespace
 }  // namespace fr

@@ -79,5 +79,12 @@ TEST(RealLogs, HeartbeatMonitor) {
   EXPECT_EQ(logs.events[0].rank, 144);
 }
 
+TEST(WorldLogs, TorchsCollectiveMismatchCheckIsTheExceptionThatEndsTheJob) {
+  LogSet logs = log_test::ParseWorld("simpletuner_mismatch_seq0_reduce");
+  ASSERT_THAT(Kinds(logs), ElementsAre("python_exception"));
+  EXPECT_EQ(logs.events[0].reason,
+            "RuntimeError (collectives differ across ranks: rank 1 runs ALLGATHER (seq 101), "
+            "rank 7 runs REDUCE (seq 0))");
+}
 }  // namespace
 }  // namespace fr

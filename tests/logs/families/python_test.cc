@@ -1,6 +1,7 @@
 // The Python family (lib/fr/logs/families/python.cc): tracebacks followed per writer and the
 // faults a worker prints on one line, on real lines from public issues (tests/data/logs/real),
 // real captures and lines of the documented shapes.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -233,5 +234,43 @@ TEST(Lightning, EveryRanksTracebackCarriesTorchsRankPrefix) {
   for (int32_t rank : {0, 1, 3}) EXPECT_NE(exceptions[rank], "ValueError") << rank;
 }
 
+TEST(WorldLogs, UcxsCaughtSignalIsTheProcessCrash) {
+  LogSet logs = log_test::ParseWorld("megatron_nccl_sigbus_shm");
+  std::vector<std::string> kinds = Kinds(logs);
+  auto at = std::find(kinds.begin(), kinds.end(), "segfault");
+  ASSERT_NE(at, kinds.end());
+  const LogEvent& crash = logs.events[static_cast<size_t>(at - kinds.begin())];
+  EXPECT_EQ(crash.signal, 7);
+  EXPECT_EQ(crash.host, "09677202c889");
+  EXPECT_EQ(crash.pid, 5283);
+  EXPECT_EQ(crash.reason, "Bus error");
+}
+
+TEST(Recognizers, CaughtSignalCountsCrashSignalsOnly) {
+  LogSet logs = Parse(
+      "[node1:77:0:78] Caught signal 11 (Segmentation fault: address not mapped to object at "
+      "address 0x8)\n"
+      "[node1:77:0:78] Caught signal 15 (Terminated)\n"
+      "handler: Caught signal 2\n");
+  ASSERT_THAT(Kinds(logs), ElementsAre("segfault"));
+  EXPECT_EQ(logs.events[0].signal, 11);
+  EXPECT_EQ(logs.events[0].pid, 77);
+}
+
+TEST(WorldLogs, GlooAndNonFiniteExceptionsWhoseTracebackWasCut) {
+  LogSet gloo = log_test::ParseWorld("gloo_isend_peer_exited");
+  ASSERT_THAT(Kinds(gloo), ElementsAre("remote_peer_gone"));
+  EXPECT_EQ(gloo.events[0].peer_address, "18.25.6.30:30872");
+  LogSet nan = log_test::ParseWorld("fastreid_ddp_nan_iteration1");
+  ASSERT_THAT(Kinds(nan), Contains("non_finite_loss"));
+}
+
+TEST(Recognizers, AFloatingPointErrorAboutNoNonFiniteValueIsNoLoss) {
+  LogSet logs = Parse(
+      "FloatingPointError: overflow encountered in exp\n"
+      "RuntimeError: Timed out waiting 1800000ms for recv operation to complete\n");
+  ASSERT_THAT(Kinds(logs), ElementsAre("watchdog_timeout"));
+  EXPECT_EQ(logs.events[0].timeout_ms, 1800000);
+}
 }  // namespace
 }  // namespace fr

@@ -19,13 +19,16 @@ using ::testing::ElementsAre;
 
 TEST(RealLogs, SlurmOom) {
   LogSet old = ParseReal("slurm_oom_old.log");
-  // The step cancelled after a task failed is the cascade, not a kill from outside.
-  ASSERT_THAT(Kinds(old), ElementsAre("slurm_oom_event", "slurm_oom_event", "worker_failed"));
+  // The step cancelled after the OOM events is read as a cancel without a reason; the verdict
+  // weighs it against them (RootCauseTest.AStepCancelledAfterATaskFailedIsNotTheCause).
+  ASSERT_THAT(Kinds(old),
+              ElementsAre("slurm_oom_event", "slurm_oom_event", "host_kill", "worker_failed"));
   EXPECT_EQ(old.events[0].reason, "3495064.0");
   EXPECT_EQ(old.events[1].rank, 4);
   EXPECT_EQ(old.events[1].host, "Orion-01-01");
-  EXPECT_EQ(old.events[2].rank, 289);
-  EXPECT_EQ(old.events[2].signal, 7);
+  EXPECT_EQ(old.events[2].reason, "step cancelled");
+  EXPECT_EQ(old.events[3].rank, 289);
+  EXPECT_EQ(old.events[3].signal, 7);
   LogSet current = ParseReal("slurm_oom.log");
   ASSERT_THAT(Kinds(current), ElementsAre("slurm_oom_event", "slurm_oom_event"));
   EXPECT_EQ(current.events[0].reason, "11300781.0");
@@ -60,14 +63,18 @@ TEST(Recognizers, SrunKilledAndExitCode) {
   EXPECT_EQ(logs.events[1].exit_code, 1);
 }
 
-TEST(RealLogs, SlurmStepCancelledAfterATaskFailedIsNoKill) {
-  // srun ends the step once a task failed: the cascade, not a kill from outside.
+TEST(RealLogs, SlurmStepCancelledWithoutAReasonIsACancelToWeigh) {
+  // A step cancel names no reason: scancel, or srun ending the step after a task failed. The
+  // line is a kill for the verdict to weigh against what else failed; here the only death is
+  // the task it terminated.
   LogSet logs = ParseReal("slurm_step_cancelled.log");
-  ASSERT_THAT(Kinds(logs), ElementsAre("worker_failed"));
-  EXPECT_EQ(logs.events[0].rank, 0);
+  ASSERT_THAT(Kinds(logs), ElementsAre("host_kill", "worker_failed"));
+  EXPECT_EQ(logs.events[0].reason, "step cancelled");
   EXPECT_EQ(logs.events[0].host, "DEL2212S020");
-  EXPECT_EQ(logs.events[0].signal, 15);
-  EXPECT_EQ(logs.events[0].launcher, Launcher::kSlurm);
+  EXPECT_EQ(logs.events[1].rank, 0);
+  EXPECT_EQ(logs.events[1].host, "DEL2212S020");
+  EXPECT_EQ(logs.events[1].signal, 15);
+  EXPECT_EQ(logs.events[1].launcher, Launcher::kSlurm);
 }
 
 TEST(RealLogs, SlurmTimeLimitOnARedactedNode) {

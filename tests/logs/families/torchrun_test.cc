@@ -17,6 +17,7 @@ using log_test::Parse;
 using log_test::ParseReal;
 using log_test::ReadAll;
 using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 
 TEST(RealLogs, TorchrunErrorTable) {
   LogSet logs = ParseReal("torchrun_table.log");
@@ -137,5 +138,18 @@ TEST(Accelerate, TheWorkersExceptionIsTheOnlyOneAndTheTableNamesItsRank) {
   EXPECT_EQ(table->exit_code, 1);
 }
 
+TEST(WorldLogs, AnEntryOfTheErrorTablePastedWithoutItsHeadIsRead) {
+  LogSet logs = log_test::ParseWorld("megatron_elastic_sigsegv_rank0");
+  ASSERT_THAT(Kinds(logs), ElementsAre("worker_failed"));
+  EXPECT_EQ(logs.events[0].rank, 0);
+  EXPECT_EQ(logs.events[0].local_rank, 0);
+  EXPECT_EQ(logs.events[0].signal, 11);
+  EXPECT_EQ(logs.events[0].pid, 6421);
+}
+
+TEST(Recognizers, ARankFieldOutsideATableShapeIsNoEntry) {
+  LogSet logs = Parse("rank : banana (local_rank: 0)\nthe rank: 3 (local_rank: 1) was slow\n");
+  EXPECT_THAT(Kinds(logs), IsEmpty());
+}
 }  // namespace
 }  // namespace fr

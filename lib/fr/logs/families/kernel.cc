@@ -48,6 +48,13 @@ bool KernelLines::OnXid(std::string_view line, std::string_view body) {
     }
   }
   e->reason = EventText(Trim(t));
+  // The driver names the fault a cleanup follows: "45, pid=1818990, name=python3, Ch 00000001
+  // caused by previous Xid 149". That earlier Xid is what happened to the GPU.
+  int64_t previous = IntAfter(t, "caused by previous Xid ");
+  if (previous > 0 && previous < 100000 && previous != xid) {
+    e->reason = EventText(Cat({"Xid ", std::to_string(xid), " after it: ", Trim(t)}));
+    e->xid = ToInt32(previous);
+  }
   return true;
 }
 

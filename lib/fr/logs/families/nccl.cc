@@ -1,5 +1,6 @@
 #include "fr/logs/families/nccl.h"
 
+#include <algorithm>
 #include <string>
 
 #include "fmt/format.h"
@@ -24,6 +25,33 @@ bool NcclLines::OnLeveledLine(std::string_view line, std::string_view body) {
     return true;
   }
   return false;
+}
+
+NcclLines::Writer NcclLines::CurrentWriter() const {
+  const LinePrefix& prefix = context_->prefix();
+  return Writer{.rank = prefix.rank,
+                .local_rank = prefix.local_rank,
+                .pid = prefix.pid,
+                .host = std::string(prefix.host)};
+}
+
+bool NcclLines::OnLastError(std::string_view line, std::string_view body) {
+  std::string_view quoted = Trim(body.substr(body.find("Last error:") + 11));
+  if (!quoted.empty()) return OnWarn(line, quoted);
+  // NCCL's warning follows on the writer's next line.
+  last_error_writer_ = CurrentWriter();
+  lines_to_wait_ = 8;
+  return true;
+}
+
+bool NcclLines::FollowLastError(std::string_view line, std::string_view body) {
+  if (!last_error_writer_) return false;
+  if (CurrentWriter() != *last_error_writer_) {
+    if (--lines_to_wait_ <= 0) last_error_writer_.reset();
+    return false;
+  }
+  last_error_writer_.reset();
+  return OnWarn(line, Trim(body));
 }
 
 bool NcclLines::OnRemotePeerGone(std::string_view line, std::string_view) {
@@ -66,10 +94,9 @@ bool NcclLines::OnSocketInit(std::string_view line, std::string_view body) {
 }
 
 // "host:pid:tid [dev] file.cc:123 NCCL WARN ...": network and CUDA failures NCCL saw first.
-void NcclLines::OnWarn(std::string_view line, std::string_view body) {
+bool NcclLines::OnWarn(std::string_view line, std::string_view body) {
   if (Contains(body, "Duplicate GPU detected")) {
-    OnDuplicateGpu(line, body);
-    return;
+    return OnDuplicateGpu(line, body);
   }
   // Setting up before any communicator exists: NVML cannot see the GPU ("nvmlDeviceGetHandle
   // ByPciBusId() failed: Not Found", a container without the device), no interface to bootstrap
@@ -78,22 +105,24 @@ void NcclLines::OnWarn(std::string_view line, std::string_view body) {
     LogEvent* e = context_->Emit(LogEventKind::kInitFailure, line);
     e->failed_step = "query its GPU through NVML";
     e->reason = EventText(Trim(body));
-    return;
+    return true;
   }
   if (Contains(body, "no socket interface found") || Contains(body, "no interface found")) {
     LogEvent* e = context_->Emit(LogEventKind::kInitFailure, line);
     e->failed_step = "find a network interface for NCCL";
     e->reason = EventText(Trim(body));
-    return;
+    return true;
   }
   if (Contains(body, "Cuda failure")) {
     bool oom = Contains(body, "out of memory");
     LogEvent* e = context_->Emit(oom ? LogEventKind::kCudaOom : LogEventKind::kCudaError, line);
     e->reason = std::string(WordAfter(body, "Cuda failure '", "'"));
-    return;
+    return true;
   }
   std::string_view reason;
-  if (Contains(body, "Got completion from peer")) {
+  // net_ib's "Got completion from peer <addr> with error 12, ..." (older NCCL: "Got completion
+  // with error 12, ...", no peer).
+  if (Contains(body, "Got completion from peer") || Contains(body, "Got completion with error")) {
     reason = "completion error";
   } else if (Contains(body, "Connection reset by peer")) {
     reason = "connection reset by peer";
@@ -114,16 +143,31 @@ void NcclLines::OnWarn(std::string_view line, std::string_view body) {
   } else if (Contains(body, "ncclSystemError") || Contains(body, "Connection timed out")) {
     reason = "system error";
   } else {
-    return;
+    return false;
   }
-  LogEvent* e = context_->Emit(LogEventKind::kTransportError, line);
+  // The verbs status of an IB completion: 5 (IBV_WC_WR_FLUSH_ERR) is a work request flushed
+  // because its connection had already failed, the view of a rank whose peer failed first;
+  // 12 (retry exceeded) and the others are the failure itself.
+  int64_t status = IntAfter(body, "with status=");
+  if (status < 0) status = IntAfter(body, "with error ");
+  bool flushed = reason == "completion error" && status == 5;
+  LogEvent* e =
+      context_->Emit(flushed ? LogEventKind::kRemotePeerGone : LogEventKind::kTransportError, line);
+  if (flushed) reason = "work request flushed (its connection had already failed)";
   std::string_view transport = WordAfter(body, "NET/", " :");
   e->reason = transport.empty() ? std::string(reason) : Cat({"NET/", transport, " ", reason});
   std::string_view peer = WordAfter(body, " peer ", " ,");
   if (peer.empty()) peer = WordAfter(body, " from ", " ,");
-  if (!peer.empty() && (IsDigit(peer[0]) || Contains(peer, "<"))) {
+  // An address ("10.0.0.5<45678>") or a host name ("closed by remote peer node001").
+  bool host_like =
+      !peer.empty() && peer.size() <= 128 && std::all_of(peer.begin(), peer.end(), [](char c) {
+        return IsDigit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+               std::string_view("-_.:<>[]").find(c) != std::string_view::npos;
+      });
+  if (host_like) {
     e->peer_address = EventText(peer);
   }
+  return true;
 }
 
 // "comm 0x55d0c8a0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 3b000 commId 0x1a2b - Init

@@ -10,6 +10,9 @@
 #ifndef FR_LOGS_FAMILIES_NCCL_H_
 #define FR_LOGS_FAMILIES_NCCL_H_
 
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "fr/logs/line_context.h"
@@ -34,13 +37,38 @@ class NcclLines {
   bool OnDuplicateGpu(std::string_view line, std::string_view body);
   bool OnSocketInit(std::string_view line, std::string_view body);
 
+  // PyTorch's NCCL errors end with "Last error:" and NCCL's last warning (ncclGetLastError), on
+  // the same line (older one-line messages) or on the writer's next line: that warning is the
+  // fault NCCL saw first, read as its WARN line would be. The row is the table's first, since
+  // the line that quotes it is otherwise a victim's (a watchdog abort, a remote error).
+  bool OnLastError(std::string_view line, std::string_view body);
+  // The writer's line after a bare "Last error:": true when it was the quoted warning and made
+  // an event.
+  bool FollowLastError(std::string_view line, std::string_view body);
+
  private:
+  // Who printed a line, to find the same writer's next line among other writers' lines.
+  struct Writer {
+    int64_t rank = -1;
+    int64_t local_rank = -1;
+    int32_t pid = -1;
+    std::string host;
+    bool operator==(const Writer&) const = default;
+  };
+  Writer CurrentWriter() const;
+
   void OnInit(std::string_view line, std::string_view body);
   void OnInterface(std::string_view line, std::string_view body);
   void OnVersion(std::string_view line, std::string_view body);
-  void OnWarn(std::string_view line, std::string_view body);
+  // A warning's text (a WARN line's body, or the warning quoted after "Last error:"): true when
+  // it made an event.
+  bool OnWarn(std::string_view line, std::string_view body);
 
   LineContext* context_;
+  // After a bare "Last error:": whose next line is the warning, and for how many more lines of
+  // other writers to wait for it.
+  std::optional<Writer> last_error_writer_;
+  int lines_to_wait_ = 0;
 };
 
 }  // namespace fr::logs_internal

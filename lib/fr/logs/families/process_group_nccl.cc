@@ -116,4 +116,28 @@ bool ProcessGroupNcclLines::OnProcessTakenDown(std::string_view line, std::strin
   return true;
 }
 
+bool ProcessGroupNcclLines::OnCollectiveMismatch(std::string_view line, std::string_view body) {
+  size_t at = body.find("Detected mismatch between collectives");
+  std::string_view rest = body.substr(at);
+  // "Rank N is running collective: CollectiveFingerPrint(SequenceNumber=S, OpType=OP": each side.
+  std::string sides;
+  for (int side = 0; side < 2; ++side) {
+    size_t rank_at = rest.find("Rank ");
+    if (rank_at == std::string_view::npos) break;
+    rest.remove_prefix(rank_at);
+    int64_t rank = IntAfter(rest, "Rank ");
+    std::string_view op = WordAfter(rest, "OpType=", " ,)");
+    int64_t seq = IntAfter(rest, "SequenceNumber=");
+    if (rank < 0 || op.empty()) break;
+    if (!sides.empty()) sides += ", ";
+    sides += Cat({"rank ", std::to_string(rank), " runs ", op});
+    if (seq >= 0) sides += Cat({" (seq ", std::to_string(seq), ")"});
+    rest.remove_prefix(5);
+  }
+  LogEvent* e = context_->Emit(LogEventKind::kPythonException, line);
+  e->reason = EventText(Cat(
+      {"RuntimeError (collectives differ across ranks", sides.empty() ? "" : ": ", sides, ")"}));
+  return true;
+}
+
 }  // namespace fr::logs_internal

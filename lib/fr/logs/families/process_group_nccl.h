@@ -25,6 +25,12 @@ class ProcessGroupNcclLines {
   bool OnDumpSignal(std::string_view line, std::string_view body);
   bool OnWorkTimeoutSeqs(std::string_view line, std::string_view body);
   bool OnProcessTakenDown(std::string_view line, std::string_view body);
+  // TORCH_DISTRIBUTED_DEBUG=DETAIL's check before each collective (ProcessGroupWrapper): "Detected
+  // mismatch between collectives on ranks. Rank 1 is running collective:
+  // CollectiveFingerPrint(SequenceNumber=101, OpType=ALLGATHER, ...), but Rank 7 is running
+  // collective: CollectiveFingerPrint(SequenceNumber=0OpType=REDUCE)...". PyTorch raises it as a
+  // RuntimeError on the rank that checked: the ranks diverged, and that error ends the job.
+  bool OnCollectiveMismatch(std::string_view line, std::string_view body);
 
  private:
   // The process group the line's "[PG ...]" tag names, and the global rank when that group is

@@ -1,6 +1,7 @@
 #include "fr/logs/families/python.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "fr/logs/families/store.h"
 #include "fr/logs/text_scan.h"
@@ -49,6 +50,47 @@ bool IsExceptionType(std::string_view type) {
     if (!IsIdentChar(c) && c != '.') return false;
   }
   return true;
+}
+
+// Gloo says what it waited for in the exception itself, whatever exception type carries it: a
+// timeout is a victim's collective timeout ("[.../unbound_buffer.cc:81] Timed out waiting
+// 10000ms for recv operation to complete"), a closed or reset connection a victim's view of its
+// peer ("[.../pair.cc:534] Connection closed by peer [10.0.0.5]:10895", "Read error
+// [10.0.0.5]:25266: Connection reset by peer").
+std::optional<LogEventKind> GlooErrorKind(std::string_view message) {
+  if (Contains(message, "Timed out waiting ") && Contains(message, "ms for ")) {
+    return LogEventKind::kWatchdogTimeout;
+  }
+  if (Contains(message, "by peer [") || Contains(message, "Read error [") ||
+      Contains(message, "Write error [")) {
+    return LogEventKind::kRemotePeerGone;
+  }
+  return std::nullopt;
+}
+
+// The timeout waited for, or the peer Gloo lost ("[10.0.0.5]:10895" -> "10.0.0.5:10895").
+void DescribeGlooError(std::string_view message, LogEvent* e) {
+  if (e->kind == LogEventKind::kWatchdogTimeout) {
+    e->timeout_ms = IntAfter(message, "Timed out waiting ");
+    return;
+  }
+  size_t open = message.find('[', message.find(" error [") != std::string_view::npos
+                                      ? message.find(" error [")
+                                      : message.find("by peer ["));
+  size_t close = open == std::string_view::npos ? open : message.find(']', open);
+  if (close != std::string_view::npos) {
+    std::string_view port = WordAfter(message.substr(close), "]:", " :,");
+    e->peer_address =
+        EventText(Cat({message.substr(open + 1, close - open - 1), port.empty() ? "" : ":", port}));
+  }
+}
+
+// A trainer's own check of its loss, raised: detectron2's "FloatingPointError: Loss became
+// infinite or NaN at iteration=1!", and any FloatingPointError that speaks of a NaN or inf.
+bool IsNonFiniteLossError(std::string_view type, std::string_view message) {
+  if (!EndsWith(type, "FloatingPointError")) return false;
+  return Contains(message, "NaN") || Contains(message, "nan") || Contains(message, "infinite") ||
+         Contains(message, " inf");
 }
 
 }  // namespace
@@ -211,16 +253,10 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
   std::string_view type = Trim(body.substr(0, colon));
   std::string_view message = colon == std::string_view::npos ? "" : body.substr(colon + 1);
   LogEventKind kind = LogEventKind::kPythonException;
-  // Gloo says what it waited for in the exception itself: a timeout is a victim's collective
-  // timeout ("[.../unbound_buffer.cc:81] Timed out waiting 10000ms for recv operation to
-  // complete"), a closed or reset connection a victim's view of its peer ("[.../pair.cc:534]
-  // Connection closed by peer [10.0.0.5]:10895", "Read error [10.0.0.5]:25266: Connection
-  // reset by peer"), whatever exception type carries them.
-  if (Contains(message, "Timed out waiting ") && Contains(message, "ms for ")) {
-    kind = LogEventKind::kWatchdogTimeout;
-  } else if (Contains(message, "by peer [") || Contains(message, "Read error [") ||
-             Contains(message, "Write error [")) {
-    kind = LogEventKind::kRemotePeerGone;
+  if (std::optional<LogEventKind> gloo = GlooErrorKind(message)) {
+    kind = *gloo;
+  } else if (IsNonFiniteLossError(type, message)) {
+    kind = LogEventKind::kNonFiniteLoss;
   } else if (Contains(type, "OutOfMemoryError") || Contains(message, "CUDA out of memory")) {
     kind = LogEventKind::kCudaOom;
   } else if (Contains(message, "CUDA error") || Contains(message, "illegal memory access") ||
@@ -265,19 +301,8 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
     DescribeStoreBarrierFault(message, e);
   } else if (kind == LogEventKind::kInitFailure) {
     e->peer_address = StoreAddress(message);
-  } else if (kind == LogEventKind::kWatchdogTimeout) {
-    e->timeout_ms = IntAfter(message, "Timed out waiting ");
-  } else if (kind == LogEventKind::kRemotePeerGone) {
-    // "[10.0.0.5]:10895" -> "10.0.0.5:10895"
-    size_t open = message.find('[', message.find(" error [") != std::string_view::npos
-                                        ? message.find(" error [")
-                                        : message.find("by peer ["));
-    size_t close = open == std::string_view::npos ? open : message.find(']', open);
-    if (close != std::string_view::npos) {
-      std::string_view port = WordAfter(message.substr(close), "]:", " :,");
-      e->peer_address = EventText(
-          Cat({message.substr(open + 1, close - open - 1), port.empty() ? "" : ":", port}));
-    }
+  } else if (kind == LogEventKind::kWatchdogTimeout || kind == LogEventKind::kRemotePeerGone) {
+    DescribeGlooError(message, e);
   }
   if (kind == LogEventKind::kCudaOom) {
     size_t at = message.find("Tried to allocate ");
@@ -328,6 +353,49 @@ bool PythonLines::OnSegfault(std::string_view line, std::string_view body) {
   int64_t pid = IntAfter(body, "received by PID ");
   if (pid >= 0) e->pid = ToInt32(pid);
   return true;
+}
+
+bool PythonLines::OnCaughtSignal(std::string_view line, std::string_view body) {
+  int64_t signal = IntAfter(body, "Caught signal ");
+  if (signal != 4 && signal != 7 && signal != 8 && signal != 11) return false;
+  // The handler's own words follow the number: "(Segmentation fault: ...)", "(Bus error: ...)".
+  std::string_view rest = body.substr(body.find("Caught signal ") + 14);
+  if (!Contains(rest.substr(0, 8), " (")) return false;
+  LogEvent* e = context_->Emit(LogEventKind::kSegfault, line);
+  e->signal = static_cast<int32_t>(signal);
+  e->reason = EventText(WordAfter(rest, "(", ":)"));
+  // UCX's prefix "[host:pid:thread:tid]" names the process when no other prefix did (the line,
+  // since a prefix reader may have taken the bracket for a tag of its own).
+  std::string_view before = line.substr(0, line.find("Caught signal "));
+  size_t open = before.rfind('[');
+  std::string_view t = open == std::string_view::npos ? std::string_view() : before.substr(open);
+  if (e->pid < 0 && ConsumeLiteral(&t, "[")) {
+    std::string_view host = t.substr(0, t.find(':'));
+    if (host.size() < t.size() && !host.empty() && host.size() <= 64) {
+      if (e->host.empty()) e->host = std::string(host);
+      t.remove_prefix(host.size() + 1);
+      int64_t pid = -1;
+      if (ConsumeInt(&t, &pid) && pid > 0) e->pid = ToInt32(pid);
+    }
+  }
+  return true;
+}
+
+bool PythonLines::OnBareException(std::string_view line, std::string_view body) {
+  size_t colon = body.find(": ");
+  if (colon == std::string_view::npos) return false;
+  std::string_view type = Trim(body.substr(0, colon));
+  if (!IsExceptionType(type)) return false;
+  std::string_view message = body.substr(colon + 2);
+  if (std::optional<LogEventKind> gloo = GlooErrorKind(message)) {
+    DescribeGlooError(message, context_->Emit(*gloo, line));
+    return true;
+  }
+  if (IsNonFiniteLossError(type, message)) {
+    context_->Emit(LogEventKind::kNonFiniteLoss, line)->reason = std::string(type);
+    return true;
+  }
+  return false;
 }
 
 void PythonLines::NoteFiniteLoss() {

@@ -46,6 +46,14 @@ class PythonLines {
   // The table's recognizers: false when the line is none of their own.
   bool OnCudaOom(std::string_view line, std::string_view body);
   bool OnCudaError(std::string_view line, std::string_view body);
+  // A native crash handler's report of the signal that killed its process: UCX's "[host:pid:0:tid]
+  // Caught signal 7 (Bus error: nonexistent physical address)". Crash signals only.
+  // An exception line whose traceback the paste cut ("RuntimeError: [.../pair.cc:598]
+  // Connection closed by peer [10.0.0.5]:30872", "FloatingPointError: Loss became infinite or
+  // NaN at iteration=1!"): Gloo's words and a trainer's non-finite loss check mean the same as
+  // they would under a traceback.
+  bool OnBareException(std::string_view line, std::string_view body);
+  bool OnCaughtSignal(std::string_view line, std::string_view body);
   bool OnSegfault(std::string_view line, std::string_view body);
   bool OnLoss(std::string_view line, std::string_view body);
 

@@ -67,8 +67,9 @@ bool SlurmLines::OnSlurmOom(std::string_view line, std::string_view body) {
 // failed: the cascade, not a kill from outside, so it makes no event.
 bool SlurmLines::OnSlurmCancel(std::string_view line, std::string_view body) {
   bool job = Contains(body, "*** JOB ");
+  bool step = Contains(body, "*** STEP ");
   size_t due = body.find(" DUE TO ");
-  if (!job && due == std::string_view::npos) return Contains(body, "*** STEP ");
+  if (!job && !step) return false;
   LogEvent* e = context_->Emit(LogEventKind::kHostKill, line);
   // The node, unless the line was redacted ("ON ... CANCELLED", as pasted in public issues).
   std::string_view host = WordAfter(body, " ON ", " ");
@@ -81,7 +82,9 @@ bool SlurmLines::OnSlurmCancel(std::string_view line, std::string_view body) {
   if (ConsumeIsoTime(&at, &time) && e->raw_time.kind == LogTime::Kind::kNone) {
     e->raw_time = time;
   }
-  e->reason = "cancelled";
+  // A step cancelled for no stated reason: an operator's scancel, or srun ending the step after
+  // one of its tasks failed; the verdict tells them apart by what else the logs hold.
+  e->reason = job ? "cancelled" : "step cancelled";
   if (due != std::string_view::npos) {
     std::string_view why = body.substr(due + 8);
     if (StartsWith(why, "TIME LIMIT")) {

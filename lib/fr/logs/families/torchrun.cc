@@ -78,6 +78,22 @@ bool TorchrunLines::OnTableStart(std::string_view, std::string_view body) {
   return true;
 }
 
+bool TorchrunLines::OnHeadlessTableEntry(std::string_view, std::string_view body) {
+  std::string_view t = Trim(body);
+  if (!ConsumeLiteral(&t, "rank")) return false;
+  SkipSpaces(&t);
+  if (!ConsumeLiteral(&t, ":")) return false;
+  SkipSpaces(&t);
+  int64_t rank = -1;
+  if (!ConsumeInt(&t, &rank) || !StartsWith(TrimLeft(t), "(local_rank: ")) return false;
+  FlushTable();
+  table_section_ = TableSection::kFailures;
+  table_entry_.open = true;
+  table_entry_.first_line = context_->line_no();
+  table_entry_.time = context_->prefix().time;
+  return TableLine(body);
+}
+
 bool TorchrunLines::TableLine(std::string_view body) {
   std::string_view t = Trim(body);
   if (StartsWith(t, "Root Cause (first observed failure)")) {

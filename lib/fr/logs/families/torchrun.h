@@ -34,6 +34,10 @@ class TorchrunLines {
   bool OnLauncherStart(std::string_view line, std::string_view body);
   // "Root Cause (first observed failure):" or "Failures:": the error table begins.
   bool OnTableStart(std::string_view line, std::string_view body);
+  // An entry of the table pasted without the table's head ("  rank      : 0 (local_rank: 0)"
+  // and its fields below): read as an entry of the failures, since which section it came from
+  // was cut.
+  bool OnHeadlessTableEntry(std::string_view line, std::string_view body);
 
   // Whether the error table is open: its next lines go to TableLine first.
   bool in_table() const { return table_section_ != TableSection::kNone; }
