@@ -3,6 +3,7 @@
 // jobs each test builds.
 #include "fr/index/job_index.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -180,14 +181,16 @@ TEST(JobIndexTest, ADeadHighestRankIsMissingThoughNoDumpNamesIt) {
 }
 
 // Where the groups' gaps do not say which ranks are missing, nothing is assumed: two DP groups
-// short (which of them holds rank 4, which rank 5?), or kinds short by different counts. A rank
-// the logs say died whose dump was read is never missing.
+// short whose full sibling is no arithmetic progression (which of them holds rank 4, which rank
+// 5?), or groups of two kinds that share more than one rank (no mesh). A rank the logs say died
+// whose dump was read is never missing.
 TEST(JobIndexTest, GroupGapsThatDoNotSayWhoIsMissingAddNoRank) {
   LoadedTrace two_short;
   two_short.ranks.push_back(Dump(0, {GroupOp(1, "1", "DP")}, kStart));
   two_short.ranks.push_back(Dump(1, {GroupOp(1, "2", "DP")}, kStart));
   two_short.ranks.push_back(Dump(2, {GroupOp(1, "3", "DP")}, kStart));
   two_short.ranks.push_back(Dump(3, {GroupOp(1, "1", "DP")}, kStart));
+  two_short.ranks.push_back(Dump(5, {GroupOp(1, "1", "DP")}, kStart));
   EXPECT_TRUE(BuildJobIndex(two_short).ranks_without_file.empty());
 
   LoadedTrace kinds_disagree;
@@ -212,6 +215,24 @@ TEST(JobIndexTest, GroupGapsThatDoNotSayWhoIsMissingAddNoRank) {
   complete.ranks.push_back(Dump(0, {GroupOp(1, "1", "DP")}, kStart));
   complete.ranks.push_back(Dump(1, {GroupOp(1, "1", "DP")}, kStart));
   EXPECT_TRUE(BuildJobIndex(complete, kUnknown, 1, {1}).ranks_without_file.empty());
+}
+
+// A mesh's groups are progressions of one stride (DP {0,3} of a 6-rank job with TP x PP = 3):
+// short groups of the kind are completed along it, each with the one placement on ranks no
+// sibling holds, and ranks above the highest dump become ranks without a file. As when rank 5
+// exits and ranks 6 and 7 of a TP 2 x DP 4 job left no dump (tests/data/torch rank_exits).
+TEST(JobIndexTest, ShortGroupsOfAMeshAreCompletedAlongItsStride) {
+  LoadedTrace trace;
+  trace.ranks.push_back(Dump(0, {GroupOp(1, "1", "DP")}, kStart));
+  trace.ranks.push_back(Dump(1, {GroupOp(1, "2", "DP")}, kStart));
+  trace.ranks.push_back(Dump(2, {GroupOp(1, "3", "DP")}, kStart));
+  trace.ranks.push_back(Dump(3, {GroupOp(1, "1", "DP")}, kStart));
+  JobIndex index = BuildJobIndex(trace);
+  EXPECT_THAT(index.ranks_without_file, ElementsAre(4, 5));
+  std::map<std::string, std::vector<int64_t>> ranks_of_group;
+  for (const JobGroup& group : index.groups) ranks_of_group[group.name] = group.ranks;
+  EXPECT_THAT(ranks_of_group["2"], ElementsAre(1, 4));
+  EXPECT_THAT(ranks_of_group["3"], ElementsAre(2, 5));
 }
 
 // Dumps are indexed on several threads; a trace built by hand may hold two dumps of one rank,

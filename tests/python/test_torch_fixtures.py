@@ -154,3 +154,28 @@ def test_any_rank_dumping_before_its_failed_op_retired_changes_no_verdict(cli, c
             rank, verdict["summary"])
     # Every captured failure leaves some rank stopped in a retired, failed op.
     assert rewritten_ranks, "no rank's newest op was retired without completing"
+
+
+@pytest.mark.parametrize("lost", [1, 2])
+@pytest.mark.parametrize("case", FAILED_CASES, ids=case_id)
+def test_victims_dumps_lost_from_the_top_blame_no_missing_rank(cli, case, tmp_path, lost):
+    # Only some ranks dumped: the highest-ranked victims' files are gone (a node whose local disk
+    # was lost). The world size is no longer one past the highest dump; the groups' strides and
+    # the barrier every rank passed still say who was there, and the injected culprit stays the
+    # culprit instead of the ranks that merely left no file. With one victim gone, a peer that
+    # waits on it makes it a second candidate, never the only one.
+    expected = json.loads((case / "expected.json").read_text())
+    dropped = [r for r in sorted(expected["ranks_dumped"], reverse=True)
+               if r not in expected["culprit_ranks"]][:lost]
+    dumps = stage(case, tmp_path)
+    for name in os.listdir(dumps):
+        if int(name.split("_")[-1].split(".")[0]) in dropped:
+            (dumps / name).unlink()
+    _, report = analyze(cli, tmp_path)
+    verdict = report["verdict"]
+    assert verdict["failure_class"] == expected["failure_class"], (dropped, verdict["summary"])
+    culprits = verdict.get("culprit_ranks", [])
+    assert set(expected["culprit_ranks"]) <= set(culprits), (dropped, verdict["summary"])
+    if lost == 2:
+        assert culprits == expected["culprit_ranks"], (dropped, verdict["summary"])
+    assert set(report["inputs"]["ranks_missing"]) >= set(dropped)

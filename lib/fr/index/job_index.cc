@@ -125,6 +125,24 @@ bool IssuedOtherOp(const RankDump& dump, const GroupMember& member, int64_t seq,
   return it != member.units.end() && it->seq == seq && dump.entries[it->first_entry].op != op;
 }
 
+// True when `member` recorded collective `seq` as completed (not merely retired).
+bool CompletedUnit(const GroupMember& member, int64_t seq) {
+  auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                             [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+  return it != member.units.end() && it->seq == seq && it->state == EntryState::kCompleted &&
+         !it->retired_without_completion;
+}
+
+// True when `member` recorded anything after its collective `seq`: for a barrier, which blocks
+// the calling thread until it completes (dist.barrier waits on its work, on NCCL as on Gloo), the
+// proof that it completed.
+bool WentOnAfter(const RankDump& dump, const GroupMember& member, int64_t seq) {
+  auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                             [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+  return it != member.units.end() && it->seq == seq &&
+         it->first_entry + it->entry_count < dump.entries.size();
+}
+
 // Collectives that complete on one member only once every member has contributed.
 bool NeedsEveryMember(OpKind op) {
   return op == OpKind::kAllReduce || op == OpKind::kAllGather || op == OpKind::kReduceScatter ||
@@ -197,6 +215,96 @@ void InferMembersFromSiblings(const LoadedTrace& trace, const std::vector<int64_
   }
 }
 
+// Groups of one kind that a mesh built (torch's DeviceMesh, Megatron's parallel state) are
+// arithmetic progressions of one stride: TP groups {0,1}, {2,3}; DP groups {0,4}, {1,5}. When
+// every full group of a kind is one of stride d, a short group is completed along d, where
+// exactly one placement puts its missing members on ranks no other group of the kind holds.
+// Returns the ranks it added that no dump holds (ranks that left no file). Several short groups
+// are completed each on its own: which group lacks which rank follows from the stride, not from
+// a guess about which rank died. Nothing is completed when the groups are not one mesh's.
+std::vector<int64_t> CompleteRegularGroups(const LoadedTrace& trace,
+                                           std::vector<JobGroup>* groups) {
+  std::set<int64_t> loaded;
+  for (const RankDump& dump : trace.ranks) loaded.insert(dump.rank);
+  std::map<std::string, std::vector<JobGroup*>> kinds = GroupsOfUnknownRanksByKind(groups);
+  // A mesh's dimensions are orthogonal: groups of two kinds share at most one rank. Groups that
+  // are not one mesh's say nothing about strides.
+  std::map<int64_t, std::vector<const JobGroup*>> groups_of_rank;
+  for (const auto& [desc, siblings] : kinds) {
+    for (const JobGroup* g : siblings) {
+      for (int64_t r : g->ranks) groups_of_rank[r].push_back(g);
+    }
+  }
+  std::map<std::pair<const JobGroup*, const JobGroup*>, int> shared;
+  for (const auto& [rank, of_rank] : groups_of_rank) {
+    for (size_t i = 0; i < of_rank.size(); ++i) {
+      for (size_t j = i + 1; j < of_rank.size(); ++j) {
+        if (of_rank[i]->desc == of_rank[j]->desc) continue;
+        if (++shared[{std::min(of_rank[i], of_rank[j]), std::max(of_rank[i], of_rank[j])}] > 1) {
+          return {};
+        }
+      }
+    }
+  }
+  std::set<int64_t> added_without_file;
+  for (auto& [desc, siblings] : kinds) {
+    size_t full = 0;
+    for (const JobGroup* g : siblings) full = std::max(full, g->ranks.size());
+    if (full < 2) continue;
+    // The stride every full group shares, and the members of the kind.
+    int64_t stride = 0;
+    bool regular = true;
+    std::set<int64_t> covered;
+    for (const JobGroup* g : siblings) {
+      std::vector<int64_t> ranks = g->ranks;
+      std::sort(ranks.begin(), ranks.end());
+      covered.insert(ranks.begin(), ranks.end());
+      for (size_t i = 1; i < ranks.size(); ++i) {
+        int64_t d = ranks[i] - ranks[i - 1];
+        if (ranks.size() == full && stride == 0) stride = d;
+        if (d <= 0 || (stride != 0 && d != stride && ranks.size() == full)) regular = false;
+      }
+    }
+    if (!regular || stride <= 0) continue;
+    for (JobGroup* g : siblings) {
+      if (g->ranks.empty() || g->ranks.size() >= full) continue;
+      std::vector<int64_t> ranks = g->ranks;
+      std::sort(ranks.begin(), ranks.end());
+      bool fits = true;
+      for (size_t i = 1; i < ranks.size(); ++i) fits &= ranks[i] - ranks[i - 1] == stride;
+      if (!fits) continue;
+      // Each start that keeps the group's members and adds only ranks no sibling holds.
+      std::vector<int64_t> placement;
+      int placements = 0;
+      size_t missing = full - ranks.size();
+      for (size_t shift = 0; shift <= missing; ++shift) {
+        int64_t start = ranks.front() - static_cast<int64_t>(shift) * stride;
+        if (start < 0) break;
+        std::vector<int64_t> extra;
+        bool free = true;
+        for (size_t i = 0; i < full; ++i) {
+          int64_t r = start + static_cast<int64_t>(i) * stride;
+          if (std::binary_search(ranks.begin(), ranks.end(), r)) continue;
+          if (covered.contains(r)) free = false;
+          extra.push_back(r);
+        }
+        if (free && extra.size() == missing) {
+          ++placements;
+          placement = std::move(extra);
+        }
+      }
+      if (placements != 1) continue;
+      for (int64_t r : placement) {
+        g->ranks.push_back(r);
+        covered.insert(r);
+        if (!loaded.contains(r)) added_without_file.insert(r);
+      }
+      g->ranks_inferred = true;
+    }
+  }
+  return {added_without_file.begin(), added_without_file.end()};
+}
+
 // Ranks above every rank the files name that the groups still lack: when each kind of group
 // with a gap has exactly one group short, all by the same k members, and every loaded rank is in
 // a group of that kind, the job had k ranks above `world_size` that left no file (with Gloo's
@@ -253,12 +361,16 @@ int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times
       // all_gather, ...) completed for that peer only because every member, this one and the
       // dead one included, took part. (DDP's last bucket all_reduce of the step before a rank
       // raised: the survivors are in the next step's, Gloo retired this one as it completes.)
+      // A peer's own record that the op completed says the same (the default group's one
+      // start-up barrier, which no later op on that group follows).
       bool peer_went_past =
           NeedsEveryMember(entry.op) &&
           std::any_of(group->members.begin(), group->members.end(), [&](const GroupMember& m) {
-            return &m != &member && m.dump >= 0 && m.last_enqueued != kUnknown &&
-                   m.last_enqueued > unit->seq &&
-                   !IssuedOtherOp(trace.ranks[m.dump], m, unit->seq, entry.op);
+            if (&m == &member || m.dump < 0) return false;
+            if (IssuedOtherOp(trace.ranks[m.dump], m, unit->seq, entry.op)) return false;
+            return (m.last_enqueued != kUnknown && m.last_enqueued > unit->seq) ||
+                   CompletedUnit(m, unit->seq) ||
+                   (entry.op == OpKind::kBarrier && WentOnAfter(trace.ranks[m.dump], m, unit->seq));
           });
       bool failed = someone_died && !peer_went_past && unit == member.units.rbegin() &&
                     unit->first_entry + unit->entry_count >= dump.entries.size();
@@ -393,6 +505,13 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs,
     index.ranks_without_file.insert(index.ranks_without_file.end(), above.begin(), above.end());
     InferMembersFromSiblings(trace, above, &index.groups);
   }
+  for (int64_t rank : CompleteRegularGroups(trace, &index.groups)) {
+    if (std::find(index.ranks_without_file.begin(), index.ranks_without_file.end(), rank) ==
+        index.ranks_without_file.end()) {
+      index.ranks_without_file.push_back(rank);
+    }
+  }
+  std::sort(index.ranks_without_file.begin(), index.ranks_without_file.end());
   // Members: one per rank of the group; a dump that is not loaded leaves dump = -1.
   absl::flat_hash_map<int64_t, int32_t> dump_of_rank;
   for (size_t d = 0; d < trace.ranks.size(); ++d) {
