@@ -4,7 +4,7 @@
 // coherent: culprits are ranks the job has, never also victims, and it serializes.
 //
 //   cmake --preset fuzz && cmake --build build/fuzz --target analysis_fuzzer
-//   build/fuzz/lib/fr/verdict/analysis_fuzzer -max_total_time=60 tests/data/fuzz/analysis
+//   build/fuzz/fuzz/analysis_fuzzer -max_total_time=60 tests/data/fuzz/analysis
 //
 // The input is the dumps of ranks 0, 1, ... joined by kSeparator, so that the fuzzer mutates
 // real multi-rank jobs (the seeds) inside and across dumps. analysis_fuzz_replay_test runs the

@@ -3,7 +3,7 @@
 // contracts callers rely on: no crash, error messages that name a byte offset, and documents whose
 // values all lie inside the input.
 //
-//   build-fuzz-json/lib/fr/decode/json_fuzzer -max_total_time=180 tests/data/fuzz/json
+//   build/fuzz/fuzz/json_fuzzer -max_total_time=180 tests/data/fuzz/json
 //
 // Also compiled into json_fuzz_replay_test, which replays the seed corpus under GoogleTest.
 #include <cstddef>

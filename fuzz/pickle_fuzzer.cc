@@ -5,9 +5,8 @@
 // the general path must accept them too and normalize to the identical RankDump, which must read
 // the same once its entries are packed as the loader keeps them.
 //
-//   CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DFR_BUILD_FUZZERS=ON
-//   cmake --build build-fuzz --target pickle_fuzzer
-//   build-fuzz/lib/fr/decode/pickle_fuzzer -max_total_time=180 tests/data/fuzz/pickle
+//   cmake --preset fuzz && cmake --build build/fuzz --target pickle_fuzzer
+//   build/fuzz/fuzz/pickle_fuzzer -max_total_time=180 tests/data/fuzz/pickle
 //
 // The same function runs over the seed corpus in pickle_fuzz_replay_test.
 #include <algorithm>

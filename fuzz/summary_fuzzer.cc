@@ -4,7 +4,7 @@
 // crash, an out-of-bounds read or a hang.
 //
 //   cmake --preset fuzz && cmake --build build/fuzz --target summary_fuzzer
-//   build/fuzz/lib/fr/summary/summary_fuzzer -max_total_time=60 tests/data/fuzz/summary
+//   build/fuzz/fuzz/summary_fuzzer -max_total_time=60 tests/data/fuzz/summary
 //
 // The input is the RankSummary messages of ranks 0, 1, ... joined by kSeparator (the seeds are
 // a simulated job's), so that the fuzzer mutates within and across ranks.
