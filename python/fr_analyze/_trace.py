@@ -1,7 +1,19 @@
-"""Trace: the dumps of one job as loaded by the C++ core, with Python-friendly views."""
+"""Trace and Report: the dumps of one job as loaded by the C++ core, and what the analysis found
+in them, with Python-friendly views. One module because each gives the other: Trace.analyze()
+makes a Report, Report.trace is the Trace it came from.
+
+    trace = fr_analyze.load("/checkpoints/job42/fr")
+    report = trace.analyze()
+    report.verdict.failure_class        # "missing_participant"
+    report.verdict.culprit_ranks        # [37]
+    print(report)                       # the text report `fr-analyze DIR` prints
+    report.to_json()                    # `fr-analyze analyze DIR --format json`, byte for byte
+    report.trace is trace               # True
+"""
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import os
@@ -10,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequen
 from fr_analyze import _args, _core, _frames
 from fr_analyze._paths import PathsArg, refuse_overwriting_input, resolve
 from fr_analyze._progress import ProgressArg, make_progress
-from fr_analyze._report import Report
-from fr_analyze.errors import NoDumpsError
+from fr_analyze._report import Message, message_dict
+from fr_analyze.errors import Error, NoDumpsError
 
 if TYPE_CHECKING:
     import pandas
@@ -227,11 +239,144 @@ class Trace:
 
     def entries_df(self) -> "pandas.DataFrame":
         """One row per rank x entry; columns documented in fr_analyze._frames.entries_df."""
-        return _frames.entries_df(self)
+        return _frames.entries_df(self._loaded)
 
     def _repr_html_(self) -> str:
         # What `fr-analyze load` prints, as preformatted text: the core writes it, once.
         return f"<div class='fr-trace'><pre>{html.escape(str(self))}</pre></div>"
+
+
+class Report:
+    """What `fr-analyze analyze` finds, as an object (schema: proto/fr/report.proto).
+
+    Top-level fields are attributes: verdict, inputs, process_groups, findings, stragglers, stats,
+    ranks, timeline, log_files, schema_version; root_cause is verdict.root_cause (from the logs).
+    pandas views: ranks_df(), findings_df(), collectives_df(), events_df().
+    """
+
+    def __init__(self, core: "_core.Report", trace: Optional[Trace] = None,
+                 events: Optional[dict] = None):
+        self._core = core
+        self._trace = trace
+        self._events = events or {}
+        # The typed message from its serialized bytes; the schema (proto/fr/report.proto) says
+        # which fields may be absent. Imported here: `import fr_analyze` stays light.
+        from fr_analyze import _report_pb2
+
+        self._message = _report_pb2.Report.FromString(core.proto_bytes())
+        self._fields = message_dict(self._message)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(Message(self._fields, self._message.DESCRIPTOR), name)
+
+    @property
+    def message(self) -> Any:
+        """The report as the protobuf message fr.report.Report (proto/fr/report.proto): typed
+        fields, HasField() for those that may be absent, SerializeToString() for the bytes of
+        `--format proto`. A copy: changing it changes nothing here."""
+        from fr_analyze import _report_pb2
+
+        return _report_pb2.Report.FromString(self._core.proto_bytes())
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._fields))
+
+    @property
+    def trace(self) -> Trace:
+        """The loaded dumps this report was made from."""
+        if self._trace is None:
+            raise Error("this report has no trace attached")
+        return self._trace
+
+    @property
+    def root_cause(self) -> Optional[Message]:
+        """Why the job died, from its logs: kind, ranks, hosts, time (UTC), evidence, detail.
+        None when no log was read."""
+        cause = self._fields.get("verdict", {}).get("root_cause")
+        descriptor = self._message.DESCRIPTOR.fields_by_name["verdict"].message_type
+        return None if cause is None else Message(
+            cause, descriptor.fields_by_name["root_cause"].message_type)
+
+    @property
+    def is_failure(self) -> bool:
+        """True when the verdict is a failure (the CLI then exits with status 1)."""
+        return self._core.is_failure()
+
+    @property
+    def exit_status(self) -> int:
+        """The exit status `fr-analyze analyze` gives for this report: 1 failure, 0 none."""
+        return 1 if self.is_failure else 0
+
+    def to_dict(self) -> dict:
+        """The report as plain dicts and lists (int64 fields as ints)."""
+        return copy.deepcopy(self._fields)
+
+    def to_json(self) -> str:
+        """Protobuf's JSON mapping with snake_case names: `fr-analyze analyze --format json`
+        prints exactly this, plus a newline."""
+        return self._core.json()
+
+    def to_proto_bytes(self) -> bytes:
+        """The binary fr.report.Report message (`--format proto`)."""
+        return self._core.proto_bytes()
+
+    def __str__(self) -> str:
+        return self._core.text()
+
+    def __repr__(self) -> str:
+        verdict = self._fields["verdict"]
+        return (f"<Report {verdict['failure_class']} culprits={verdict['culprit_ranks']} "
+                f"confidence={verdict['confidence']}>")
+
+    # pandas views (fr_analyze._frames documents their columns).
+
+    def ranks_df(self) -> "pandas.DataFrame":
+        """One row per rank: role, last op, host and its state in each kind of group."""
+        return _frames.ranks_df(self._fields)
+
+    def rank_states_df(self) -> "pandas.DataFrame":
+        """One row per rank x process group: where the rank stands in it (state, op, seq)."""
+        return _frames.rank_states_df(self._fields)
+
+    def findings_df(self) -> "pandas.DataFrame":
+        """One row per finding, earliest cause first."""
+        return _frames.findings_df(self._fields)
+
+    def events_df(self) -> "pandas.DataFrame":
+        """One row per event parsed from the logs, on the corrected clock: time (UTC), raw time
+        as printed, rank, host, kind, file, line, text; ordered by time."""
+        return _frames.events_df(self._events)
+
+    def collectives_df(self) -> "pandas.DataFrame":
+        """One row per process group x collective seq: which ranks issued, started, completed."""
+        return _frames.collectives_df(self.trace._loaded, self._fields)
+
+    def to_html(self, *, fragment: bool = False) -> str:
+        """The self-contained HTML report, what `fr-analyze report DIR -o report.html` writes:
+        verdict and root cause first, the wait-for graph, a timeline of the window around the
+        failure, the groups with problems, the findings with their stacks on click. No scripts,
+        nothing fetched. fragment=True gives one <div> to embed (what a notebook shows).
+        A report of a pasted log (no trace) shows its verdict and log evidence alone."""
+        loaded = None if self._trace is None else self._trace._loaded
+        return _core.html_report(loaded, self._core, _args.flag(fragment, "fragment"))
+
+    def write_html(self, path: str) -> int:
+        """Writes to_html() to `path`; returns the bytes written."""
+        path = _args.file_name(path, "path")
+        inputs = [f.get("path", "") for f in self._fields.get("log_files", [])]
+        if self._trace is not None:
+            inputs.extend(self._trace._loaded.evidence_paths)
+        refuse_overwriting_input(path, inputs)
+        data = self.to_html().encode()
+        with open(path, "wb") as f:
+            f.write(data)
+        return len(data)
+
+    def _repr_html_(self) -> str:
+        # A notebook shows the HTML report's own fragment: one renderer for pages and cells.
+        return self.to_html(fragment=True)
 
 
 def load(

@@ -13,15 +13,17 @@ flight recorder from its `except` handler into DUMPS/nccl_trace_rank_<rank>, the
 import argparse
 import datetime
 import os
-import sys
 
 # The flight recorder records nothing unless its buffer size is set before the first group.
 os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "2000")
 
 import torch  # noqa: E402
-from torch._C import _distributed_c10d as c10d  # noqa: E402
 
 from accelerate import Accelerator, InitProcessGroupKwargs  # noqa: E402
+
+# Beside this script, whose folder Python puts first on sys.path: the dump every launcher's job
+# writes when it fails.
+import fr_dump  # noqa: E402
 
 
 def main():
@@ -53,14 +55,7 @@ def main():
             optimizer.zero_grad()
             accelerator.print(f"step {step} loss {loss.item():.4f}")
     except BaseException:
-        data = c10d._dump_fr_trace(includeCollectives=True, includeStackTraces=True,
-                                   onlyActive=False)
-        os.makedirs(args.dumps, exist_ok=True)
-        path = os.path.join(args.dumps, f"nccl_trace_rank_{rank}")
-        with open(path + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(path + ".tmp", path)
-        print(f"flight recorder dumped to {path}", file=sys.stderr, flush=True)
+        fr_dump.dump(args.dumps, rank)
         raise
 
 

@@ -12,17 +12,19 @@ DUMPS/nccl_trace_rank_<global rank>, then re-raises.
 import argparse
 import datetime
 import os
-import sys
 
 # The flight recorder records nothing unless its buffer size is set before the first group; the
 # ranks Lightning starts inherit it.
 os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "2000")
 
 import torch  # noqa: E402
-from torch._C import _distributed_c10d as c10d  # noqa: E402
 
 import lightning.pytorch as pl  # noqa: E402
 from lightning.pytorch.strategies import DDPStrategy  # noqa: E402
+
+# Beside this script, whose folder Python puts first on sys.path (Lightning's other ranks run it
+# again as a file): the dump every launcher's job writes when it fails.
+import fr_dump  # noqa: E402
 
 
 class Regression(pl.LightningModule):
@@ -67,14 +69,7 @@ def main():
     try:
         trainer.fit(model, loader)
     except BaseException:
-        data = c10d._dump_fr_trace(includeCollectives=True, includeStackTraces=True,
-                                   onlyActive=False)
-        os.makedirs(args.dumps, exist_ok=True)
-        path = os.path.join(args.dumps, f"nccl_trace_rank_{trainer.global_rank}")
-        with open(path + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(path + ".tmp", path)
-        print(f"flight recorder dumped to {path}", file=sys.stderr, flush=True)
+        fr_dump.dump(args.dumps, trainer.global_rank)
         raise
 
 

@@ -24,11 +24,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def train_loop(config):
     import torch
     import torch.distributed as dist
-    from torch._C import _distributed_c10d as c10d
 
     import ray.train
 
+    # A Ray worker runs this function, not the script: the script's folder is not on its path.
     sys.path.insert(0, config["here"])
+    import fr_dump  # the dump every launcher's job writes when it fails
     import torchrun_job  # the training step and the faults, shared with the torchrun jobs
 
     context = ray.train.get_context()
@@ -69,14 +70,8 @@ def train_loop(config):
     try:
         torchrun_job.train(args, rank, my_dp, my_tp, tp_group, dp_group)
     except BaseException:
-        out = os.path.join(config["dumps"], f"attempt_{attempt}")
-        os.makedirs(out, exist_ok=True)
-        data = c10d._dump_fr_trace(includeCollectives=True, includeStackTraces=True,
-                                   onlyActive=False)
-        path = os.path.join(out, f"nccl_trace_rank_{rank}")
-        with open(path + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(path + ".tmp", path)
+        # Said nowhere on the console: Ray's driver output stays as its goldens captured it.
+        fr_dump.dump(os.path.join(config["dumps"], f"attempt_{attempt}"), rank, announce=False)
         raise
 
 

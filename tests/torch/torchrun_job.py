@@ -30,11 +30,12 @@ Faults (--scenario), injected on --fault-rank at --fault-step:
 
 Dumps: every rank that lives to do so writes its flight recorder through PyTorch's own
 torch._C._distributed_c10d._dump_fr_trace (pickle, with stacks) to DUMPS/nccl_trace_rank_<rank>
-(tmp file + rename), from the `except` handler of main (then re-raises, so that @record writes
-torchrun's error.json) and from its SIGTERM handler (torchrun's agent SIGTERMs the survivors once
-one worker failed; the handler then dies of SIGTERM as if it had none). Python runs signal
-handlers between bytecodes of the main thread, which never comes while that thread waits inside a
-Gloo collective, so the handler's work is done by a thread woken through signal.set_wakeup_fd.
+(tmp file + rename: fr_dump.py, shared with the other launchers' jobs), from the `except` handler
+of main (then re-raises, so that @record writes torchrun's error.json) and from its SIGTERM
+handler (torchrun's agent SIGTERMs the survivors once one worker failed; the handler then dies of
+SIGTERM as if it had none). Python runs signal handlers between bytecodes of the main thread,
+which never comes while that thread waits inside a Gloo collective, so the handler's work is done
+by a thread woken through signal.set_wakeup_fd.
 One dump per process, whichever path comes first: a SIGTERM that arrives while the `except`
 handler is dumping waits for that dump, then kills the process, whose traceback and error.json may
 then never be written (as with a survivor without any handler). The first dump with stacks costs
@@ -56,19 +57,21 @@ os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "2000")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-from torch._C import _distributed_c10d as c10d  # noqa: E402
 from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E402
+
+# Beside this script, whose folder Python puts first on sys.path: the dump every launcher's job
+# writes when it fails.
+import fr_dump  # noqa: E402
 
 SCENARIOS = ["healthy", "exception", "runtime", "segfault", "sigkill", "hang", "desync",
              "checkpoint"]
-DUMP_PREFIX = "nccl_trace_rank_"
 
 
 class Recorder:
     """Writes this process's flight-recorder dump once, whichever path (except, SIGTERM) asks."""
 
     def __init__(self, dumps, rank):
-        self.path = os.path.join(dumps, f"{DUMP_PREFIX}{rank}")
+        self.dumps, self.rank = dumps, rank
         self.lock = threading.Lock()
         self.done = False
 
@@ -76,14 +79,8 @@ class Recorder:
         with self.lock:
             if self.done:
                 return
-            data = c10d._dump_fr_trace(includeCollectives=True, includeStackTraces=True,
-                                       onlyActive=False)
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            with open(self.path + ".tmp", "wb") as f:
-                f.write(data)
-            os.replace(self.path + ".tmp", self.path)
+            fr_dump.dump(self.dumps, self.rank, why)
             self.done = True
-            print(f"flight recorder dumped to {self.path} ({why})", file=sys.stderr, flush=True)
 
 
 def install_sigterm_dump(recorder):
