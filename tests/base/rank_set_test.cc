@@ -16,6 +16,16 @@ TEST(FormatRankSetTest, RangesAscendingWithoutDuplicates) {
   EXPECT_EQ(FormatRankSet({4, 5}), "4-5");
 }
 
+TEST(FormatRankSetTest, RunsOfOneStrideAreOneRange) {
+  // A 512-rank job's DP group with TP x PP = 8: 64 numbers, read as one range.
+  std::vector<int64_t> dp;
+  for (int64_t r = 0; r < 512; r += 8) dp.push_back(r);
+  EXPECT_EQ(FormatRankSet(dp), "0-504 step 8");
+  EXPECT_EQ(FormatRankSet({3, 7, 11, 12, 13}), "3,7,11-13");  // a consecutive run keeps its first
+  EXPECT_EQ(FormatRankSet({0, 8, 9, 10}), "0,8-10");          // two make no stride
+  EXPECT_EQ(FormatRankSet({1, 5, 9, 20, 30, 40, 41}), "1-9 step 4,20,30,40-41");
+}
+
 TEST(FormatRankSetTest, WithinAGroupTheShorterFormWins) {
   std::vector<int64_t> group;
   for (int64_t r = 0; r < 4096; ++r) group.push_back(r);

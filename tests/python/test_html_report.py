@@ -143,6 +143,20 @@ def test_report_of_many_ranks_stays_small(cli, browser, tmp_path):
     assert text_of(dom, "culprits") == "77"
     timeline = re.search(r'<svg id="timeline-svg".*?</svg>', dom, re.S).group(0)
     assert timeline.count('<g class="row') <= 40
+    # The DP and PP groups (ranks 32 and 8 apart) read as strided ranges, not lists of numbers.
+    assert re.search(r"\b\d+-\d+ step (8|32)\b", dom)
+    assert not re.search(r"\b\d+,\d+,\d+,\d+,\d+,\d+\b", dom)
+    # Nothing runs off the right edge: a copy of the page measures itself in the browser.
+    measured = tmp_path / "measured.html"
+    measured.write_text(html.replace(
+        "</body>", "<script>document.title = 'width=' + "
+                   "document.documentElement.scrollWidth;</script></body>"))
+    proc = subprocess.run([browser, "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--window-size=1280,2000", f"--user-data-dir={tmp_path / 'measure'}",
+                           "--dump-dom", measured.as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    width = int(re.search(r"<title>width=(\d+)</title>", proc.stdout).group(1))
+    assert width <= 1280, f"the page is {width} px wide in a 1280 px window"
 
 
 def test_python_report_is_the_cli_report_and_the_notebook_shows_it(cli, browser, tmp_path):

@@ -59,11 +59,12 @@ def undecidable_from_logs(expected):
 
 
 def parse_rank_set(text):
-    """"3,8-10" -> {3, 8, 9, 10}"""
+    """"3,8-10,12-20 step 4" -> {3, 8, 9, 10, 12, 16, 20}"""
     ranks = set()
     for part in text.split(","):
-        low, _, high = part.partition("-")
-        ranks.update(range(int(low), int(high or low) + 1))
+        span, _, step = part.partition(" step ")
+        low, _, high = span.partition("-")
+        ranks.update(range(int(low), int(high or low) + 1, int(step or 1)))
     return ranks
 
 

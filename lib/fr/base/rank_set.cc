@@ -22,7 +22,25 @@ std::string FormatRankSet(std::vector<int64_t> ranks) {
     size_t j = i;
     while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
     if (!out.empty()) out += ',';
-    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    if (j > i) {
+      out += fmt::format("{}-{}", ranks[i], ranks[j]);
+      i = j + 1;
+      continue;
+    }
+    // A run of one stride, as a mesh's DP or PP groups are: "0-504 step 8". Three members at
+    // least, and not the start of a consecutive run (0,8,9,10 is "0,8-10").
+    if (i + 2 < ranks.size()) {
+      const int64_t step = ranks[i + 1] - ranks[i];
+      size_t end = i + 1;
+      while (end + 1 < ranks.size() && ranks[end + 1] - ranks[end] == step) ++end;
+      if (end + 1 < ranks.size() && ranks[end + 1] == ranks[end] + 1) --end;
+      if (end >= i + 2) {
+        out += fmt::format("{}-{} step {}", ranks[i], ranks[end], step);
+        i = end + 1;
+        continue;
+      }
+    }
+    out += fmt::format("{}", ranks[i]);
     i = j + 1;
   }
   return out;

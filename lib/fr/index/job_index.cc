@@ -107,17 +107,6 @@ std::vector<int64_t> RanksWithoutFile(const LoadedTrace& trace, const std::vecto
   return {without.begin(), without.end()};
 }
 
-// The job's world size as far as the files and the logs tell: one past the highest rank loaded,
-// without a file, rejected or in conflict.
-int64_t WorldSize(const LoadedTrace& trace, const std::vector<int64_t>& without_file) {
-  int64_t highest = -1;
-  for (const RankDump& dump : trace.ranks) highest = std::max(highest, dump.rank);
-  for (int64_t rank : without_file) highest = std::max(highest, rank);
-  for (const RejectedFile& file : trace.rejected) highest = std::max(highest, file.rank);
-  for (const RankConflict& conflict : trace.conflicts) highest = std::max(highest, conflict.rank);
-  return highest + 1;
-}
-
 // True when `member` issued a different op than `op` as collective `seq`.
 bool IssuedOtherOp(const RankDump& dump, const GroupMember& member, int64_t seq, OpKind op) {
   auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
@@ -500,7 +489,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs,
   index.ranks_without_file = RanksWithoutFile(trace, index.died_ranks);
   InferMembersFromSiblings(trace, index.ranks_without_file, &index.groups);
   if (std::vector<int64_t> above =
-          RanksAboveTheHighest(trace, WorldSize(trace, index.ranks_without_file), &index.groups);
+          RanksAboveTheHighest(trace, JobWorldSize(trace, index.ranks_without_file), &index.groups);
       !above.empty()) {
     index.ranks_without_file.insert(index.ranks_without_file.end(), above.begin(), above.end());
     InferMembersFromSiblings(trace, above, &index.groups);
@@ -518,7 +507,7 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs,
     dump_of_rank[trace.ranks[d].rank] = static_cast<int32_t>(d);
   }
   std::vector<absl::flat_hash_map<int64_t, uint32_t>> member_of_rank(index.groups.size());
-  const int64_t world_size = WorldSize(trace, index.ranks_without_file);
+  const int64_t world_size = JobWorldSize(trace, index.ranks_without_file);
   for (size_t g = 0; g < index.groups.size(); ++g) {
     JobGroup& group = index.groups[g];
     if (!group.ranks_known && group.desc == "default_pg" && world_size > 0) {

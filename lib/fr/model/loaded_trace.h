@@ -9,6 +9,7 @@
 #ifndef FR_MODEL_LOADED_TRACE_H_
 #define FR_MODEL_LOADED_TRACE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -118,6 +119,19 @@ struct LoadedTrace {
   uint64_t bytes_decoded = 0;  // after decompression
   LoadTimings timings;
 };
+
+// The job's world size as far as its files tell: one past the highest rank loaded, damaged, in
+// conflict or missing, and of `more_ranks` (ranks other evidence says the job had: the logs'
+// deaths, members the groups' strides imply). 0 when no rank is known.
+inline int64_t JobWorldSize(const LoadedTrace& trace, const std::vector<int64_t>& more_ranks = {}) {
+  int64_t highest = -1;
+  for (const RankDump& dump : trace.ranks) highest = std::max(highest, dump.rank);
+  for (const RejectedFile& file : trace.rejected) highest = std::max(highest, file.rank);
+  for (const RankConflict& conflict : trace.conflicts) highest = std::max(highest, conflict.rank);
+  for (int64_t rank : trace.missing_ranks) highest = std::max(highest, rank);
+  for (int64_t rank : more_ranks) highest = std::max(highest, rank);
+  return highest + 1;
+}
 
 // Every file of the input an output must never replace: the dumps read (loaded, damaged, or set
 // aside as another file's rank or another job's), files named as logs, and core files. Outputs

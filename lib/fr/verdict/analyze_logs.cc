@@ -364,15 +364,6 @@ void SayWhatSkippedFilesWereReadAs(const LoadedTrace& trace, const LogSet* logs,
   }
 }
 
-// The job's ranks as its dumps know them: every rank loaded, damaged or missing.
-int64_t JobWorldSize(const LoadedTrace& trace) {
-  int64_t highest = -1;
-  for (const RankDump& dump : trace.ranks) highest = std::max(highest, dump.rank);
-  for (const RejectedFile& file : trace.rejected) highest = std::max(highest, file.rank);
-  for (int64_t rank : trace.missing_ranks) highest = std::max(highest, rank);
-  return highest + 1;
-}
-
 }  // namespace
 
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {

@@ -20,6 +20,7 @@
 #include "fr/match/matcher.h"
 #include "fr/model/loaded_trace.h"
 #include "fr/report.pb.h"
+#include "fr/stacks/python_stacks.h"
 #include "fr/verdict/failure_class.h"
 #include "fr/verdict/stragglers.h"
 #include "fr/verdict/unrecorded_p2p.h"
@@ -35,6 +36,14 @@ enum class FindingTopic : uint8_t {
   kStraggler,  // a rank consistently last to enqueue ("straggler")
   kDataLoss,   // files that could not be used ("data_loss")
   kMonitor,    // what the hosts' monitor snapshots show (`monitor_kind`)
+  kStacks,     // what the live Python stacks show (`stack_kind`)
+};
+
+// What a finding from the live stacks is about.
+enum class StackFindingKind : uint8_t {
+  kWorkerGone,            // its debug-server worker refused the connection
+  kWorkerSilent,          // its worker did not answer in time
+  kOutsideCommunication,  // its main thread is outside communication while peers wait
 };
 
 // One problem found, with what it rests on. Sentences (summary, evidence, stack frames) are
@@ -43,9 +52,10 @@ struct JudgedFinding {
   FindingTopic topic = FindingTopic::kFailure;
   FailureClass failure_class = FailureClass::kNone;  // kFailure only
   std::string monitor_kind;                          // kMonitor only: MonitorFinding::kind
-  std::vector<int64_t> ranks;                        // culprits, or the ranks it concerns
-  uint32_t group = kNoGroupIndex;                    // index into JobIndex::groups, or none
-  int64_t seq = -1;                                  // collective (or p2p) seq; -1: none
+  StackFindingKind stack_kind = StackFindingKind::kOutsideCommunication;  // kStacks only
+  std::vector<int64_t> ranks;      // culprits, or the ranks it concerns
+  uint32_t group = kNoGroupIndex;  // index into JobIndex::groups, or none
+  int64_t seq = -1;                // collective (or p2p) seq; -1: none
   std::string op;
   Confidence confidence = Confidence::kHigh;
   std::string summary;
@@ -104,6 +114,9 @@ struct Judgment {
   // creation; ns on that rank's clock): how long the rank made progress. Ranks with no
   // completed timed op are absent.
   std::map<int64_t, int64_t> last_completed_ns;
+  // The live stacks judged (stack_evidence.h), when there were any: their groups go into the
+  // report as they are.
+  std::optional<StackJudgement> stacks;
 };
 
 // "all_reduce #12 in group 0 DP (scheduled, retired)": one entry as evidence and the ranks'

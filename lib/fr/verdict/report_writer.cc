@@ -29,6 +29,41 @@ void FillGroupRef(const JobGroup& group, ProcessGroupRef* ref) {
 
 std::string ConfidenceText(Confidence c) { return std::string(ConfidenceName(c)); }
 
+std::string_view AnswerWords(RankAnswer answer) {
+  switch (answer) {
+    case RankAnswer::kRefused:
+      return "connection refused: the process is gone";
+    case RankAnswer::kTimedOut:
+      return "no answer in time: the process may hold the GIL, be stopped or be swapping";
+    case RankAnswer::kFailed:
+    case RankAnswer::kAnswered:
+      break;
+  }
+  return "the request failed";
+}
+
+// Every rank's main thread, grouped by identical stacks, and the workers that did not answer.
+void WriteLiveStacks(const StackJudgement& judged, report::Report* report) {
+  for (const StackGroup& group : judged.groups) {
+    report::LiveStackGroup* out = report->add_live_stacks();
+    for (int64_t rank : group.ranks) out->add_ranks(rank);
+    out->set_ranks_text(FormatRankSet(group.ranks));
+    out->set_place(std::string(StackPlaceName(group.place)));
+    for (const PythonFrame& frame : group.frames) out->add_frames(ValidUtf8(DescribeFrame(frame)));
+    out->set_snapshot(ValidUtf8(judged.newest_path));
+  }
+  for (const RankNoAnswer& silent : judged.no_answer) {
+    report::LiveStackGroup* out = report->add_live_stacks();
+    out->add_ranks(silent.rank);
+    out->set_ranks_text(std::to_string(silent.rank));
+    out->set_place("no answer");
+    out->set_snapshot(ValidUtf8(judged.newest_path));
+    out->set_error(ValidUtf8(
+        silent.error.empty() ? std::string(AnswerWords(silent.answer))
+                             : fmt::format("{} ({})", AnswerWords(silent.answer), silent.error)));
+  }
+}
+
 }  // namespace
 
 void WriteFinding(const JudgedFinding& finding, const JobIndex& index, report::Finding* out) {
@@ -71,6 +106,7 @@ class ReportWriter {
     FillProcessGroups(&report);
     FillRanks(&report);
     FillStats(&report);
+    if (judgment_.stacks.has_value()) WriteLiveStacks(*judgment_.stacks, &report);
     return report;
   }
 
@@ -321,6 +357,16 @@ std::string FindingKindName(const JudgedFinding& finding) {
       return "data_loss";
     case FindingTopic::kMonitor:
       return finding.monitor_kind;
+    case FindingTopic::kStacks:
+      switch (finding.stack_kind) {
+        case StackFindingKind::kWorkerGone:
+          return "worker_gone";
+        case StackFindingKind::kWorkerSilent:
+          return "worker_silent";
+        case StackFindingKind::kOutsideCommunication:
+          return "stack_outside_communication";
+      }
+      return "";
   }
   return "";
 }

@@ -19,41 +19,7 @@ std::vector<int64_t> Wide(const std::vector<int64_t>& ranks) {
   return std::vector<int64_t>(ranks.begin(), ranks.end());
 }
 
-std::string_view AnswerWords(RankAnswer answer) {
-  switch (answer) {
-    case RankAnswer::kRefused:
-      return "connection refused: the process is gone";
-    case RankAnswer::kTimedOut:
-      return "no answer in time: the process may hold the GIL, be stopped or be swapping";
-    case RankAnswer::kFailed:
-    case RankAnswer::kAnswered:
-      break;
-  }
-  return "the request failed";
-}
-
 std::string Seconds(int64_t ns) { return fmt::format("{:.0f} s", static_cast<double>(ns) / 1e9); }
-
-void AddGroups(const StackJudgement& judged, report::Report* report) {
-  for (const StackGroup& group : judged.groups) {
-    report::LiveStackGroup* out = report->add_live_stacks();
-    for (int64_t rank : group.ranks) out->add_ranks(rank);
-    out->set_ranks_text(FormatRankSet(Wide(group.ranks)));
-    out->set_place(std::string(StackPlaceName(group.place)));
-    for (const PythonFrame& frame : group.frames) out->add_frames(ValidUtf8(DescribeFrame(frame)));
-    out->set_snapshot(ValidUtf8(judged.newest_path));
-  }
-  for (const RankNoAnswer& silent : judged.no_answer) {
-    report::LiveStackGroup* out = report->add_live_stacks();
-    out->add_ranks(silent.rank);
-    out->set_ranks_text(std::to_string(silent.rank));
-    out->set_place("no answer");
-    out->set_snapshot(ValidUtf8(judged.newest_path));
-    out->set_error(ValidUtf8(
-        silent.error.empty() ? std::string(AnswerWords(silent.answer))
-                             : fmt::format("{} ({})", AnswerWords(silent.answer), silent.error)));
-  }
-}
 
 // "rank 2's main thread is in inject (tests/torch/torchrun_job.py:236)".
 std::string HeldSentence(const StackJudgement& judged) {
@@ -85,15 +51,13 @@ std::vector<int64_t> RanksWhoseWorkerIsGone(const StackSnapshots& stacks) {
   return gone;
 }
 
-std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stacks,
-                                                      int64_t stalled_ns, report::Report* report) {
+bool JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, bool dumps_loaded,
+                       Judgment* judgment) {
   StackJudgement judged = JudgeStacks(stacks);
-  if (judged.snapshots == 0) return std::nullopt;
-  AddGroups(judged, report);
-  report::Verdict* verdict = report->mutable_verdict();
-  std::optional<FailureClass> failure = ParseFailureClass(verdict->failure_class());
-  bool dumps_found_failure = failure.has_value() && IsFailureClass(*failure);
-  std::set<int64_t> culprits(verdict->culprit_ranks().begin(), verdict->culprit_ranks().end());
+  if (judged.snapshots == 0) return false;
+  DumpVerdict& verdict = judgment->verdict;
+  bool dumps_found_failure = IsFailureClass(verdict.failure_class);
+  std::set<int64_t> culprits(verdict.culprits.begin(), verdict.culprits.end());
 
   // Workers that did not answer: gone (connection refused) or silent (no answer in time).
   std::vector<int64_t> gone = RanksWhoseWorkerIsGone(stacks);
@@ -106,16 +70,16 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
   for (bool refused : {true, false}) {
     const std::vector<int64_t>& ranks = refused ? gone : silent;
     if (ranks.empty()) continue;
-    report::Finding* finding = report->add_findings();
-    finding->set_kind(refused ? "worker_gone" : "worker_silent");
-    for (int64_t rank : ranks) finding->add_ranks(static_cast<int64_t>(rank));
-    finding->set_collective_seq_id(-1);
-    finding->set_confidence(refused ? "high" : "medium");
+    JudgedFinding& finding = judgment->findings.emplace_back();
+    finding.topic = FindingTopic::kStacks;
+    finding.stack_kind = refused ? StackFindingKind::kWorkerGone : StackFindingKind::kWorkerSilent;
+    finding.ranks = ranks;
+    finding.confidence = refused ? Confidence::kHigh : Confidence::kMedium;
     std::string waits = judged.waiting.empty()
                             ? std::string()
                             : fmt::format(" while rank(s) {} wait in {}",
                                           FormatRankSet(Wide(judged.waiting)), judged.waiting_in);
-    finding->set_summary(ValidUtf8(
+    finding.summary = ValidUtf8(
         refused
             ? fmt::format("The debug-server worker of rank(s) {} refused the connection: the "
                           "process is gone{}.",
@@ -123,24 +87,22 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
             : fmt::format("The debug-server worker of rank(s) {} did not answer in time{}: the "
                           "process may hold the GIL in native code, be stopped (SIGSTOP, a "
                           "debugger) or be swapping.",
-                          FormatRankSet(ranks), waits)));
+                          FormatRankSet(ranks), waits));
     for (const RankNoAnswer& rank : judged.no_answer) {
       if (std::find(ranks.begin(), ranks.end(), rank.rank) == ranks.end()) continue;
-      finding->add_evidence(ValidUtf8(fmt::format("rank {}: {}", rank.rank, rank.error)));
+      finding.evidence.push_back(ValidUtf8(fmt::format("rank {}: {}", rank.rank, rank.error)));
     }
     // A silent worker is the culprit only when the others visibly wait and none of them is
     // outside communication (then that one is the better answer).
     bool decides = refused ? !all_gone : !judged.waiting.empty() && judged.held_by.empty();
     if (dumps_found_failure || !decides) continue;
-    verdict->set_failure_class(std::string(FailureClassName(FailureClass::kMissingParticipant)));
-    verdict->clear_culprit_ranks();
-    for (int64_t rank : ranks) verdict->add_culprit_ranks(static_cast<int64_t>(rank));
-    verdict->clear_victim_ranks();
-    for (int64_t rank : judged.waiting) verdict->add_victim_ranks(rank);
-    verdict->set_confidence(refused && !judged.waiting.empty() ? "high" : "medium");
-    verdict->set_summary(finding->summary());
-    verdict->clear_next_actions();
-    verdict->add_next_actions(
+    verdict.failure_class = FailureClass::kMissingParticipant;
+    verdict.culprits = ranks;
+    verdict.victims = judged.waiting;
+    verdict.confidence =
+        refused && !judged.waiting.empty() ? Confidence::kHigh : Confidence::kMedium;
+    verdict.summary = finding.summary;
+    verdict.next_actions = {
         refused ? fmt::format("Find why rank(s) {} died: the launcher's log (exit code, signal), "
                               "the host's kernel log (OOM killer, Xid) and its last lines of "
                               "output.",
@@ -148,84 +110,91 @@ std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stac
                 : fmt::format("Look at rank(s) {}'s process on its host: its state in `ps` (T: "
                               "stopped, D: in I/O), `py-spy dump --native --pid PID` for the "
                               "native frame that holds the GIL.",
-                              FormatRankSet(ranks)));
-    return ranks;
+                              FormatRankSet(ranks))};
+    judgment->stacks = std::move(judged);
+    return true;
   }
 
-  if (judged.held_by.empty()) return std::nullopt;
+  if (judged.held_by.empty()) {
+    judgment->stacks = std::move(judged);
+    return false;
+  }
   // In work every rank did and left (a checkpoint every rank writes, rank 0 the longest), the
   // held rank is stuck only once it has stayed twice as long as the slowest peer took.
   int64_t needed_ns = std::max(stalled_ns, 2 * judged.peers_in_frame_ns);
   bool stalled =
       !judged.moving && judged.unchanged_snapshots >= 2 && judged.unchanged_ns >= needed_ns;
-  report::Finding* finding = report->add_findings();
-  finding->set_kind("stack_outside_communication");
-  for (int64_t rank : judged.held_by) finding->add_ranks(rank);
-  finding->set_collective_seq_id(-1);
+  JudgedFinding& finding = judgment->findings.emplace_back();
+  finding.topic = FindingTopic::kStacks;
+  finding.stack_kind = StackFindingKind::kOutsideCommunication;
+  finding.ranks = judged.held_by;
   bool sure = judged.unchanged_ns >= std::max(needed_ns, kSureSpanNs);
-  finding->set_confidence(stalled ? (sure ? "high" : "medium") : "low");
+  finding.confidence =
+      stalled ? (sure ? Confidence::kHigh : Confidence::kMedium) : Confidence::kLow;
   std::string held = HeldSentence(judged);
   std::string waiting = FormatRankSet(Wide(judged.waiting));
   if (judged.moving) {
-    finding->set_summary(ValidUtf8(fmt::format(
+    finding.summary = ValidUtf8(fmt::format(
         "Outside communication while rank(s) {} wait in {}: {}; but its stack changed since the "
         "snapshot before, so it is moving (slow), not stuck.",
-        waiting, judged.waiting_in, held)));
+        waiting, judged.waiting_in, held));
   } else if (!stalled && judged.peers_in_frame_ns >= 0) {
-    finding->set_summary(ValidUtf8(fmt::format(
+    finding.summary = ValidUtf8(fmt::format(
         "Outside communication while rank(s) {} wait in {}: {} ({}); the others were in the same "
         "frame before and left it (the slowest after {}): work every rank does, slower here, "
         "not yet a hang.",
-        waiting, judged.waiting_in, held, HowLong(judged), Seconds(judged.peers_in_frame_ns))));
+        waiting, judged.waiting_in, held, HowLong(judged), Seconds(judged.peers_in_frame_ns)));
   } else {
-    finding->set_summary(
+    finding.summary =
         ValidUtf8(fmt::format("Outside communication while rank(s) {} wait in {}: {} ({}).",
-                              waiting, judged.waiting_in, held, HowLong(judged))));
+                              waiting, judged.waiting_in, held, HowLong(judged)));
   }
   const PythonThread* main = nullptr;
   for (const RankStacks& rank : stacks.snapshots.back().ranks) {
     if (rank.rank == judged.held_by.front()) main = MainThread(rank);
   }
   if (main != nullptr) {
-    for (const PythonFrame& frame : main->frames)
-      finding->add_stack(ValidUtf8(DescribeFrame(frame)));
-    finding->set_stack_at(ValidUtf8(fmt::format("live stack, {}", judged.newest_path)));
+    for (const PythonFrame& frame : main->frames) {
+      finding.stack.push_back(ValidUtf8(DescribeFrame(frame)));
+    }
+    finding.stack_at = ValidUtf8(fmt::format("live stack, {}", judged.newest_path));
   }
 
   std::set<int64_t> held_set(judged.held_by.begin(), judged.held_by.end());
+  bool decided = false;
   if (dumps_found_failure) {
     if (culprits == held_set) {
-      verdict->set_summary(ValidUtf8(fmt::format("{} The live stacks agree: {}, {}.",
-                                                 verdict->summary(), held, HowLong(judged))));
+      verdict.summary = ValidUtf8(
+          fmt::format("{} The live stacks agree: {}, {}.", verdict.summary, held, HowLong(judged)));
     } else if (stalled) {
-      verdict->set_summary(
+      verdict.summary =
           ValidUtf8(fmt::format("{} The live stacks disagree: {}, {}, while the others wait in {}.",
-                                verdict->summary(), held, HowLong(judged), judged.waiting_in)));
+                                verdict.summary, held, HowLong(judged), judged.waiting_in));
     }
-    return std::nullopt;
+  } else if (stalled) {
+    // One snapshot, or a moving rank, is a finding, not a verdict.
+    verdict.failure_class = FailureClass::kMissingParticipant;
+    verdict.culprits = judged.held_by;
+    verdict.victims = judged.waiting;
+    verdict.confidence = finding.confidence;
+    verdict.summary = ValidUtf8(fmt::format(
+        "Rank(s) {} stopped outside communication while rank(s) {} wait in {}: {}, {}. {}",
+        FormatRankSet(Wide(judged.held_by)), waiting, judged.waiting_in, held, HowLong(judged),
+        dumps_loaded
+            ? "The dumps show no op past its timeout yet; the stacks show where the job stopped."
+            : "No flight-recorder dump was read; the stacks show where the job stopped."));
+    verdict.next_actions = {
+        ValidUtf8(fmt::format(
+            "Read rank {}'s frame {}: it is waiting on something outside communication (data "
+            "loading, I/O, a lock, a sleep) or took a branch that skips the collective its peers "
+            "are in.",
+            judged.held_by.front(), DescribeFrame(judged.held_at.front()))),
+        "Dump every thread of that process with py-spy (`py-spy dump --native --pid PID`) to see "
+        "what its native code waits on."};
+    decided = true;
   }
-  if (!stalled) return std::nullopt;  // one snapshot, or a moving rank: a finding, not a verdict
-  verdict->set_failure_class(std::string(FailureClassName(FailureClass::kMissingParticipant)));
-  verdict->clear_culprit_ranks();
-  for (int64_t rank : judged.held_by) verdict->add_culprit_ranks(rank);
-  verdict->clear_victim_ranks();
-  for (int64_t rank : judged.waiting) verdict->add_victim_ranks(rank);
-  verdict->set_confidence(finding->confidence());
-  verdict->set_summary(ValidUtf8(fmt::format(
-      "Rank(s) {} stopped outside communication while rank(s) {} wait in {}: {}, {}. {}",
-      FormatRankSet(Wide(judged.held_by)), waiting, judged.waiting_in, held, HowLong(judged),
-      report->inputs().ranks_loaded_size() > 0
-          ? "The dumps show no op past its timeout yet; the stacks show where the job stopped."
-          : "No flight-recorder dump was read; the stacks show where the job stopped.")));
-  verdict->clear_next_actions();
-  verdict->add_next_actions(ValidUtf8(fmt::format(
-      "Read rank {}'s frame {}: it is waiting on something outside communication (data loading, "
-      "I/O, a lock, a sleep) or took a branch that skips the collective its peers are in.",
-      judged.held_by.front(), DescribeFrame(judged.held_at.front()))));
-  verdict->add_next_actions(
-      "Dump every thread of that process with py-spy (`py-spy dump --native --pid PID`) to see "
-      "what its native code waits on.");
-  return Wide(judged.held_by);
+  judgment->stacks = std::move(judged);
+  return decided;
 }
 
 }  // namespace fr

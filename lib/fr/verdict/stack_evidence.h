@@ -20,8 +20,8 @@
 #include <optional>
 #include <vector>
 
-#include "fr/report.pb.h"
 #include "fr/stacks/python_stacks.h"
+#include "fr/verdict/judgment.h"
 
 namespace fr {
 
@@ -31,12 +31,14 @@ constexpr int64_t kSureSpanNs = int64_t{30} * 1'000'000'000;
 // Ranks whose worker refused the connection in the newest snapshot, ascending.
 std::vector<int64_t> RanksWhoseWorkerIsGone(const StackSnapshots& stacks);
 
-// `stalled_ns`: how long an outlier must stay unchanged for a verdict (kStalledSpanNs unless
-// `fr-analyze live --stall` says otherwise); high confidence from max(it, kSureSpanNs).
-// Returns the culprits when the stacks made the verdict (missing_participant, the dumps having
-// found no failure), in the order the report lists them; nullopt when the dumps' verdict stands.
-std::optional<std::vector<int64_t>> JoinStackEvidence(const StackSnapshots& stacks,
-                                                      int64_t stalled_ns, report::Report* report);
+// Weighs the stacks with the dumps' judgment: adds their findings (FindingTopic::kStacks) and
+// the judged stacks to `judgment`, and, when the dumps found no failure and the stacks show one,
+// makes the verdict (missing_participant). `stalled_ns`: how long an outlier must stay unchanged
+// for a verdict (kStalledSpanNs unless `fr-analyze live --stall` says otherwise); high confidence
+// from max(it, kSureSpanNs). `dumps_loaded`: whether any dump was read. Returns whether the
+// stacks made the verdict. Only report_writer.cc turns any of it into the report.
+bool JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, bool dumps_loaded,
+                       Judgment* judgment);
 
 }  // namespace fr
 

@@ -1,0 +1,536 @@
+// The dumps' findings, earliest cause first: the culprit of each blocked wait (a rank that never
+// issued the op, a desync, a deadlock, a p2p that broke its own rhythm), ops stuck in flight,
+// silent mismatches, stragglers, and the data the files lost.
+#include <algorithm>
+#include <cctype>
+#include <future>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "fmt/format.h"
+#include "fr/base/rank_set.h"
+#include "fr/base/utf8.h"
+#include "fr/index/job_index.h"
+#include "fr/match/matcher.h"
+#include "fr/match/p2p_rhythm.h"
+#include "fr/verdict/failure_class.h"
+#include "fr/verdict/judge.h"
+#include "fr/verdict/judgment.h"
+#include "fr/verdict/next_actions.h"
+#include "fr/verdict/program_order.h"
+#include "fr/verdict/report_writer.h"
+#include "fr/verdict/stack_evidence.h"
+#include "fr/verdict/stragglers.h"
+#include "fr/verdict/unrecorded_p2p.h"
+#include "fr/waitfor/wait_for_graph.h"
+
+namespace fr::verdict_internal {
+
+std::vector<std::string> Judge::StackOf(const RankDump& dump, const Entry& entry) const {
+  std::vector<std::string> stack;
+  if (entry.stack == kNoStack) return stack;
+  int count = 0;
+  for (uint32_t f : dump.Stack(entry.stack)) {
+    if (count++ == kMaxStackFrames) {
+      stack.push_back("...");
+      break;
+    }
+    const Frame& frame = dump.frames[f];
+    stack.push_back(fmt::format("{} ({}:{})", dump.strings.view(frame.name),
+                                dump.strings.view(frame.filename), frame.line));
+  }
+  return stack;
+}
+
+void Judge::AddStackAt(const JobGroup& group, int64_t rank, int64_t seq,
+                       JudgedFinding* finding) const {
+  const RankDump* dump = nullptr;
+  std::optional<Entry> entry = EntryAt(group, rank, seq, &dump);
+  if (!entry.has_value()) return;
+  std::vector<std::string> stack = StackOf(*dump, *entry);
+  finding->stack.insert(finding->stack.end(), stack.begin(), stack.end());
+  if (!finding->stack.empty()) finding->stack_at = ValidUtf8(DescribeEntry(*dump, *entry));
+}
+
+void Judge::AddCulpritFindings(const WaitForGraph& graph) {
+  struct Cause {
+    uint32_t block;
+    std::vector<int64_t> culprits;
+  };
+  std::map<uint32_t, Cause> by_block;
+  std::vector<uint32_t> relay_cycle;
+  std::vector<int64_t> relay_ranks;
+  for (int64_t culprit : graph.culprits()) {
+    std::vector<uint32_t> on = graph.BlocksOn(culprit);
+    if (on.empty()) continue;
+    std::map<uint32_t, int64_t> positions = order_->ProgramPositions(culprit, on, blocks());
+    auto position = [&](uint32_t b) {
+      auto it = positions.find(b);
+      return it == positions.end() ? 0 : it->second;
+    };
+    uint32_t best = *std::min_element(on.begin(), on.end(), [&](uint32_t a, uint32_t b) {
+      const Block& x = blocks()[a];
+      const Block& y = blocks()[b];
+      // The earliest op others wait in is the root: what the culprit failed to do first.
+      // Everything after it (sends it never reached, later collectives) follows from it.
+      // "Blocked behind an earlier op" only relays a wait: prefer any direct cause.
+      bool x_relay = PassesWaitOn(x);
+      bool y_relay = PassesWaitOn(y);
+      // Collectives align by seq across ranks; p2p waits only say "not yet", and a peer posts
+      // its recv long before the culprit would have reached the send. So a collective the
+      // culprit failed to join names the root better than a p2p op it failed to match.
+      // Before any of that, the op the culprit itself sits in (its oldest unfinished op, a
+      // desync it issued) is where it stopped: every op it never issued comes after it in its
+      // own program, whatever the clocks of the ranks that wait there say. Among ops it never
+      // issued, their place in the program (ProgramPositions) orders them where it is known;
+      // enqueue times of different ranks are a race that a loaded host decides either way.
+      bool x_elsewhere = !SitsIn(culprit, x);
+      bool y_elsewhere = !SitsIn(culprit, y);
+      return std::make_tuple(x_relay, x_elsewhere, x.is_p2p, position(a), x.time_created_ns,
+                             ReasonPriority(x.reason),
+                             a) < std::make_tuple(y_relay, y_elsewhere, y.is_p2p, position(b),
+                                                  y.time_created_ns, ReasonPriority(y.reason), b);
+    });
+    // A rank that others wait for only because it is itself stuck in an earlier op that
+    // blames no one (a stalled transport, an op still in flight) is not a culprit. If it is in
+    // no stuck op either, it waits in a cycle of such relays: send/recv queued behind each
+    // other (a p2p ordering deadlock), kept for below.
+    if (PassesWaitOn(blocks()[best])) {
+      if (!InStuckOp(culprit)) relay_ranks.push_back(culprit);
+      continue;
+    }
+    // Waited for, but its file could not be read: what it did is unknown, so it is neither
+    // blamed nor cleared; the verdict says which file would settle it.
+    if (std::all_of(on.begin(), on.end(), [&](uint32_t b) {
+          return blocks()[b].reason == BlockReason::kDumpUnreadable;
+        })) {
+      unreadable_sinks_.push_back(culprit);
+      continue;
+    }
+    by_block[best].block = best;
+    by_block[best].culprits.push_back(culprit);
+  }
+  if (by_block.empty() && relay_ranks.size() > 1) {
+    // The waits among the deadlocked ranks themselves.
+    std::sort(relay_ranks.begin(), relay_ranks.end());
+    auto among = [&](const std::vector<int64_t>& ranks) {
+      return std::any_of(ranks.begin(), ranks.end(), [&](int64_t r) {
+        return std::binary_search(relay_ranks.begin(), relay_ranks.end(), r);
+      });
+    };
+    for (uint32_t b = 0; b < blocks().size(); ++b) {
+      if (among(blocks()[b].waiters) && among(blocks()[b].blockers)) relay_cycle.push_back(b);
+    }
+    if (!relay_cycle.empty()) AddDeadlockFinding(relay_cycle, relay_ranks);
+  }
+  for (auto& [b, cause] : by_block) AddCulpritFinding(blocks()[b], &cause.culprits);
+}
+
+void Judge::AddCulpritFinding(const Block& block, std::vector<int64_t>* culprit_ranks) {
+  std::vector<int64_t>& culprits_of = *culprit_ranks;
+  const JobGroup& group = index().groups[block.group];
+  bool batch_shift = IsHeldByBatch(block.reason) && !block.held_by_other_rank;
+  if (batch_shift) {
+    // Batched p2p stuck against each other: a skipped or extra op on either side of the
+    // channel shifts the FIFO pairing; both sides are named.
+    culprits_of.insert(culprits_of.end(), block.waiters.begin(), block.waiters.end());
+    std::sort(culprits_of.begin(), culprits_of.end());
+    culprits_of.erase(std::unique(culprits_of.begin(), culprits_of.end()), culprits_of.end());
+  }
+  JudgedFinding& finding = AddFinding(ClassOfReason(block.reason));
+  finding.ranks = culprits_of;
+  finding.group = block.group;
+  finding.seq = block.seq;
+  finding.op = block.op;
+  std::string culprits = FormatRankSetWithin(culprits_of, group.ranks);
+  std::string plural = culprits_of.size() > 1 ? "ranks" : "rank";
+  std::string seq =
+      block.is_p2p ? fmt::format("p2p #{}", block.seq) : fmt::format("#{}", block.seq);
+  std::string waiters = block.waiters.size() == 1
+                            ? fmt::format("rank {} is", block.waiters.front())
+                            : fmt::format("{} ranks are", block.waiters.size());
+  Confidence confidence = Confidence::kHigh;
+  if (block.reason == BlockReason::kNeverIssued) {
+    finding.summary = fmt::format(
+        "{} {} never issued {} {} in {}, which {} blocked in; {} waiting on nothing else "
+        "(stuck outside communication, or diverged control flow).",
+        plural, culprits, block.op, seq, GroupLabel(group), waiters,
+        culprits_of.size() > 1 ? "they are" : "it is");
+  } else if (block.reason == BlockReason::kDumpMissing) {
+    confidence = Confidence::kMedium;
+    finding.summary = fmt::format(
+        "{} {} left no dump, and {} blocked in {} {} in {} waiting for {}: it most likely "
+        "crashed or hung before dumping.",
+        plural, culprits, waiters, block.op, seq, GroupLabel(group),
+        culprits_of.size() > 1 ? "them" : "it");
+  } else if (block.reason == BlockReason::kNotStarted) {
+    finding.summary = fmt::format(
+        "{} {} enqueued {} {} in {} but {} GPU never started it, while its peers did.", plural,
+        culprits, block.op, seq, GroupLabel(group), culprits_of.size() > 1 ? "their" : "its");
+  } else if (batch_shift) {
+    confidence = Confidence::kLow;
+    const std::string held = fmt::format(
+        "Ranks {} are stuck in batched sends/recvs (batch_isend_irecv) on the same channel in "
+        "{}, each batch holding an op the other side cannot match: one of them skipped or "
+        "added a p2p op, shifting the FIFO pairing.",
+        culprits, GroupLabel(group));
+    std::string deviated =
+        DeviatedFromOwnRhythm(MutualP2pWaits(culprits_of, block.group), &finding);
+    if (!deviated.empty()) {
+      confidence = Confidence::kMedium;
+      culprits_of = finding.ranks;
+      finding.summary = fmt::format("{} {}", held, deviated);
+    } else {
+      finding.summary = fmt::format(
+          "{} Which one is not in the dumps; compare their pipeline "
+          "schedules.",
+          held);
+    }
+  } else if (block.reason == BlockReason::kNoMatchingRecv ||
+             block.reason == BlockReason::kNoMatchingSend) {
+    finding.summary = fmt::format(
+        "{} {} never posted the {} that {} {} in {} needs ({} {} waiting).", plural, culprits,
+        block.reason == BlockReason::kNoMatchingRecv ? "recv" : "send", block.op, seq,
+        GroupLabel(group), FormatRankSet(block.waiters), block.waiters.size() == 1 ? "is" : "are");
+  } else {
+    bool tie = false;
+    for (const Mismatch& mismatch : judgment_.matched.mismatches) {
+      if (mismatch.group == block.group && mismatch.seq == block.seq) {
+        tie |= mismatch.tie;
+        for (const std::string& line : mismatch.evidence) finding.evidence.push_back(line);
+      }
+    }
+    if (tie) confidence = Confidence::kLow;
+    std::string what = block.reason == BlockReason::kOpMismatch      ? "a different op"
+                       : block.reason == BlockReason::kDtypeMismatch ? "a different dtype"
+                                                                     : "different tensor sizes";
+    finding.summary = fmt::format(
+        "{} {} issued {} than the other members at {} {} in {}, "
+        "so the collective cannot complete.",
+        plural, culprits, what, block.op, seq, GroupLabel(group));
+  }
+  // Sentences start with a capital even when they start with "rank".
+  if (!finding.summary.empty()) {
+    finding.summary[0] = static_cast<char>(std::toupper(finding.summary[0]));
+  }
+  finding.confidence = confidence;
+  finding.evidence.push_back(fmt::format("waiting in {} {}: {}", block.op, seq,
+                                         FormatRankSetWithin(block.waiters, group.ranks)));
+  for (int64_t culprit : culprits_of) {
+    const RankDump* dump = DumpOf(culprit);
+    if (dump == nullptr) {
+      finding.evidence.push_back(fmt::format("rank {}: no dump", culprit));
+      continue;
+    }
+    if (dump->entries.empty()) {
+      finding.evidence.push_back(fmt::format("rank {}: dump has no entries", culprit));
+      continue;
+    }
+    finding.evidence.push_back(fmt::format("rank {} last recorded {}", culprit,
+                                           DescribeEntry(*dump, dump->entries.back())));
+    for (const GroupMember& member : group.members) {
+      if (member.rank == culprit && member.last_enqueued != kUnknown && !block.is_p2p) {
+        finding.evidence.push_back(fmt::format("rank {} in {}: last issued #{}, last completed #{}",
+                                               culprit, GroupLabel(group), member.last_enqueued,
+                                               member.last_completed));
+      }
+    }
+  }
+  if (IsMismatch(block.reason)) {
+    // A desync: the culprit's stack at the collective it issued differently, and a majority
+    // member's stack at the same collective beside it.
+    AddStackAt(group, culprits_of.front(), block.seq, &finding);
+    AddMajorityStack(group, block.waiters, block.seq, &finding);
+  } else if (const RankDump* dump = DumpOf(culprits_of.front());
+             dump != nullptr && !dump->entries.empty()) {
+    // Where the culprit stopped: its last op anywhere.
+    Entry last = dump->entries.back();
+    finding.stack = StackOf(*dump, last);
+    finding.stack_at = ValidUtf8("its last op, " + DescribeEntry(*dump, last));
+  }
+  finding.cause_time_ns = block.time_created_ns;
+}
+
+void Judge::AddDeadlockFinding(const std::vector<uint32_t>& cycle,
+                               const std::vector<int64_t>& ranks) {
+  uint32_t earliest = *std::min_element(cycle.begin(), cycle.end(), [&](uint32_t a, uint32_t b) {
+    return blocks()[a].time_created_ns < blocks()[b].time_created_ns;
+  });
+  const Block& first = blocks()[earliest];
+  bool p2p =
+      std::any_of(cycle.begin(), cycle.end(), [&](uint32_t b) { return blocks()[b].is_p2p; });
+  JudgedFinding& finding =
+      AddFinding(p2p ? FailureClass::kP2pUnmatched : FailureClass::kMissingParticipant);
+  finding.ranks = ranks;
+  std::sort(finding.ranks.begin(), finding.ranks.end());
+  finding.group = first.group;
+  finding.seq = first.seq;
+  finding.op = first.op;
+  finding.confidence = Confidence::kLow;
+  finding.cause_time_ns = first.time_created_ns;
+  std::string deviated = p2p ? DeviatedFromOwnRhythm(cycle, &finding) : "";
+  std::string waiting = FormatRankSet(SortedCopy(ranks));
+  if (!deviated.empty()) {
+    finding.confidence = Confidence::kMedium;
+    finding.summary = fmt::format(
+        "Ranks {} wait on each other: each one's pending send/recv is queued behind another "
+        "pending op of its own, so none can progress. {}",
+        waiting, deviated);
+  } else {
+    finding.summary = fmt::format(
+        "Ranks {} wait on each other: each one's pending {} is queued behind another pending "
+        "op of its own, so none can progress (sends and recvs posted in an order the peers do "
+        "not mirror, e.g. one skipped or extra p2p op). Which side deviated is not in the "
+        "dumps.",
+        waiting, p2p ? "send/recv" : "op");
+  }
+  for (uint32_t b : cycle) {
+    const Block& block = blocks()[b];
+    finding.evidence.push_back(fmt::format(
+        "rank {} waits in {} {} in {} for rank {}", FormatRankSet(block.waiters), block.op,
+        block.is_p2p ? fmt::format("p2p #{}", block.seq) : fmt::format("#{}", block.seq),
+        GroupLabel(index().groups[block.group]), FormatRankSet(block.blockers)));
+  }
+}
+
+std::string Judge::DeviatedFromOwnRhythm(const std::vector<uint32_t>& waits,
+                                         JudgedFinding* finding) {
+  struct Deviation {
+    int64_t rank;
+    int64_t peer;
+    ChannelRhythm rhythm;
+    const RankDump* dump;
+  };
+  std::vector<Deviation> deviations;
+  std::set<int64_t> checked;
+  for (uint32_t b : waits) {
+    const Block& block = blocks()[b];
+    if (!block.is_p2p || block.waiters.size() != 1 || block.blockers.size() != 1) return "";
+    const int64_t rank = block.waiters.front();
+    const int64_t peer = block.blockers.front();
+    const JobGroup& group = index().groups[block.group];
+    const GroupMember* member = nullptr;
+    for (const GroupMember& m : group.members) {
+      if (m.rank == rank) member = &m;
+    }
+    const RankDump* dump = DumpOf(rank);
+    if (member == nullptr || dump == nullptr) return "";
+    ChannelRhythm rhythm = RhythmWithPeer(*dump, *member, peer);
+    checked.insert(rank);
+    if (!rhythm.broken.has_value()) continue;
+    // A break after the op the rank waits in is the run-ahead of a rank whose wait started
+    // earlier, not the cause of that wait.
+    int64_t at = dump->entries[rhythm.break_entry].p2p_seq_id;
+    if (at == kUnknown || block.seq == kUnknown || at > block.seq) continue;
+    deviations.push_back({rank, peer, std::move(rhythm), dump});
+  }
+  if (deviations.size() != 1 || checked.size() < 2) return "";
+  const Deviation& d = deviations.front();
+  const RhythmBreak& broken = *d.rhythm.broken;
+  const Entry& at = d.dump->entries[d.rhythm.break_entry];
+  finding->ranks = {d.rank};
+  // Where the others wait for it: the op its missing one would have paired with.
+  for (uint32_t b : waits) {
+    const Block& block = blocks()[b];
+    if (block.blockers.front() != d.rank) continue;
+    finding->group = block.group;
+    finding->seq = block.seq;
+    finding->op = block.op;
+    finding->cause_time_ns = block.time_created_ns;
+  }
+  const std::string_view posted = at.op == OpKind::kSend ? "send" : "recv";
+  const std::string_view expected = broken.expected_send ? "send" : "recv";
+  finding->evidence.push_back(fmt::format(
+      "rank {}'s sends/recvs with rank {} repeat every {} ops ({} sends, {} recvs) for {} ops; "
+      "its {} at p2p #{} stands where that repetition has a {}",
+      d.rank, d.peer, broken.period, broken.sends_per_period,
+      broken.period - broken.sends_per_period, broken.ops_in_rhythm, posted, at.p2p_seq_id,
+      expected));
+  std::vector<int64_t> steady;
+  for (int64_t rank : checked) {
+    if (rank != d.rank) steady.push_back(rank);
+  }
+  finding->evidence.push_back(
+      fmt::format("the sends/recvs of rank{} {} keep their own repetition up to where {} wait{}",
+                  steady.size() > 1 ? "s" : "", FormatRankSet(steady),
+                  steady.size() > 1 ? "they" : "it", steady.size() > 1 ? "" : "s"));
+  return fmt::format(
+      "Rank {} broke its own rhythm with rank {}: at p2p #{} it posted a {} where each earlier "
+      "repetition of its {} ops had a {} (a {} skipped, or an extra {}), and its peers wait "
+      "for the op it never posted.",
+      d.rank, d.peer, at.p2p_seq_id, posted, broken.period, expected, expected, posted);
+}
+
+std::vector<uint32_t> Judge::MutualP2pWaits(const std::vector<int64_t>& ranks,
+                                            uint32_t group) const {
+  std::vector<uint32_t> waits;
+  std::set<int64_t> seen;
+  for (uint32_t b = 0; b < blocks().size(); ++b) {
+    const Block& block = blocks()[b];
+    if (!block.is_p2p || block.group != group || block.waiters.size() != 1 ||
+        block.blockers.size() != 1) {
+      continue;
+    }
+    int64_t waiter = block.waiters.front();
+    bool both = std::find(ranks.begin(), ranks.end(), waiter) != ranks.end() &&
+                std::find(ranks.begin(), ranks.end(), block.blockers.front()) != ranks.end();
+    if (both && seen.insert(waiter).second) waits.push_back(b);
+  }
+  return waits;
+}
+
+void Judge::AddStuckFindings() {
+  int kept = 0;
+  for (const StuckOp& stuck : judgment_.matched.stuck) {
+    if (kept++ >= options_.max_findings_per_kind) {
+      ++judgment_
+            .findings_not_listed[std::string(FailureClassName(FailureClass::kStuckCollective))];
+      continue;
+    }
+    const JobGroup& group = index().groups[stuck.group];
+    JudgedFinding& finding = AddFinding(FailureClass::kStuckCollective);
+    finding.group = stuck.group;
+    finding.seq = stuck.seq;
+    finding.op = stuck.op;
+    finding.confidence =
+        stuck.timing_known && stuck.all_started ? Confidence::kMedium : Confidence::kLow;
+    std::string seq =
+        stuck.is_p2p ? fmt::format("p2p #{}", stuck.seq) : fmt::format("#{}", stuck.seq);
+    if (stuck.timing_known && stuck.all_started) {
+      finding.summary = fmt::format(
+          "Every member of {} started {} {} and none completed it: the transport (NCCL, "
+          "network) stalled, with no single rank to blame from these dumps.",
+          GroupLabel(group), stuck.op, seq);
+    } else if (stuck.timing_known) {
+      // With timing, not all started: their GPUs (or the batch holding a send/recv, whose
+      // members PyTorch records without events) had not reached it.
+      finding.summary = fmt::format(
+          "Every member of {} issued {} {} and none completed it, but not every member's GPU "
+          "started it: they are held by earlier work, with no single rank to blame from this "
+          "op alone.",
+          GroupLabel(group), stuck.op, seq);
+    } else {
+      finding.summary = fmt::format(
+          "Every member of {} issued {} {} and none completed it; without timing the dumps "
+          "cannot tell a stalled transport from a stalled GPU.",
+          GroupLabel(group), stuck.op, seq);
+    }
+    finding.evidence.push_back(fmt::format("{} {}: {}", stuck.all_started ? "started" : "issued",
+                                           stuck.op,
+                                           FormatRankSetWithin(stuck.ranks, group.ranks)));
+    finding.cause_time_ns = stuck.time_created_ns;
+  }
+}
+
+void Judge::AddSilentMismatchFindings() {
+  std::set<std::pair<uint32_t, int64_t>> blamed;
+  for (const Block& block : blocks()) {
+    if (IsMismatch(block.reason)) blamed.emplace(block.group, block.seq);
+  }
+  std::map<FailureClass, int> kept;
+  for (const Mismatch& mismatch : judgment_.matched.mismatches) {
+    if (blamed.contains({mismatch.group, mismatch.seq})) continue;
+    FailureClass kind = ClassOfMismatch(mismatch.kind);
+    if (kept[kind]++ >= options_.max_findings_per_kind) {
+      ++judgment_.findings_not_listed[std::string(FailureClassName(kind))];
+      continue;
+    }
+    const JobGroup& group = index().groups[mismatch.group];
+    JudgedFinding& finding = AddFinding(kind);
+    finding.ranks = mismatch.minority;
+    finding.group = mismatch.group;
+    finding.seq = mismatch.seq;
+    finding.confidence = mismatch.tie         ? Confidence::kLow
+                         : mismatch.completed ? Confidence::kMedium
+                                              : Confidence::kHigh;
+    const RankDump* dump = DumpOf(mismatch.minority.empty() ? -1 : mismatch.minority.front());
+    for (const GroupMember& member : group.members) {
+      if (dump == nullptr || member.rank != dump->rank) continue;
+      for (const CollectiveUnit& unit : member.units) {
+        if (unit.seq == mismatch.seq) {
+          finding.op = std::string(dump->strings.view(dump->entries[unit.first_entry].op_name));
+        }
+      }
+    }
+    if (dump != nullptr) AddStackAt(group, dump->rank, mismatch.seq, &finding);
+    AddMajorityStack(group, mismatch.majority, mismatch.seq, &finding);
+    finding.summary = fmt::format(
+        "{} {} disagreed with the other members of {} at collective #{} ({}){}.",
+        mismatch.minority.size() > 1 ? "Ranks" : "Rank",
+        FormatRankSetWithin(mismatch.minority, group.ranks), GroupLabel(group), mismatch.seq,
+        FailureClassName(kind),
+        mismatch.completed ? ", and the collective completed anyway: results are suspect" : "");
+    for (const std::string& line : mismatch.evidence) finding.evidence.push_back(line);
+    if (dump != nullptr) {
+      for (const Entry& e : dump->entries) {
+        if (e.collective_seq_id == mismatch.seq) {
+          finding.cause_time_ns = e.time_created_ns;
+          break;
+        }
+      }
+    }
+  }
+}
+
+void Judge::AddStragglerFindings() {
+  for (const Straggler& found : judgment_.stragglers) {
+    JudgedFinding& finding = judgment_.findings.emplace_back();
+    finding.topic = FindingTopic::kStraggler;
+    finding.ranks = {found.rank};
+    finding.group = found.group;
+    finding.confidence = found.fraction_last > 0.9 ? Confidence::kHigh : Confidence::kMedium;
+    finding.summary = fmt::format(
+        "Rank {} enqueued its collectives {:.1f} ms after the median member (last in {:.0f}% "
+        "of {} collectives): it slows every group it is in.",
+        found.rank, found.median_lateness_ms, 100 * found.fraction_last,
+        found.collectives_compared);
+    // After every cause with a time: a straggler slows the job, it does not stop it.
+    finding.cause_time_ns = std::numeric_limits<int64_t>::max() - 1;
+  }
+}
+
+void Judge::SortFindings() {
+  auto time = [](const JudgedFinding& f) {
+    return f.cause_time_ns == kUnknown ? std::numeric_limits<int64_t>::max() : f.cause_time_ns;
+  };
+  std::stable_sort(
+      judgment_.findings.begin(), judgment_.findings.end(),
+      [&](const JudgedFinding& a, const JudgedFinding& b) { return time(a) < time(b); });
+}
+
+void Judge::AddDataLossFindings() {
+  if (trace_.rejected.empty() && trace_.conflicts.empty()) return;
+  JudgedFinding& finding = judgment_.findings.emplace_back();
+  finding.topic = FindingTopic::kDataLoss;
+  std::set<int64_t> ranks;
+  for (const RejectedFile& file : trace_.rejected) {
+    if (file.rank != kUnknown) ranks.insert(file.rank);
+    finding.evidence.push_back(ValidUtf8(file.error));
+  }
+  for (const RankConflict& conflict : trace_.conflicts) {
+    ranks.insert(conflict.rank);
+    finding.evidence.push_back(ValidUtf8(fmt::format(
+        "rank {}: several files ({}), none used", conflict.rank, fmt::join(conflict.paths, ", "))));
+  }
+  finding.ranks.assign(ranks.begin(), ranks.end());
+  finding.confidence = Confidence::kHigh;
+  finding.summary = fmt::format(
+      "{} file(s) could not be used; the analysis treats their "
+      "ranks as having no dump.",
+      trace_.rejected.size() + trace_.conflicts.size());
+}
+
+bool Judge::FindingSelected(const JudgedFinding& finding) const {
+  const JobGroup* group = finding.group == kNoGroupIndex ? nullptr : &index().groups[finding.group];
+  for (const std::string& wanted : options_.pg_filter) {
+    if (group == nullptr ? wanted.empty() : (wanted == group->name || wanted == group->desc)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace fr::verdict_internal

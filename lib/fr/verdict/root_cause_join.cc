@@ -1,0 +1,275 @@
+// The logs' answer joined with the dumps' verdict (who is the culprit, how sure) and the next
+// actions the root cause's kind calls for.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "fr/base/rank_set.h"
+#include "fr/base/utf8.h"
+#include "fr/logs/xid_catalog.h"
+#include "fr/verdict/root_cause_explainer.h"
+
+namespace fr::root_cause_internal {
+
+void Explainer::Join(report::RootCause* cause) {
+  report::Verdict* verdict = report_->mutable_verdict();
+  std::vector<int64_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
+  const RootCauseKind kind = kind_;
+  const std::string_view kind_name = RootCauseKindName(kind);
+  std::vector<std::string> actions = KindActions(kind, *cause, init_step_);
+  if (dumps_ == nullptr) {
+    verdict->clear_culprit_ranks();
+    for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    verdict->clear_victim_ranks();
+    for (int64_t rank : victims_) verdict->add_victim_ranks(rank);
+    std::string failure_class = "insufficient_evidence";
+    if (kind == RootCauseKind::kNone) {
+      failure_class = "none";
+    } else if (kind == RootCauseKind::kTransportError && log_ranks.empty()) {
+      failure_class = "stuck_collective";
+    } else if (!log_ranks.empty()) {
+      failure_class =
+          kind == RootCauseKind::kTransportError ? "stuck_collective" : "missing_participant";
+    }
+    if (kind == RootCauseKind::kHostKill || kind == RootCauseKind::kInitFailure) {
+      // Nothing ran that the collectives' classes describe: no culprit rank.
+      failure_class = "insufficient_evidence";
+      verdict->clear_culprit_ranks();
+    }
+    verdict->set_failure_class(failure_class);
+    verdict->set_confidence(std::string(ConfidenceName(confidence_)));
+    verdict->set_summary(cause->summary());
+    verdict->clear_next_actions();
+    for (const std::string& action : actions) verdict->add_next_actions(action);
+    return;
+  }
+  // With dumps: the flight recorder says who the others waited for; the logs say why.
+  const DumpVerdict& judged = dumps_->verdict;
+  const std::vector<int64_t> dump_culprits(judged.culprits.begin(), judged.culprits.end());
+  const FailureClass dump_class = judged.failure_class;
+  const std::string_view dump_class_name = FailureClassName(dump_class);
+  bool log_names_ranks = !log_ranks.empty();
+  if (kind == RootCauseKind::kCollectiveTimeout || kind == RootCauseKind::kUnknown) {
+    if (!dump_culprits.empty()) {
+      cause->clear_ranks();
+      for (int64_t rank : dump_culprits) cause->add_ranks(rank);
+      if (log_names_ranks && log_ranks != dump_culprits) {
+        cause->set_disagreement(fmt::format(
+            "The timeouts point at rank(s) {}; the dumps show rank(s) {} never reached the "
+            "collective. The dumps' structural evidence is used.",
+            Ranks(log_ranks), Ranks(dump_culprits)));
+      }
+    }
+  } else if (kind == RootCauseKind::kHostKill) {
+    cause->set_disagreement(
+        dump_culprits.empty()
+            ? ""
+            : fmt::format("The dumps show rank(s) {} behind the others, but the job was killed "
+                          "from outside; that may be where the kill found them.",
+                          Ranks(dump_culprits)));
+    verdict->clear_culprit_ranks();
+  } else if (log_names_ranks && IsDeath(kind) &&
+             dump_class == FailureClass::kInsufficientEvidence &&
+             std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
+                           dump_culprits.end())) {
+    // The dumps could not tell a rank that left no dump from a victim; the logs say it died.
+    verdict->set_failure_class("missing_participant");
+    verdict->clear_culprit_ranks();
+    for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    verdict->set_confidence(std::string(ConfidenceName(Confidence::kMedium)));
+    cause->set_disagreement(fmt::format(
+        "The dumps alone could not decide (insufficient_evidence); the logs say rank(s) {} "
+        "died ({}), which settles it.",
+        Ranks(log_ranks), kind_name));
+    verdict->set_summary(
+        fmt::format("Rank(s) {} died ({}); the others' dumps show them waiting "
+                    "for the ops it never issued.",
+                    Ranks(log_ranks), kind_name));
+  } else if (log_names_ranks && !dump_culprits.empty()) {
+    std::vector<int64_t> common;
+    std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
+                          dump_culprits.end(), std::back_inserter(common));
+    if (common.empty()) {
+      cause->set_disagreement(fmt::format(
+          "The dumps blame rank(s) {} ({}); the logs' earliest fault is on rank(s) {} ({}). "
+          "Check whether the fault on {} made {} stop.",
+          Ranks(dump_culprits), verdict->failure_class(), Ranks(log_ranks), kind_name,
+          Ranks(log_ranks), Ranks(dump_culprits)));
+    }
+  } else if (log_names_ranks && dump_culprits.empty() && dump_class != FailureClass::kNone) {
+    verdict->clear_culprit_ranks();
+    for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+  } else if (log_names_ranks && dump_class == FailureClass::kNone && IsDeath(kind) &&
+             InFlightOps() > 0) {
+    // The dumps were written while the peers still waited, in ops younger than their timeout;
+    // the logs say the rank those ops need is dead, so they will never complete.
+    verdict->set_failure_class("missing_participant");
+    verdict->clear_culprit_ranks();
+    for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    verdict->set_confidence(std::string(ConfidenceName(
+        confidence_ == Confidence::kHigh ? Confidence::kHigh : Confidence::kMedium)));
+    verdict->set_summary(fmt::format(
+        "Rank(s) {} died ({}), and the dumps show {} op(s) of its peers still waiting: they "
+        "were younger than their timeout when the dumps were written, but they cannot complete "
+        "without the dead rank.",
+        Ranks(log_ranks), kind_name, InFlightOps()));
+    cause->set_disagreement(
+        "The dumps alone show nothing stuck yet (the ops were in flight); the logs show the "
+        "rank they wait for is gone.");
+  } else if (kind == RootCauseKind::kNone && !dump_culprits.empty()) {
+    // Healthy logs beside dumps that show a rank stopped: either the stop was silent in the
+    // logs (a hang in host code prints nothing), or the logs read are not the culprit's.
+    std::set<int64_t> logged;
+    for (const LogEvent& event : logs_.events) {
+      if (event.rank >= 0) logged.insert(event.rank);
+    }
+    std::vector<int64_t> unlogged;
+    for (int64_t rank : dump_culprits) {
+      if (!logged.contains(rank)) unlogged.push_back(rank);
+    }
+    cause->set_disagreement(
+        unlogged.empty()
+            ? fmt::format("The logs show no fault, yet the dumps show rank(s) {} stopped ({}): "
+                          "its log ends without an error, so it stopped silently (a hang in "
+                          "host code, a deadlock, a stuck data loader); its stack says where.",
+                          Ranks(dump_culprits), dump_class_name)
+            : fmt::format("The logs show no fault, yet the dumps show rank(s) {} stopped ({}); "
+                          "no line read is from rank(s) {}: collect its host's logs (and the "
+                          "kernel's) before concluding it stopped silently.",
+                          Ranks(dump_culprits), dump_class_name, Ranks(unlogged)));
+  }
+  std::string joined;
+  if (kind != RootCauseKind::kNone && kind != RootCauseKind::kUnknown) {
+    joined = fmt::format("Why, from the logs: {}", cause->summary());
+    if (!cause->disagreement().empty()) joined += " " + cause->disagreement();
+    verdict->set_summary(verdict->summary() + " " + joined);
+  } else if (!cause->disagreement().empty()) {
+    verdict->set_summary(verdict->summary() + " " + cause->disagreement());
+  }
+  std::vector<std::string> merged = actions;
+  for (const std::string& action : verdict->next_actions()) merged.push_back(action);
+  verdict->clear_next_actions();
+  for (const std::string& action : merged) verdict->add_next_actions(action);
+}
+
+bool Explainer::IsDeath(RootCauseKind kind) {
+  return kind == RootCauseKind::kPythonException || kind == RootCauseKind::kSegfault ||
+         kind == RootCauseKind::kHostOom || kind == RootCauseKind::kCudaOom ||
+         kind == RootCauseKind::kCudaError || kind == RootCauseKind::kXid;
+}
+
+std::vector<std::string> Explainer::KindActions(RootCauseKind kind, const report::RootCause& cause,
+                                                const std::string& init_step) {
+  std::string hosts = fmt::format("{}", fmt::join(cause.hosts(), ", "));
+  if (hosts.empty()) hosts = "the culprit's host";
+  auto detail = [&](const char* key) {
+    auto it = cause.detail().find(key);
+    return it == cause.detail().end() ? std::string() : it->second;
+  };
+  if (kind == RootCauseKind::kXid) {
+    return {fmt::format("Drain {} and run `dcgmi diag -r 3` on it; Xid {} is a GPU/driver "
+                        "fault, not a bug in the job.",
+                        hosts, detail("xid")),
+            "Restart from the last checkpoint without that node."};
+  }
+  if (kind == RootCauseKind::kHostOom) {
+    return {
+        fmt::format("Host memory ran out on {}: lower host-side memory (data loader "
+                    "workers, pinned buffers, prefetch) or find the leak; check "
+                    "`dmesg`/`journalctl -k` there for the OOM killer's table.",
+                    hosts)};
+  }
+  if (kind == RootCauseKind::kCudaOom) {
+    return {
+        "Raise GPU memory headroom (smaller micro-batch, activation checkpointing, "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) or find the rank-specific "
+        "allocation: compare torch.cuda.memory_summary() across ranks."};
+  }
+  if (kind == RootCauseKind::kHostKill) {
+    return {
+        "Nothing in the job failed: it was killed from outside (scheduler time limit, "
+        "preemption, cancel or node failure). Resume from the last checkpoint; raise the "
+        "time limit or checkpoint more often."};
+  }
+  if (kind == RootCauseKind::kTransportError) {
+    return {
+        fmt::format("Check the network link of {} (`ibstat`, `ibdiagnet`, switch port "
+                    "counters, NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=NET); exclude the "
+                    "host if the link flaps.",
+                    hosts)};
+  }
+  if (kind == RootCauseKind::kPythonException) {
+    return {
+        "Read the culprit's traceback (evidence): the exception stopped that rank, and "
+        "every other rank then waited for it."};
+  }
+  if (kind == RootCauseKind::kCudaError) {
+    return {
+        "Rerun the culprit's step with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer) to "
+        "find the kernel; if it recurs on one GPU only, drain that node."};
+  }
+  if (kind == RootCauseKind::kSegfault) {
+    return {
+        "Get the native stack: run with `PYTHONFAULTHANDLER=1`, enable core dumps "
+        "(`ulimit -c unlimited`) and open the core with gdb; check extension builds "
+        "against the torch version."};
+  }
+  if (kind == RootCauseKind::kInitFailure && init_step == "form the NCCL communicator") {
+    return {
+        "Give every rank its own GPU: torch.cuda.set_device(LOCAL_RANK) before "
+        "init_process_group (torchrun sets LOCAL_RANK), and check CUDA_VISIBLE_DEVICES "
+        "and the number of processes per node against the GPUs each node has."};
+  }
+  if (kind == RootCauseKind::kInitFailure && (init_step.find("NCCL") != std::string::npos ||
+                                              init_step.find("NVML") != std::string::npos)) {
+    return {
+        "NCCL could not set up on that host: check NCCL_SOCKET_IFNAME (an interface every "
+        "node has, e.g. `ip addr`), that the GPUs are visible inside the container "
+        "(nvidia-smi there), and run with NCCL_DEBUG=INFO to see which step failed.",
+        "Compare the NCCL and torch versions every host prints: they must match."};
+  }
+  if (kind == RootCauseKind::kInitFailure &&
+      init_step.find("store-based barrier") != std::string::npos) {
+    return {
+        "Every rank must reach the store-based barrier with one world size: check that all "
+        "nodes were launched, with the same WORLD_SIZE, and that no other job uses the "
+        "same MASTER_ADDR:MASTER_PORT (more workers than the world means two jobs share "
+        "it)."};
+  }
+  if (kind == RootCauseKind::kInitFailure) {
+    return {
+        "The job never formed: check that MASTER_ADDR:MASTER_PORT (or the rendezvous endpoint) "
+        "resolves and is reachable from every node (firewall, the interface it listens on), "
+        "that rank 0 / the store host started, and that every node was launched with the same "
+        "world size and rendezvous id.",
+        "Compare the NCCL and torch versions every host prints: they must match."};
+  }
+  if (kind == RootCauseKind::kNonFinite) {
+    return {
+        "Find the step where the loss first went NaN/inf on that rank: check its data batch, "
+        "the learning rate and warmup, fp16 loss scaling or bf16 overflow, and gradient "
+        "clipping; torch.autograd.set_detect_anomaly(True) on a rerun of that step names the "
+        "operation."};
+  }
+  if (kind == RootCauseKind::kCollectiveTimeout) {
+    return {
+        "Only timeouts are visible: read the culprit's stack in its flight-recorder dump "
+        "or with py-spy dump on a live process to see where it stopped."};
+  }
+  if (kind == RootCauseKind::kUnknown) {
+    return {
+        "These lines show victims only: collect every rank's flight-recorder dump "
+        "(TORCH_NCCL_DUMP_ON_TIMEOUT=1, or TORCH_FR_DUMP_TEMP_FILE's files) and every "
+        "host's logs, the kernel's too, and run fr-analyze on them together."};
+  }
+  return {};
+}
+
+}  // namespace fr::root_cause_internal
