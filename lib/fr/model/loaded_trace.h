@@ -102,7 +102,7 @@ struct LoadedTrace {
   std::vector<RankConflict> conflicts;
   // Ranks the readable dumps say the job has (members of the groups their pg_config lists, and
   // every rank up to the highest loaded one) that have no usable file. Rejected ranks are not
-  // included. A name alone never adds ranks here: see SettleWorld in load.cc.
+  // included. A name alone never adds ranks here: see SettleWorld in lib/fr/load/settle_ranks.cc.
   std::vector<int64_t> missing_ranks;
   // Ranks that one dump's process groups list while the other dumps' groups do not, above every
   // rank with a file: a claim (a damaged or forged pg_config, a dump of another job), not ranks
@@ -112,7 +112,7 @@ struct LoadedTrace {
   int64_t claimed_ranks_count = 0;
   // Other jobs whose dumps were found beside this one's (a previous run, a second job in a
   // subfolder): never mixed with it rank by rank, their files set aside (see SeparateJobs in
-  // lib/fr/load/load.cc). Newest first.
+  // lib/fr/load/separate_jobs.cc). Newest first.
   std::vector<OtherJob> other_jobs;
   std::vector<std::string> versions;  // distinct dump versions, ascending
   uint64_t bytes_on_disk = 0;
