@@ -431,11 +431,11 @@ TEST(RootCauseTest, OneHostsUntimedLinesInOneFileKeepTheirOrder) {
   // thread hits an illegal memory access. No line has a time: the order in the file decides,
   // not the layer.
   JobLogs job({0});
-  LogEvent& ib = job.Add(LogEventKind::kTransportError, 0, Noon());
-  LogEvent& cuda = job.Add(LogEventKind::kCudaError, 1, Noon());
-  for (LogEvent* e : {&ib, &cuda}) {
-    e->raw_time = LogTime();
-    e->rank = -1;
+  // Each event is edited before the next is added: Add returns a reference into a vector.
+  for (LogEventKind kind : {LogEventKind::kTransportError, LogEventKind::kCudaError}) {
+    LogEvent& event = job.Add(kind, kind == LogEventKind::kCudaError ? 1 : 0, Noon());
+    event.raw_time = LogTime();
+    event.rank = -1;
   }
   EXPECT_EQ(job.Explain().verdict().root_cause().kind(), "transport_error");
 }
