@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building, testing and benchmarking fr-analyze needs
-# (headless Chromium renders the HTML report in the tests; Open MPI's mpirun launches real jobs).
+# (headless Chromium renders the HTML report and drives the console in the tests; Open MPI's
+# mpirun launches real jobs; the console's tests start their own PostgreSQL server).
 # Idempotent: packages already present are left alone. Needs root (or sudo).
 set -euo pipefail
 
@@ -17,6 +18,7 @@ packages=(
   zstd gzip
   openmpi-bin
   chromium-headless-shell fonts-dejavu-core
+  postgresql
 )
 
 missing=()

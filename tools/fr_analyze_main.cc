@@ -191,6 +191,7 @@ struct TraceArgs {
   int64_t stacks_stalled_ns = kStalledSpanNs;  // live --stall
   bool timings = false;
   std::string color = "auto";
+  std::string post_url;  // record the folder into a console (`fr-analyze serve`) as well
   // entries
   std::vector<int64_t> ranks;
   int64_t last_seqs = EntriesViewOptions().last_seqs;
@@ -274,6 +275,11 @@ Command AnalyzeCommand(TraceArgs* args) {
                                       "terminal unless NO_COLOR is set or -o is given; always\n"
                                       "(even with NO_COLOR or -o); never",
                                       &args->color));
+  command.flags.push_back(cli::String({"--post"}, "URL",
+                                      "also upload DIR to the console at URL (fr-analyze serve),\n"
+                                      "which analyses and keeps it (FR_ANALYZE_CONSOLE_TOKEN: its\n"
+                                      "token). Runs python3 -m fr_analyze.console._post",
+                                      &args->post_url));
   command.flags.push_back(AllowIncompleteFlag(args));
   command.flags.push_back(cli::Switch({"--print_stack_trace"},
                                       "accepted for torchfrtrace compatibility: the report always\n"
@@ -430,6 +436,46 @@ struct DumpArgs {
   std::string format = "json";
   std::string output;
 };
+
+Command ServeCommand() {
+  return Command{
+      .name = "serve",
+      .positional = "",
+      .summary = "the diagnosis console: a web page and API that keep every analysis",
+      .details =
+          "Paste a log or drop a job's folder or archive in a browser; every analysis is kept\n"
+          "(SQLite under --data, or PostgreSQL with --db) with a history and a fleet view.\n"
+          "Binds 127.0.0.1:8080 by default. Runs python3 -m fr_analyze.console\n"
+          "(FR_ANALYZE_PYTHON: another python), which needs the console extra:\n"
+          "pip install 'fr-analyze[console]'. Its options: fr-analyze serve --help.",
+      .other_usages = {"fr-analyze serve --port 8080 --data /srv/fr-console",
+                       "fr-analyze serve --db postgresql://fr@dbhost/fr --token SECRET"},
+  };
+}
+
+// `fr-analyze serve ...`: the console is Python (an ASGI app); its own parser reads the words.
+int RunServe(std::span<const std::string> words) {
+  std::vector<std::string> argv = {HelperPython(), "-m", "fr_analyze.console"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  absl::StatusOr<int> status = RunIsolatedPython(argv, "serve", "fr_analyze[console]");
+  if (!status.ok()) {
+    std::fprintf(stderr, "fr-analyze: %s\n", std::string(status.status().message()).c_str());
+    return kExitUsage;
+  }
+  return *status;
+}
+
+// `analyze DIR --post URL`: after the report, the folder goes to the console, which keeps it.
+int PostToConsole(const std::string& url, const std::string& path) {
+  std::vector<std::string> argv = {HelperPython(), "-m", "fr_analyze.console._post", url,
+                                   AbsoluteInputPath(path)};
+  absl::StatusOr<int> status = RunIsolatedPython(argv, "--post", "fr_analyze");
+  if (!status.ok()) {
+    std::fprintf(stderr, "fr-analyze: %s\n", std::string(status.status().message()).c_str());
+    return kExitUsage;
+  }
+  return *status == 0 ? kExitOk : kExitUsage;
+}
 
 Command DumpCommand(DumpArgs* args) {
   return Command{
@@ -676,6 +722,13 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   }
   int status = WriteOutput(text, output, inputs);
   if (status != kExitOk) return status;
+  if (!args.post_url.empty() && mode == Mode::kAnalyze) {
+    if (path == "-") {
+      std::fprintf(stderr, "fr-analyze: --post needs a folder or file, not a log on stdin\n");
+      return kExitUsage;
+    }
+    if (int posted = PostToConsole(args.post_url, path); posted != kExitOk) return posted;
+  }
   return IsFailure(report) ? kExitFailureFound : kExitOk;
 }
 
@@ -950,8 +1003,9 @@ int Main(int argc, char** argv) {
   const Command html = HtmlReportCommand(&html_args);
   LiveArgs live_args;
   const Command live = LiveCommand(&live_args);
-  const Command* const all[] = {&analyze, &load, &entries, &timeline, &html,
-                                &live,    &dump, &example, &simulate};
+  const Command serve = ServeCommand();
+  const Command* const all[] = {&analyze, &load,  &entries, &timeline, &html,
+                                &live,    &serve, &dump,    &example,  &simulate};
   auto find = [&all](std::string_view name) -> const Command* {
     for (const Command* command : all) {
       if (command->name == name) return command;
@@ -987,6 +1041,7 @@ int Main(int argc, char** argv) {
   } else {
     command = &analyze;
   }
+  if (command == &serve) return RunServe(rest);
   // torchfrtrace's -j (--just_print_entries) turns the analysis into the entries view; its words
   // are then entries', so that --selected-ranks and --last mean what they mean there.
   if (command == &analyze && cli::HasSwitch(analyze, "--just_print_entries", rest)) {

@@ -10,6 +10,7 @@
     report.events_df()                     # pandas: every log event on the corrected clock
     fr_analyze.analyze_log(pasted_text)    # one pasted log, nothing else
     fr_analyze.live("node0:29500")         # a job that still hangs, from PyTorch's debug server
+    fr_analyze.Console(url).post(path)     # record a job into a console (`fr-analyze serve`)
 
     trace = fr_analyze.load("/checkpoints/job42/fr")       # the dumps, before analysis
     trace.entries_df()                     # pandas: one row per rank x entry
@@ -39,16 +40,21 @@ def __getattr__(name):
         from fr_analyze._live import live
 
         return live
+    if name in ("Console", "ConsoleError"):
+        # The console's client needs nothing beyond the standard library; imported on use.
+        from fr_analyze.console import _client
+
+        return getattr(_client, name)
     raise AttributeError(f"module 'fr_analyze' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | {"live"})
+    return sorted(set(globals()) | {"live", "Console", "ConsoleError"})
 
 
 __all__ = [
     "Error", "DumpFormatError", "DumpNotFoundError", "NoDumpsError", "MissingDependencyError",
     "Trace", "Report", "Message", "RejectedFile", "load", "loads", "analyze",
-    "analyze_log", "live", "LiveError",
+    "analyze_log", "live", "LiveError", "Console", "ConsoleError",
 ]
 __version__ = "0.1.0"

@@ -1,0 +1,599 @@
+"""The console's web application (Starlette): the pages, the JSON API behind them, and the checks
+every request passes (token, cross-site POSTs, size and time limits).
+
+Requests only read and write files and rows; every analysis runs in a worker process
+(_analysis.py), so a large or crafted upload never holds the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hmac
+import json
+import math
+import pathlib
+import secrets
+import shutil
+import time
+import urllib.parse
+from typing import Dict, Optional
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import (FileResponse, HTMLResponse, JSONResponse, RedirectResponse,
+                                 Response)
+from starlette.routing import Route
+
+from fr_analyze.console import _analysis
+from fr_analyze.console._store import Analysis, Store, iso_time
+from fr_analyze.console._uploads import (Limits, MultipartWriter, UploadError, UploadFolder,
+                                         is_archive, unpack_archive)
+
+TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates"
+PAGE_SIZE = 50
+CSRF_COOKIE = "fr_csrf"
+TOKEN_COOKIE = "fr_token"
+KINDS = ["xid", "host_oom", "cuda_oom", "host_kill", "transport_error", "python_exception",
+         "cuda_error", "segfault", "collective_timeout", "init_failure", "non_finite", "none",
+         "unknown"]
+CLASSES = ["missing_participant", "gpu_stall", "op_mismatch", "size_mismatch", "dtype_mismatch",
+           "p2p_unmatched", "stuck_collective", "insufficient_evidence", "none"]
+
+
+@dataclasses.dataclass
+class Settings:
+    data: pathlib.Path
+    db: Optional[str] = None
+    token: Optional[str] = None
+    keep_days: Optional[float] = None
+    max_bytes: Optional[int] = None
+    limits: Limits = dataclasses.field(default_factory=Limits)
+    worker: _analysis.WorkerLimits = dataclasses.field(default_factory=_analysis.WorkerLimits)
+
+
+# What the next action is for a host that keeps starting failures, by the kind it starts.
+NEXT_ACTION = {
+    "xid": "reset or replace the GPU named by its Xid lines (PCI bus id), then drain the node "
+           "until it passes a burn-in",
+    "cuda_error": "reset or replace the GPU; run the vendor's diagnostics (dcgmi diag) on it",
+    "transport_error": "check the node's NIC, cable and switch port (link flaps, IB errors)",
+    "host_oom": "drain the node and check its memory (DIMM errors) and what else runs on it",
+    "host_kill": "drain the node: something outside the job keeps killing its processes",
+    "segfault": "drain the node and check its driver, memory and kernel logs",
+    "init_failure": "check the node's network configuration (interfaces, IB, firewall)",
+}
+DEFAULT_ACTION = "drain the node and look at its hardware and system logs"
+
+
+class ConsoleApp:
+    """The server's state: store, limits, analyses in flight."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.store = Store(settings.data, settings.db)
+        self.store.migrate()
+        self.uploads = settings.data / "uploads"
+        # Uploads left by a server that was killed: never stored, so nothing refers to them.
+        shutil.rmtree(self.uploads, ignore_errors=True)
+        self.uploads.mkdir(parents=True, exist_ok=True)
+        self.running: Dict[str, _analysis.Running] = {}
+        self.semaphore: Optional[asyncio.Semaphore] = None
+        self.tasks: set = set()
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                                 autoescape=True, undefined=jinja2.StrictUndefined)
+        env.filters["pct"] = lambda v: f"{100 * v:.0f}%"
+        self.templates = env
+
+    # --- plumbing -------------------------------------------------------------------------
+    def sem(self) -> asyncio.Semaphore:
+        if self.semaphore is None:
+            self.semaphore = asyncio.Semaphore(self.settings.worker.concurrent)
+        return self.semaphore
+
+    def page(self, request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
+        csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
+        nonce = secrets.token_urlsafe(12)
+        html = self.templates.get_template(name).render(csrf=csrf, nonce=nonce, **context)
+        response = HTMLResponse(html, status_code=status)
+        response.headers["Content-Security-Policy"] = (
+            f"default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+            f"script-src 'nonce-{nonce}'; connect-src 'self'; frame-src 'self'; "
+            "form-action 'self'; base-uri 'none'; frame-ancestors 'self'")
+        if CSRF_COOKIE not in request.cookies:
+            response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict")
+        return response
+
+    def error(self, request: Request, status: int, message: str, file: str = "") -> Response:
+        if wants_json(request):
+            body = {"error": message}
+            if file:
+                body["file"] = file
+            return JSONResponse(body, status_code=status)
+        return self.page(request, "error.html", status=status, message=message, file=file)
+
+    # --- reading an upload ----------------------------------------------------------------
+    async def body_chunks(self, request: Request):
+        """The request body, piece by piece: 408 when the client stops sending, 413 past the
+        size limit (the declared length is checked before a byte is read)."""
+        limits = self.settings.limits
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limits.max_request_bytes:
+            raise UploadError(413, f"the request is {declared} bytes, more than "
+                              f"{limits.max_request_bytes} (--max-request-bytes)")
+        received = 0
+        stream = request.stream().__aiter__()
+        while True:
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), timeout=limits.idle_seconds)
+            except StopAsyncIteration:
+                return
+            except asyncio.TimeoutError:
+                raise UploadError(408, f"the upload stalled: nothing arrived for "
+                                  f"{limits.idle_seconds:g} s")
+            except Exception as error:  # the client went away mid-body
+                raise UploadError(400, f"the upload was cut off: {type(error).__name__}")
+            received += len(chunk)
+            if received > limits.max_request_bytes:
+                raise UploadError(413, f"the request is over {limits.max_request_bytes} bytes "
+                                  "(--max-request-bytes)")
+            if chunk:
+                yield chunk
+
+    async def read_upload(self, request: Request, analysis_id: str):
+        """Writes the request's evidence to uploads/<id>/files; returns (folder, is paste,
+        fields, files set aside)."""
+        upload = self.uploads / analysis_id
+        upload.mkdir()
+        folder = UploadFolder(upload / "files", self.settings.limits)
+        content_type = request.headers.get("content-type", "")
+        fields: Dict[str, str] = {}
+        paste = False
+        if content_type.startswith("multipart/form-data"):
+            boundary = _boundary(content_type)
+            writer = MultipartWriter(folder, boundary)
+            try:
+                async for chunk in self.body_chunks(request):
+                    writer.feed(chunk)
+                writer.finish()
+            finally:
+                writer.close()
+            fields = {k: v.decode("utf-8", "replace") for k, v in writer.fields.items()}
+            if fields.get("csrf") is not None:
+                fields.pop("csrf")
+            archives = [(path, sent) for path, sent in writer.uploaded if is_archive(sent)]
+            for path, sent in archives:
+                await asyncio.to_thread(unpack_archive, folder, folder.root / path, sent)
+            log = fields.get("log", "")
+            if not writer.uploaded and log.strip():
+                _, out = folder.new_file("pasted.log")
+                with out:
+                    out.write(log.encode())
+                paste = True
+            elif log.strip():
+                _, out = folder.new_file("pasted.log")
+                with out:
+                    out.write(log.encode())
+        elif content_type.startswith("text/plain") or not content_type:
+            _, out = folder.new_file("pasted.log")
+            with out:
+                async for chunk in self.body_chunks(request):
+                    folder.count_unpacked(len(chunk), "pasted.log")
+                    out.write(chunk)
+            paste = True
+        else:
+            raise UploadError(415, f"send text/plain (a pasted log) or multipart/form-data "
+                              f"(files), not {content_type.split(';')[0]!r}")
+        if not any(p.is_file() for p in folder.root.rglob("*")):
+            raise UploadError(400, "the upload holds no file and no pasted log")
+        return upload, paste, fields
+
+    async def start_analysis(self, request: Request, wait: bool):
+        """Reads the upload and starts its analysis; returns (Running, task)."""
+        analysis_id = _analysis.new_id()
+        try:
+            upload, paste, fields = await self.read_upload(request, analysis_id)
+        except BaseException:
+            shutil.rmtree(self.uploads / analysis_id, ignore_errors=True)
+            raise
+        name = (fields.get("name") or request.query_params.get("name") or "")[:200]
+        label = (fields.get("label") or request.query_params.get("label") or "")[:200]
+        running = _analysis.Running(analysis_id, name, label, time.time(),
+                                    done=asyncio.Event())
+        self.running[analysis_id] = running
+        task = asyncio.create_task(self._analyse(running, upload, paste))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return running, task
+
+    async def _analyse(self, running: _analysis.Running, upload: pathlib.Path, paste: bool,
+                       created_ms: Optional[int] = None) -> Analysis:
+        try:
+            analysis = await _analysis.analyse(self.store, running, upload, paste,
+                                               self.settings.worker, self.sem(),
+                                               created_ms=created_ms)
+            if self.settings.keep_days is not None or self.settings.max_bytes is not None:
+                await asyncio.to_thread(self.store.retain, self.settings.keep_days,
+                                        self.settings.max_bytes)
+            return analysis
+        finally:
+            self.running.pop(running.id, None)
+            running.done.set()
+
+    async def rerun(self, analysis_id: str) -> Optional[Analysis]:
+        """Analyses a stored analysis's inputs again with this fr-analyze, in place."""
+        old = await asyncio.to_thread(self.store.get, analysis_id)
+        if old is None:
+            return None
+        if not old.inputs:
+            raise UploadError(409, "this analysis was posted as a finished report: it has no "
+                              "inputs to analyse again")
+        upload = self.uploads / f"{analysis_id}-rerun-{secrets.token_hex(4)}"
+        files = upload / "files"
+
+        def restore():
+            for item in old.inputs:
+                self.store.blobs.restore(item.sha256, files / item.path)
+
+        await asyncio.to_thread(restore)
+        paste = [i.path for i in old.inputs] == ["pasted.log"]
+        running = _analysis.Running(analysis_id, old.name, old.label, time.time(),
+                                    done=asyncio.Event())
+        return await self._analyse(running, upload, paste, created_ms=old.created_ms)
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _boundary(content_type: str) -> bytes:
+    for piece in content_type.split(";")[1:]:
+        key, _, value = piece.strip().partition("=")
+        if key.lower() == "boundary" and value:
+            return value.strip('"').encode("latin-1")
+    raise UploadError(400, "multipart/form-data without a boundary")
+
+
+def build_app(settings: Settings) -> Starlette:
+    console = ConsoleApp(settings)
+
+    def same_origin(request: Request) -> bool:
+        """Cross-site POSTs are refused: a browser names where a request came from (Origin,
+        Sec-Fetch-Site); command-line clients send neither."""
+        site = request.headers.get("sec-fetch-site")
+        if site not in (None, "same-origin", "none"):
+            return False
+        origin = request.headers.get("origin")
+        if origin is None:
+            return True
+        parsed = urllib.parse.urlsplit(origin)
+        return parsed.netloc == request.headers.get("host", "")
+
+    def csrf_ok(request: Request, fields_token: Optional[str]) -> bool:
+        cookie = request.cookies.get(CSRF_COOKIE)
+        return bool(cookie and fields_token and hmac.compare_digest(cookie, fields_token))
+
+    async def refuse(request: Request) -> Optional[Response]:
+        """The answer for a request that may not go on (no token, cross-site POST), or None."""
+        token = settings.token
+        if token:
+            given = request.headers.get("authorization", "")
+            given = given[7:] if given.lower().startswith("bearer ") else ""
+            given = given or request.cookies.get(TOKEN_COOKIE, "")
+            query = request.query_params.get("token", "")
+            if query and hmac.compare_digest(query.encode(), token.encode()):
+                # A link with ?token=: remember it in a cookie and drop it from the address.
+                response = RedirectResponse(str(request.url.remove_query_params("token")), 303)
+                response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+                return response
+            if not (given and hmac.compare_digest(given.encode(), token.encode())):
+                if wants_json(request):
+                    return JSONResponse({"error": "this console needs its token "
+                                         "(Authorization: Bearer ...)"}, status_code=401)
+                return HTMLResponse("<!DOCTYPE html><title>fr-analyze console</title><p>This "
+                                    "console needs its token: open it with ?token=...</p>",
+                                    status_code=401)
+        if request.method == "POST" and not same_origin(request):
+            return JSONResponse({"error": "cross-site request refused"}, status_code=403)
+        return None
+
+    class Guard:
+        """Pure ASGI (the body streams through untouched): the checks above, then the headers
+        every answer carries, with the server time it took (Server-Timing)."""
+
+        def __init__(self, app):
+            self.app = app
+
+        async def __call__(self, scope, receive, send):
+            if scope["type"] != "http":
+                return await self.app(scope, receive, send)
+            answer = await refuse(Request(scope))
+            if answer is not None:
+                return await answer(scope, receive, send)
+            started = time.perf_counter()
+
+            async def send_with_headers(message):
+                if message["type"] == "http.response.start":
+                    elapsed = 1000 * (time.perf_counter() - started)
+                    headers = list(message.get("headers", []))
+                    names = {k.lower() for k, _ in headers}
+                    headers.append((b"server-timing", f"app;dur={elapsed:.1f}".encode()))
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                    for name, value in ((b"x-frame-options", b"SAMEORIGIN"),
+                                        (b"referrer-policy", b"no-referrer")):
+                        if name not in names:
+                            headers.append((name, value))
+                    message = {**message, "headers": headers}
+                await send(message)
+
+            await self.app(scope, receive, send_with_headers)
+
+    # --- pages ----------------------------------------------------------------------------
+    async def index(request: Request):
+        return console.page(request, "index.html", limits=settings.limits)
+
+    async def submit(request: Request):
+        """The page's form: a paste or files; answers with the analysis page (303)."""
+        # The CSRF token travels in the query string as well as the form, so that it is checked
+        # before the body is read (a cross-site upload never reaches the disk).
+        if not csrf_ok(request, request.query_params.get("csrf")):
+            return console.error(request, 403, "the form's token is missing or stale: reload "
+                                 "the page and send again")
+        try:
+            running, _ = await console.start_analysis(request, wait=False)
+        except UploadError as error:
+            return console.error(request, error.status, error.message, error.file)
+        return RedirectResponse(f"/analyses/{running.id}", status_code=303)
+
+    async def analysis_page(request: Request):
+        analysis_id = request.path_params["id"]
+        running = console.running.get(analysis_id)
+        if running is not None:
+            return console.page(request, "running.html", running=running,
+                                elapsed=time.time() - running.started)
+        analysis = await asyncio.to_thread(console.store.get, analysis_id)
+        if analysis is None:
+            return console.error(request, 404, f"no analysis {analysis_id!r}")
+        report = json.loads(analysis.report) if analysis.report else {}
+        outputs = _analysis.outputs_dir(console.store, analysis_id)
+        return console.page(request, "analysis.html", a=analysis, report=report,
+                            created=iso_time(analysis.created_ms),
+                            has=lambda name: (outputs / name).exists(),
+                            skipped=report.get("inputs", {}).get("files_skipped", []),
+                            rejected=report.get("inputs", {}).get("files_rejected", []))
+
+    async def download(request: Request):
+        analysis_id, name = request.path_params["id"], request.path_params["name"]
+        if name == "report.json":
+            analysis = await asyncio.to_thread(console.store.get, analysis_id)
+            if analysis is None or not analysis.report:
+                return console.error(request, 404, "no such report")
+            return Response(analysis.report, media_type="application/json", headers={
+                "Content-Disposition": f'attachment; filename="{analysis_id}.json"'})
+        kinds = {"report.html": "text/html", "report.pb": "application/octet-stream",
+                 "timeline.json": "application/json"}
+        if name not in kinds:
+            return console.error(request, 404, "no such download")
+        path = _analysis.outputs_dir(console.store, analysis_id) / name
+        if not path.exists():
+            return console.error(request, 404, "no such download")
+        headers = {}
+        if name == "report.html":
+            # The report is shown in a frame of the analysis page: no scripts, no network.
+            headers["Content-Security-Policy"] = ("default-src 'none'; style-src 'unsafe-inline';"
+                                                  " img-src data:; sandbox")
+        else:
+            headers["Content-Disposition"] = f'attachment; filename="{analysis_id}-{name}"'
+        return FileResponse(path, media_type=kinds[name], headers=headers)
+
+    async def rerun_form(request: Request):
+        form_token = request.query_params.get("csrf")
+        if not csrf_ok(request, form_token):
+            return console.error(request, 403, "the form's token is missing or stale")
+        return await _rerun(request)
+
+    async def _rerun(request: Request):
+        try:
+            analysis = await console.rerun(request.path_params["id"])
+        except UploadError as error:
+            return console.error(request, error.status, error.message)
+        if analysis is None:
+            return console.error(request, 404, "no such analysis")
+        if wants_json(request):
+            return JSONResponse(api_analysis(analysis))
+        return RedirectResponse(f"/analyses/{analysis.id}", status_code=303)
+
+    def filters(request: Request) -> dict:
+        q = request.query_params
+        rank = q.get("rank", "")
+        return {
+            "kind": q.get("kind", ""), "failure_class": q.get("class", ""),
+            "host": q.get("host", ""), "label": q.get("label", ""),
+            "rank": int(rank) if rank.isdigit() else None,
+            "since_ms": _time_ms(q.get("since", "")), "until_ms": _time_ms(q.get("until", "")),
+        }
+
+    async def history_page(request: Request):
+        page_number = max(1, _int(request.query_params.get("page"), 1))
+        chosen = filters(request)
+        rows, total = await asyncio.to_thread(
+            console.store.history, limit=PAGE_SIZE, offset=(page_number - 1) * PAGE_SIZE,
+            **chosen)
+        pages = max(1, math.ceil(total / PAGE_SIZE))
+        query = {k: v for k, v in request.query_params.items() if k != "page" and v}
+        return console.page(request, "history.html", rows=rows, total=total, page=page_number,
+                            pages=pages, q=request.query_params, kinds=KINDS, classes=CLASSES,
+                            running=list(console.running.values()),
+                            link=lambda n: "?" + urllib.parse.urlencode({**query, "page": n}))
+
+    async def fleet_page(request: Request):
+        hosts = await asyncio.to_thread(console.store.fleet)
+        days = await asyncio.to_thread(console.store.failures_by_day)
+        return console.page(request, "fleet.html", hosts=hosts[:500],
+                            offenders=repeat_offenders(hosts), plot=plot_svg(days),
+                            total_hosts=len(hosts))
+
+    # --- API ------------------------------------------------------------------------------
+    async def api_post(request: Request):
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("application/json"):
+            return await api_post_report(request)
+        try:
+            running, task = await console.start_analysis(request, wait=True)
+        except UploadError as error:
+            return JSONResponse(error.to_dict(), status_code=error.status)
+        analysis = await asyncio.shield(task)
+        if analysis.status == "failed":
+            return JSONResponse({"id": analysis.id, "error": analysis.error},
+                                status_code=422)
+        return Response(api_created(analysis), status_code=201,
+                        media_type="application/json",
+                        headers={"Location": f"/api/analyses/{analysis.id}"})
+
+    async def api_post_report(request: Request):
+        """A finished report (`fr-analyze analyze --format json`) recorded without inputs."""
+        body = bytearray()
+        try:
+            async for chunk in console.body_chunks(request):
+                body += chunk
+                if len(body) > 256 << 20:
+                    raise UploadError(413, "a report over 256 MiB")
+            report = json.loads(body)
+            if not isinstance(report, dict) or not isinstance(report.get("verdict"), dict):
+                raise UploadError(400, "the JSON body is not an fr-analyze report (no verdict)")
+        except UploadError as error:
+            return JSONResponse(error.to_dict(), status_code=error.status)
+        except (ValueError, UnicodeDecodeError) as error:
+            return JSONResponse({"error": f"the body is not JSON: {error}"}, status_code=400)
+        import fr_analyze
+
+        analysis = Analysis(id=_analysis.new_id(), created_ms=int(time.time() * 1000),
+                            name=request.query_params.get("name", "")[:200],
+                            label=request.query_params.get("label", "")[:200],
+                            fr_version=fr_analyze.__version__,
+                            report=json.dumps(report, indent=2) + "\n")
+        _analysis.summarize(analysis, report)
+        await asyncio.to_thread(console.store.save, analysis, [])
+        return Response(api_created(analysis), status_code=201, media_type="application/json")
+
+    async def api_get(request: Request):
+        analysis = await asyncio.to_thread(console.store.get, request.path_params["id"])
+        if analysis is None:
+            running = console.running.get(request.path_params["id"])
+            if running is not None:
+                return JSONResponse({"id": running.id, "status": "running",
+                                     "stage": running.stage}, status_code=202)
+            return JSONResponse({"error": "no such analysis"}, status_code=404)
+        return JSONResponse(api_analysis(analysis))
+
+    async def api_list(request: Request):
+        q = request.query_params
+        limit = min(max(_int(q.get("limit"), PAGE_SIZE), 1), 1000)
+        offset = max(_int(q.get("offset"), 0), 0)
+        rows, total = await asyncio.to_thread(console.store.history, limit=limit, offset=offset,
+                                              **filters(request))
+        return JSONResponse({"total": total, "analyses": [r.summary() for r in rows]})
+
+    async def api_fleet(request: Request):
+        hosts = await asyncio.to_thread(console.store.fleet)
+        return JSONResponse({"hosts": hosts, "repeat_offenders": repeat_offenders(hosts)})
+
+    routes = [
+        Route("/", index),
+        Route("/analyses", submit, methods=["POST"]),
+        Route("/analyses", history_page),
+        Route("/analyses/{id}", analysis_page),
+        Route("/analyses/{id}/rerun", rerun_form, methods=["POST"]),
+        Route("/analyses/{id}/{name}", download),
+        Route("/fleet", fleet_page),
+        Route("/api/analyses", api_post, methods=["POST"]),
+        Route("/api/analyses", api_list),
+        Route("/api/analyses/{id}", api_get),
+        Route("/api/analyses/{id}/rerun", _rerun, methods=["POST"]),
+        Route("/api/fleet", api_fleet),
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(Guard)])
+    app.state.console = console
+    return app
+
+
+def api_analysis(analysis: Analysis) -> dict:
+    return {
+        "id": analysis.id, "created": iso_time(analysis.created_ms), "name": analysis.name,
+        "label": analysis.label, "status": analysis.status, "error": analysis.error,
+        "report": json.loads(analysis.report) if analysis.report else None,
+        "inputs": [{"path": i.path, "size": i.size, "sha256": i.sha256, "skipped": i.skipped}
+                   for i in analysis.inputs],
+    }
+
+
+def api_created(analysis: Analysis) -> str:
+    # The report exactly as --format json wrote it, byte for byte, inside the answer.
+    return '{"id": %s, "report": %s}' % (json.dumps(analysis.id), analysis.report.rstrip())
+
+
+def repeat_offenders(hosts: list) -> list:
+    """Hosts that initiate far more failures than their share of the failed jobs they ran in:
+    at least 2 initiated, and at least twice (and 2 more than) what chance would give."""
+    offenders = []
+    for h in hosts:
+        initiated, expected = h["initiated"], h["expected"]
+        if initiated >= 2 and initiated >= 2 * expected and initiated - expected >= 2:
+            kind = max(h["by_kind"].items(), key=lambda kv: kv[1])[0] if h["by_kind"] else ""
+            action = NEXT_ACTION.get(kind, DEFAULT_ACTION)
+            gpus = sorted(h["gpus"].items(), key=lambda kv: -kv[1])
+            if gpus and kind in ("xid", "cuda_error"):
+                action = action.replace("named by its Xid lines (PCI bus id)",
+                                        f"at PCI {gpus[0][0]}")
+            offenders.append({"host": h["host"], "initiated": initiated, "expected": expected,
+                              "jobs": h["jobs"], "kind": kind, "gpus": dict(gpus),
+                              "next_action": action})
+    return offenders
+
+
+def plot_svg(days: list) -> str:
+    """Failures per day as an inline SVG bar chart (server-drawn: the page needs no script)."""
+    if not days:
+        return ""
+    width, height, pad = 720, 160, 24
+    peak = max(n for _, n in days)
+    bar = max(1.0, (width - 2 * pad) / len(days))
+    bars = []
+    for i, (day, n) in enumerate(days):
+        h = (height - 2 * pad) * n / peak
+        x = pad + i * bar
+        bars.append(f'<rect x="{x:.1f}" y="{height - pad - h:.1f}" width="{max(bar - 1, 1):.1f}"'
+                    f' height="{h:.1f}" fill="#b3261e"><title>{day}: {n} failures</title></rect>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" '
+            f'height="{height}" aria-label="failures per day">'
+            f'<text x="{pad}" y="14" font-size="12">{peak} failures/day at most</text>'
+            f'<text x="{pad}" y="{height - 6}" font-size="11">{days[0][0]}</text>'
+            f'<text x="{width - pad}" y="{height - 6}" font-size="11" text-anchor="end">'
+            f'{days[-1][0]}</text>' + "".join(bars) + "</svg>")
+
+
+def _int(value: Optional[str], default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _time_ms(value: str) -> Optional[int]:
+    """2026-12-01 or 2026-12-01T10:00[:00][Z] (UTC) or epoch seconds."""
+    value = value.strip()
+    if not value:
+        return None
+    if value.replace(".", "", 1).isdigit():
+        return int(float(value) * 1000)
+    import datetime
+
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return int(parsed.timestamp() * 1000)

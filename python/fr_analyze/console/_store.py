@@ -1,0 +1,354 @@
+"""The console's memory: analyses in a database (SQLite under --data by default, PostgreSQL with
+--db) and their inputs as content-addressed, zstd-compressed blobs on disk.
+
+Writes are atomic at the grain a reader sees: a blob is written to a temporary name and renamed,
+and an analysis with its inputs, culprits and hosts is one transaction. A server killed at any
+point leaves stored analyses whole and at worst a blob no row names (removed by retention).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pathlib
+import tempfile
+import time
+from typing import Dict, Iterable, List, Optional
+
+import sqlalchemy as sa
+import zstandard
+
+from fr_analyze.console import _schema as schema
+
+MIGRATIONS = pathlib.Path(__file__).resolve().parent / "migrations"
+
+
+@dataclasses.dataclass
+class InputFile:
+    """One uploaded file: its path inside the upload, content hash, size, and why it was set
+    aside before analysis ("" when it was analysed)."""
+
+    path: str
+    sha256: str
+    size: int
+    skipped: str = ""
+
+
+@dataclasses.dataclass
+class HostRole:
+    host: str
+    role: str  # initiated | victim
+    kind: str = ""
+    gpu: str = ""
+
+
+@dataclasses.dataclass
+class Analysis:
+    id: str
+    created_ms: int
+    name: str = ""
+    label: str = ""
+    status: str = "done"
+    error: str = ""
+    failure_class: str = ""
+    root_kind: str = ""
+    confidence: str = ""
+    culprit_text: str = ""
+    hosts_text: str = ""
+    host_count: int = 0
+    input_bytes: int = 0
+    seconds: float = 0.0
+    fr_version: str = ""
+    report: str = ""
+    culprit_ranks: List[int] = dataclasses.field(default_factory=list)
+    hosts: List[HostRole] = dataclasses.field(default_factory=list)
+    inputs: List[InputFile] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> Dict[str, object]:
+        """The fields of a history row (the API's list and the history page)."""
+        return {
+            "id": self.id, "created": iso_time(self.created_ms), "name": self.name,
+            "label": self.label, "status": self.status, "error": self.error,
+            "failure_class": self.failure_class, "root_cause_kind": self.root_kind,
+            "confidence": self.confidence, "culprit_ranks": self.culprit_text,
+            "hosts": self.hosts_text,
+        }
+
+
+def iso_time(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000.0))
+
+
+def database_url(db: Optional[str], data: pathlib.Path) -> str:
+    """--db as given (postgresql://... is driven by psycopg 3), else a SQLite file under --data."""
+    if not db:
+        return f"sqlite:///{data / 'console.sqlite3'}"
+    if db.startswith("postgresql://") or db.startswith("postgres://"):
+        return "postgresql+psycopg://" + db.split("://", 1)[1]
+    return db
+
+
+class BlobStore:
+    """Files by the SHA-256 of their content, zstd-compressed: blobs/ab/abcdef....zst."""
+
+    def __init__(self, root: pathlib.Path):
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, sha256: str) -> pathlib.Path:
+        return self.root / sha256[:2] / f"{sha256}.zst"
+
+    def put(self, source: pathlib.Path) -> tuple[str, int, int]:
+        """Stores `source`; returns (sha256, size, stored size). A blob already present is not
+        written again (the same dump uploaded twice costs its bytes once)."""
+        digest = hashlib.sha256()
+        with open(source, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        sha = digest.hexdigest()
+        size = source.stat().st_size
+        target = self.path(sha)
+        if target.exists():
+            return sha, size, target.stat().st_size
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".part-")
+        try:
+            with os.fdopen(fd, "wb") as out, open(source, "rb") as f:
+                zstandard.ZstdCompressor(level=3).copy_stream(f, out)
+            os.replace(temporary, target)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+        return sha, size, target.stat().st_size
+
+    def restore(self, sha256: str, destination: pathlib.Path) -> None:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path(sha256), "rb") as f, open(destination, "wb") as out:
+            zstandard.ZstdDecompressor().copy_stream(f, out)
+
+
+class Store:
+    """The database and the blobs behind the console."""
+
+    def __init__(self, data: pathlib.Path, db: Optional[str] = None):
+        self.data = data
+        data.mkdir(parents=True, exist_ok=True)
+        self.url = database_url(db, data)
+        self.blobs = BlobStore(data / "blobs")
+        self.engine = sa.create_engine(self.url, future=True, pool_pre_ping=True)
+        if self.engine.dialect.name == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+
+    def migrate(self) -> None:
+        """Brings the schema to the newest revision (Alembic, on this connection)."""
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def save(self, analysis: Analysis, stored_blobs: Iterable[tuple[str, int, int]] = ()) -> None:
+        """Writes the analysis with everything that belongs to it, in one transaction."""
+        columns = {c.name for c in schema.analyses.c}
+        row = {f.name: getattr(analysis, f.name) for f in dataclasses.fields(Analysis)
+               if f.name in columns}
+        with self.engine.begin() as c:
+            c.execute(sa.delete(schema.inputs).where(schema.inputs.c.analysis_id == analysis.id))
+            c.execute(sa.delete(schema.culprits).where(
+                schema.culprits.c.analysis_id == analysis.id))
+            c.execute(sa.delete(schema.analysis_hosts).where(
+                schema.analysis_hosts.c.analysis_id == analysis.id))
+            c.execute(sa.delete(schema.analyses).where(schema.analyses.c.id == analysis.id))
+            c.execute(sa.insert(schema.analyses), [row])
+            for sha, size, stored in stored_blobs:
+                exists = c.execute(sa.select(schema.blobs.c.sha256).where(
+                    schema.blobs.c.sha256 == sha)).first()
+                if exists is None:
+                    c.execute(sa.insert(schema.blobs),
+                              [{"sha256": sha, "size": size, "stored_size": stored}])
+            if analysis.inputs:
+                c.execute(sa.insert(schema.inputs), [
+                    {"analysis_id": analysis.id, "path": i.path, "sha256": i.sha256,
+                     "size": i.size, "skipped": i.skipped} for i in analysis.inputs])
+            if analysis.culprit_ranks:
+                c.execute(sa.insert(schema.culprits), [
+                    {"analysis_id": analysis.id, "rank": r} for r in analysis.culprit_ranks])
+            if analysis.hosts:
+                c.execute(sa.insert(schema.analysis_hosts), [
+                    {"analysis_id": analysis.id, "host": h.host, "gpu": h.gpu, "role": h.role,
+                     "kind": h.kind, "created_ms": analysis.created_ms} for h in analysis.hosts])
+
+    def get(self, analysis_id: str) -> Optional[Analysis]:
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(schema.analyses).where(
+                schema.analyses.c.id == analysis_id)).mappings().first()
+            if row is None:
+                return None
+            analysis = Analysis(**dict(row))
+            analysis.inputs = [
+                InputFile(r.path, r.sha256, r.size, r.skipped)
+                for r in c.execute(sa.select(schema.inputs).where(
+                    schema.inputs.c.analysis_id == analysis_id).order_by(schema.inputs.c.id))]
+            analysis.culprit_ranks = [r.rank for r in c.execute(sa.select(
+                schema.culprits.c.rank).where(schema.culprits.c.analysis_id == analysis_id))]
+            analysis.hosts = [HostRole(r.host, r.role, r.kind, r.gpu) for r in c.execute(
+                sa.select(schema.analysis_hosts).where(
+                    schema.analysis_hosts.c.analysis_id == analysis_id))]
+            return analysis
+
+    def history(self, *, kind: str = "", failure_class: str = "", host: str = "",
+                rank: Optional[int] = None, label: str = "", since_ms: Optional[int] = None,
+                until_ms: Optional[int] = None, limit: int = 50,
+                offset: int = 0) -> tuple[List[Analysis], int]:
+        """Analyses newest first that pass every filter given, and how many pass in all."""
+        a = schema.analyses
+        columns = [c for c in a.c if c.name != "report"]  # the history never needs the report
+        conditions = []
+        if kind:
+            conditions.append(a.c.root_kind == kind)
+        if failure_class:
+            conditions.append(a.c.failure_class == failure_class)
+        if label:
+            conditions.append(a.c.label == label)
+        if since_ms is not None:
+            conditions.append(a.c.created_ms >= since_ms)
+        if until_ms is not None:
+            conditions.append(a.c.created_ms < until_ms)
+        if host:
+            conditions.append(a.c.id.in_(sa.select(schema.analysis_hosts.c.analysis_id).where(
+                schema.analysis_hosts.c.host == host)))
+        if rank is not None:
+            conditions.append(a.c.id.in_(sa.select(schema.culprits.c.analysis_id).where(
+                schema.culprits.c.rank == rank)))
+        where = sa.and_(sa.true(), *conditions)
+        with self.engine.connect() as c:
+            total = c.execute(sa.select(sa.func.count()).select_from(a).where(where)).scalar_one()
+            rows = c.execute(sa.select(*columns).where(where).order_by(
+                a.c.created_ms.desc(), a.c.id).limit(limit).offset(offset)).mappings().all()
+        return [Analysis(**dict(r)) for r in rows], int(total)
+
+    def fleet(self) -> List[Dict[str, object]]:
+        """Per host (and per GPU where known): failures initiated, failures suffered as a
+        victim, by root-cause kind, in how many failed jobs, and the share expected by chance."""
+        h, a = schema.analysis_hosts, schema.analyses
+        query = sa.select(
+            h.c.host, h.c.gpu, h.c.role, h.c.kind, sa.func.count().label("n"),
+            sa.func.sum(1.0 / sa.func.nullif(a.c.host_count, 0)).label("share"),
+            sa.func.max(h.c.created_ms).label("last_ms"),
+        ).select_from(h.join(a, a.c.id == h.c.analysis_id)).group_by(
+            h.c.host, h.c.gpu, h.c.role, h.c.kind)
+        hosts: Dict[str, Dict[str, object]] = {}
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+        for row in rows:
+            entry = hosts.setdefault(row.host, {
+                "host": row.host, "initiated": 0, "victim": 0, "by_kind": {}, "jobs": 0,
+                "expected": 0.0, "gpus": {}, "last": 0})
+            n = int(row.n)
+            entry["jobs"] += n
+            entry["expected"] += float(row.share or 0.0)
+            entry["last"] = max(entry["last"], int(row.last_ms))
+            if row.role == "initiated":
+                entry["initiated"] += n
+                by_kind = entry["by_kind"]
+                by_kind[row.kind] = by_kind.get(row.kind, 0) + n
+                if row.gpu:
+                    gpus = entry["gpus"]
+                    gpus[row.gpu] = gpus.get(row.gpu, 0) + n
+            else:
+                entry["victim"] += n
+        for entry in hosts.values():
+            entry["last"] = iso_time(entry["last"]) if entry["last"] else ""
+            entry["expected"] = round(entry["expected"], 2)
+        return sorted(hosts.values(), key=lambda e: (-e["initiated"], -e["jobs"], e["host"]))
+
+    def failures_by_day(self) -> List[tuple[str, int]]:
+        """Failed analyses per UTC day, oldest first (the fleet page's plot)."""
+        a = schema.analyses
+        day = sa.cast(a.c.created_ms / 86400000, sa.BigInteger)
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(day.label("day"), sa.func.count()).where(
+                a.c.failure_class.notin_(["", "none"])).group_by(day).order_by(day)).all()
+        return [(time.strftime("%Y-%m-%d", time.gmtime(int(d) * 86400)), int(n)) for d, n in rows]
+
+    def all_ids(self) -> List[str]:
+        with self.engine.connect() as c:
+            return [r[0] for r in c.execute(sa.select(schema.analyses.c.id).order_by(
+                schema.analyses.c.created_ms))]
+
+    def retain(self, keep_days: Optional[float], max_bytes: Optional[int]) -> int:
+        """Deletes the oldest analyses older than keep_days, then while the stored blobs exceed
+        max_bytes; then every blob no analysis names. Returns how many analyses went."""
+        a = schema.analyses
+        removed: List[str] = []
+        with self.engine.connect() as c:
+            ordered = c.execute(sa.select(a.c.id, a.c.created_ms).order_by(
+                a.c.created_ms)).all()
+        now_ms = int(time.time() * 1000)
+        if keep_days is not None:
+            cutoff = now_ms - int(keep_days * 86400000)
+            removed += [r.id for r in ordered if r.created_ms < cutoff]
+        if max_bytes is not None:
+            remaining = [r.id for r in ordered if r.id not in set(removed)]
+            total = self.stored_bytes()
+            while remaining and total > max_bytes:
+                victim = remaining.pop(0)
+                removed.append(victim)
+                total -= self._bytes_only_in(victim, set(removed))
+        for chunk_start in range(0, len(removed), 500):
+            chunk = removed[chunk_start:chunk_start + 500]
+            with self.engine.begin() as c:
+                for table in (schema.inputs, schema.culprits, schema.analysis_hosts):
+                    c.execute(sa.delete(table).where(table.c.analysis_id.in_(chunk)))
+                c.execute(sa.delete(a).where(a.c.id.in_(chunk)))
+        self.collect_blobs()
+        return len(removed)
+
+    def stored_bytes(self) -> int:
+        with self.engine.connect() as c:
+            return int(c.execute(sa.select(sa.func.coalesce(sa.func.sum(
+                schema.blobs.c.stored_size), 0))).scalar_one())
+
+    def _bytes_only_in(self, analysis_id: str, removed: set) -> int:
+        """Stored bytes that deleting these analyses frees (blobs no other analysis names)."""
+        i, b = schema.inputs, schema.blobs
+        with self.engine.connect() as c:
+            shas = {r[0] for r in c.execute(sa.select(i.c.sha256).where(
+                i.c.analysis_id == analysis_id))}
+            freed = 0
+            for sha in shas:
+                others = c.execute(sa.select(i.c.analysis_id).where(
+                    i.c.sha256 == sha).where(i.c.analysis_id.notin_(list(removed)))).first()
+                if others is None:
+                    freed += int(c.execute(sa.select(b.c.stored_size).where(
+                        b.c.sha256 == sha)).scalar() or 0)
+        return freed
+
+    def collect_blobs(self) -> None:
+        """Removes blobs that no input names, rows and files (and files left by a crash)."""
+        i, b = schema.inputs, schema.blobs
+        with self.engine.begin() as c:
+            named = {r[0] for r in c.execute(sa.select(i.c.sha256).distinct())}
+            rows = {r[0] for r in c.execute(sa.select(b.c.sha256))}
+            orphans = sorted(rows - named)
+            for start in range(0, len(orphans), 500):
+                c.execute(sa.delete(b).where(b.c.sha256.in_(orphans[start:start + 500])))
+        for path in self.blobs.root.glob("*/*"):
+            sha = path.name.split(".", 1)[0]
+            if path.name.startswith(".part-") or sha not in named:
+                path.unlink(missing_ok=True)
+
+
+def _sqlite_pragmas(connection, _record) -> None:
+    # WAL: the pages read while an analysis is written; a busy timeout rather than an error when
+    # two writers meet; foreign keys so that the schema's cascades hold as on PostgreSQL.
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()

@@ -1,0 +1,329 @@
+"""Uploads, from the request's bytes to a folder that `fr-analyze analyze` reads: multipart bodies
+parsed as they stream in and written straight to disk, archives (.tar, .tar.gz/.tgz, .tar.zst,
+.zip) unpacked member by member, and every limit checked before the bytes that would break it
+are kept.
+
+Nothing uploaded is executed or interpreted beyond its names and bytes. A path that would leave
+the upload's folder (absolute, `..`, a drive), a link, a device or a FIFO refuses the whole upload
+with the member named: a job's archive holds none of those, so one is a mistake or an attack.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import stat
+import tarfile
+import zipfile
+from typing import BinaryIO, Callable, List, Optional
+
+import zstandard
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", ".zip")
+
+
+@dataclasses.dataclass
+class Limits:
+    """What one upload may hold. The defaults fit a 4096-rank job: a dump and a log per rank and
+    a log per 8-GPU host (8,704 files), about 1.1 GB of pickles uncompressed."""
+
+    max_request_bytes: int = 8 << 30
+    max_files: int = 2 * 4096 + 512
+    max_unpacked_bytes: int = 16 << 30
+    # Unpacked bytes per archive byte, checked once an archive has unpacked 64 MiB: dumps and
+    # logs compress 5-20x; a bomb compresses thousands of times.
+    max_ratio: float = 200.0
+    max_path_length: int = 1024
+    # Seconds the server waits for the next piece of a request body before answering 408.
+    idle_seconds: float = 60.0
+
+
+class UploadError(Exception):
+    """A bad upload: `status` is the HTTP answer (400 bad input, 413 over a limit, 408 too slow),
+    `file` names the file or member at fault."""
+
+    def __init__(self, status: int, message: str, file: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.file = file
+
+    def to_dict(self) -> dict:
+        body = {"error": self.message}
+        if self.file:
+            body["file"] = self.file
+        return body
+
+
+def safe_relative_path(name: str, limits: Limits, what: str = "file") -> pathlib.PurePosixPath:
+    """The path an uploaded name is stored at inside the upload's folder; refuses names that
+    would leave it. Browsers send a folder's files as `folder/sub/name`; Windows tools may send
+    backslashes."""
+    if not name or len(name) > limits.max_path_length or "\x00" in name:
+        raise UploadError(400, f"{what} name {name[:80]!r} is empty, too long or holds NUL", name)
+    cleaned = name.replace("\\", "/")
+    if cleaned.startswith("/") or (len(cleaned) > 1 and cleaned[1] == ":"):
+        raise UploadError(400, f"{what} {name!r} has an absolute path", name)
+    parts = [p for p in cleaned.split("/") if p not in ("", ".")]
+    if not parts or any(p == ".." for p in parts):
+        raise UploadError(400, f"{what} {name!r} leaves the upload's folder", name)
+    if any(any(ord(ch) < 32 for ch in p) for p in parts):
+        raise UploadError(400, f"{what} {name!r} holds control characters", name)
+    return pathlib.PurePosixPath(*parts)
+
+
+class UploadFolder:
+    """The folder one upload is written into, with the running counts its limits need."""
+
+    def __init__(self, root: pathlib.Path, limits: Limits):
+        self.root = root
+        self.limits = limits
+        self.files: List[pathlib.PurePosixPath] = []
+        self.unpacked_bytes = 0
+        root.mkdir(parents=True, exist_ok=False)
+
+    def new_file(self, name: str, what: str = "file") -> tuple[pathlib.PurePosixPath, BinaryIO]:
+        relative = safe_relative_path(name, self.limits, what)
+        if len(self.files) >= self.limits.max_files:
+            raise UploadError(413, f"more than {self.limits.max_files} files in one upload "
+                              "(--max-files)", name)
+        target = self.root / relative
+        # Two entries with the same name, or a file where a folder must go: the upload is
+        # ambiguous, and which copy won would be silent.
+        if target.exists() or any((self.root / p).is_file() for p in relative.parents
+                                  if str(p) != "."):
+            raise UploadError(400, f"{what} {name!r} appears twice in the upload", name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.files.append(relative)
+        # O_EXCL and O_NOFOLLOW: never through a link, never over something already there.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        return relative, os.fdopen(fd, "wb")
+
+    def count_unpacked(self, n: int, name: str) -> None:
+        self.unpacked_bytes += n
+        if self.unpacked_bytes > self.limits.max_unpacked_bytes:
+            raise UploadError(413, f"the upload unpacks to more than "
+                              f"{self.limits.max_unpacked_bytes} bytes (--max-unpacked-bytes)",
+                              name)
+
+
+def is_archive(name: str) -> bool:
+    lower = name.lower()
+    return lower.endswith(ARCHIVE_SUFFIXES)
+
+
+def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> None:
+    """Unpacks `archive` (named `name` in the upload) into the upload's folder, under a folder
+    named after it, then removes the archive: the analysis reads its members."""
+    stem = name.replace("\\", "/").rsplit("/", 1)[-1]
+    for suffix in ARCHIVE_SUFFIXES:
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)] or "archive"
+            break
+    prefix = str(safe_relative_path(name, folder.limits).parent / stem)
+    prefix = "" if prefix in (".", "") else prefix + "/"
+    packed = max(archive.stat().st_size, 1)
+    start = folder.unpacked_bytes
+
+    def check_ratio(member: str) -> None:
+        unpacked = folder.unpacked_bytes - start
+        if unpacked > (64 << 20) and unpacked / packed > folder.limits.max_ratio:
+            raise UploadError(413, f"archive {name!r} unpacks to over {folder.limits.max_ratio:g}"
+                              " times its size (a decompression bomb?)", f"{name}:{member}")
+
+    try:
+        if name.lower().endswith(".zip"):
+            _unpack_zip(folder, archive, name, prefix, check_ratio)
+        else:
+            _unpack_tar(folder, archive, name, prefix, check_ratio)
+    except UploadError:
+        raise
+    except (tarfile.TarError, zipfile.BadZipFile, zstandard.ZstdError, EOFError, OSError,
+            ValueError) as error:
+        raise UploadError(400, f"archive {name!r} is truncated or unreadable: {error}", name)
+    archive.unlink()
+
+
+def _copy_member(folder: UploadFolder, source: BinaryIO, target: BinaryIO, member: str,
+                 check_ratio: Callable[[str], None]) -> None:
+    with target:
+        while True:
+            block = source.read(1 << 20)
+            if not block:
+                return
+            folder.count_unpacked(len(block), member)
+            check_ratio(member)
+            target.write(block)
+
+
+def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
+                check_ratio: Callable[[str], None]) -> None:
+    with open(archive, "rb") as raw:
+        if name.lower().endswith((".zst", ".zstd")):
+            stream: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw)
+            mode = "r|"
+        else:
+            stream = raw
+            mode = "r|*"  # plain or gzip, found from the bytes
+        # Stream mode: one pass, members in order, nothing seeks or lists the whole archive.
+        with tarfile.open(fileobj=stream, mode=mode) as tar:
+            for member in tar:
+                where = f"{name}:{member.name}"
+                if member.isdir():
+                    safe_relative_path(prefix + member.name, folder.limits, "archive member")
+                    continue
+                if not member.isfile():
+                    what = ("a symbolic link" if member.issym() else "a hard link"
+                            if member.islnk() else "a device or FIFO")
+                    raise UploadError(400, f"archive {name!r} member {member.name!r} is {what}"
+                                      "; only plain files are accepted", where)
+                _, target = folder.new_file(prefix + member.name, "archive member")
+                source = tar.extractfile(member)
+                if source is None:
+                    raise UploadError(400, f"archive {name!r} member {member.name!r} has no "
+                                      "data", where)
+                _copy_member(folder, source, target, member.name, check_ratio)
+
+
+def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
+                check_ratio: Callable[[str], None]) -> None:
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+        if len(infos) > folder.limits.max_files:
+            raise UploadError(413, f"archive {name!r} holds {len(infos)} members, more than "
+                              f"{folder.limits.max_files} (--max-files)", name)
+        for info in infos:
+            where = f"{name}:{info.filename}"
+            mode = info.external_attr >> 16
+            if info.is_dir():
+                safe_relative_path(prefix + info.filename, folder.limits, "archive member")
+                continue
+            if mode and not stat.S_ISREG(mode):
+                raise UploadError(400, f"archive {name!r} member {info.filename!r} is not a "
+                                  "plain file (a link or device); only plain files are "
+                                  "accepted", where)
+            _, target = folder.new_file(prefix + info.filename, "archive member")
+            with zf.open(info) as source:
+                _copy_member(folder, source, target, info.filename, check_ratio)
+
+
+class MultipartWriter:
+    """Feeds a multipart/form-data body, as it arrives, to python-multipart's parser and writes
+    each `files` part to the upload folder; small text fields are kept in memory (bounded)."""
+
+    FIELD_LIMIT = 1 << 20  # a pasted log in the form's text box may be this long, no longer
+
+    def __init__(self, folder: UploadFolder, boundary: bytes):
+        try:
+            import python_multipart as multipart
+        except ImportError:  # python-multipart before 0.0.13
+            import multipart
+
+        self.folder = folder
+        self.fields: dict[str, bytearray] = {}
+        self.uploaded: List[tuple[pathlib.PurePosixPath, str]] = []  # (stored path, name sent)
+        self._headers: dict[str, bytes] = {}
+        self._header_name = b""
+        self._field: Optional[str] = None
+        self._file: Optional[BinaryIO] = None
+        self._error: Optional[UploadError] = None
+        callbacks = {
+            "on_part_begin": self._part_begin,
+            "on_header_field": self._header_field,
+            "on_header_value": self._header_value,
+            "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished,
+            "on_part_data": self._part_data,
+            "on_part_end": self._part_end,
+        }
+        self._parser = multipart.MultipartParser(boundary, callbacks)
+
+    def feed(self, chunk: bytes) -> None:
+        self._parser.write(chunk)
+        if self._error is not None:
+            raise self._error
+
+    def finish(self) -> None:
+        self._parser.finalize()
+        if self._error is not None:
+            raise self._error
+        if self._file is not None or self._field is not None:
+            raise UploadError(400, "the request body ends inside a part (truncated upload)")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    # python-multipart's callbacks: (data, start, end) slices of its buffer.
+    def _part_begin(self) -> None:
+        self._headers = {}
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._header_name += data[start:end]
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        key = self._header_name.lower().decode("latin-1")
+        self._headers[key] = self._headers.get(key, b"") + data[start:end]
+
+    def _header_end(self) -> None:
+        self._header_name = b""
+
+    def _headers_finished(self) -> None:
+        if self._error is not None:
+            return
+        disposition = self._headers.get("content-disposition", b"").decode("utf-8", "replace")
+        params = _disposition_params(disposition)
+        field = params.get("name", "")
+        filename = params.get("filename")
+        try:
+            if filename is not None and field == "files":
+                if filename == "":
+                    self._field = "_ignored_empty_file"  # a file input left empty by a browser
+                    return
+                path, self._file = self.folder.new_file(filename)
+                self.uploaded.append((path, filename))
+                self._field = None
+            else:
+                self._field = field
+                self.fields.setdefault(field, bytearray())
+        except UploadError as error:
+            self._error = error
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._error is not None:
+            return
+        n = end - start
+        if self._file is not None:
+            self._file.write(data[start:end])
+            try:
+                self.folder.count_unpacked(n, str(self.uploaded[-1][1]))
+            except UploadError as error:
+                self._error = error
+        elif self._field is not None:
+            buffer = self.fields.setdefault(self._field, bytearray())
+            if len(buffer) + n > self.FIELD_LIMIT:
+                self._error = UploadError(413, f"form field {self._field!r} is over "
+                                          f"{self.FIELD_LIMIT} bytes; upload the log as a file",
+                                          self._field)
+                return
+            buffer += data[start:end]
+
+    def _part_end(self) -> None:
+        self.close()
+        self._field = None
+
+
+def _disposition_params(value: str) -> dict:
+    """The parameters of a Content-Disposition header (name, filename), quotes removed."""
+    params = {}
+    for piece in value.split(";")[1:]:
+        if "=" not in piece:
+            continue
+        key, _, raw = piece.strip().partition("=")
+        raw = raw.strip()
+        if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+            raw = raw[1:-1].replace('\\"', '"')
+        params[key.lower()] = raw
+    return params
