@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "fr/simulate/example_job.h"
 #include "fr/write/dump_writer.h"
 #include "gmock/gmock.h"
@@ -95,6 +96,29 @@ TEST_F(LoadTraceTest, CompressedJsonAndPerHostFoldersLoadTogether) {
   EXPECT_TRUE(trace->ranks[0].has_stacks);
   EXPECT_FALSE(trace->ranks[1].has_stacks);               // the JSON dump
   EXPECT_LT(trace->bytes_on_disk, trace->bytes_decoded);  // rank 2 was compressed
+}
+
+// Several per-host folders name each rank's host; one folder holding every rank is the job's
+// folder (an upload named "job", a "dumps" folder), and no rank's host.
+TEST_F(LoadTraceTest, PerHostFoldersNameHostsButOneSharedFolderDoesNot) {
+  ExampleJobOptions options;
+  options.world_size = 4;
+  for (int rank = 0; rank < 4; ++rank) {
+    Write(fmt::format("hosts/node{}/nccl_trace_rank_{}", rank / 2, rank),
+          WriteDumpPickle(MakeExampleRankDump(options, rank)));
+    Write(fmt::format("alone/dumps/nccl_trace_rank_{}", rank),
+          WriteDumpPickle(MakeExampleRankDump(options, rank)));
+  }
+  absl::StatusOr<LoadedTrace> hosts = LoadTrace((dir_ / "hosts").string());
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
+  ASSERT_EQ(hosts->ranks.size(), 4u);
+  EXPECT_EQ(hosts->ranks[0].host, "node0");
+  EXPECT_EQ(hosts->ranks[3].host, "node1");
+
+  absl::StatusOr<LoadedTrace> shared = LoadTrace((dir_ / "alone").string());
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  ASSERT_EQ(shared->ranks.size(), 4u);
+  for (const RankDump& rank : shared->ranks) EXPECT_EQ(rank.host, "") << rank.path;
 }
 
 TEST_F(LoadTraceTest, InMemoryDumpsLoadLikeFiles) {

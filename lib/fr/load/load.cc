@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <new>
 #include <optional>
@@ -81,6 +82,22 @@ size_t CountRanks(const std::vector<DiscoveredFile>& files) {
   return ranks;
 }
 
+// Per-host folders name hosts only when there are several: one folder that holds every rank's
+// dump is the job's folder ("dumps", "fr", an upload's name), and a report that shows it as the
+// host of every rank sends the reader to a machine that does not exist.
+void ForgetJobFolderAsHost(LoadedTrace* trace) {
+  if (trace->ranks.size() < 2) return;
+  const std::filesystem::path folder =
+      std::filesystem::path(trace->ranks.front().path).parent_path();
+  const std::string folder_name = folder.filename().string();
+  for (const RankDump& rank : trace->ranks) {
+    if (rank.host != folder_name || std::filesystem::path(rank.path).parent_path() != folder) {
+      return;
+    }
+  }
+  for (RankDump& rank : trace->ranks) rank.host.clear();
+}
+
 // The trace from every discovered file's result (`results[i]` is `discovery.files[i]`'s):
 // settles each rank's files, then the world.
 LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<FileResult> results,
@@ -102,6 +119,7 @@ LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<F
       trace.ranks.back().host = HostOfDumpPath(trace.ranks.back().path, root);
     }
   }
+  ForgetJobFolderAsHost(&trace);
   SettleWorld(/*check_own_rank=*/true, &trace);
   CollectVersions(&trace);
   trace.timings.wall_ns = NowNs() - started;
