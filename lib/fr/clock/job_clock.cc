@@ -191,6 +191,26 @@ void HostsFromPaths(LogSet* logs) {
   }
 }
 
+// Logs without dumps (a paste, a folder of logs) that one torchrun agent wrote: one host at most,
+// and every line that names a global rank names the same number as its local rank (or no line
+// names one). Single-node torchrun numbers its workers' global ranks as their local ranks, so
+// "failed (exitcode: -11) local_rank: 2" is rank 2. A second host, or a global rank that
+// differs from its local rank (a second node's workers), and local ranks stay local.
+bool IsSingleAgentPaste(const LogSet& logs) {
+  std::set<std::string> hosts;
+  bool local_only = false;
+  for (const LogEvent& event : logs.events) {
+    if (!event.host.empty()) hosts.insert(event.host);
+    if (event.rank >= 0 && event.local_rank >= 0 && event.rank != event.local_rank) return false;
+    local_only |= event.rank < 0 && event.local_rank >= 0;
+  }
+  for (const LogFile& file : logs.files) {
+    if (!file.host.empty()) hosts.insert(file.host);
+    if (file.rank >= 0 && file.local_rank >= 0 && file.rank != file.local_rank) return false;
+  }
+  return local_only && hosts.size() <= 1;
+}
+
 }  // namespace
 
 void ResolveIdentities(LogSet* logs, int64_t world_size) {
@@ -239,6 +259,7 @@ void ResolveIdentities(LogSet* logs, int64_t world_size) {
       event.rank = event.comm_rank;
     }
   }
+  const bool single_agent = world_size < 2 && IsSingleAgentPaste(*logs);
   std::map<std::pair<std::string, int32_t>, int32_t> by_device, by_pid;
   std::map<std::pair<std::string, std::string>, int64_t> by_bus;
   std::map<int64_t, std::string> host_of_rank;
@@ -283,7 +304,10 @@ void ResolveIdentities(LogSet* logs, int64_t world_size) {
       if (it != ranks_of_local_rank.end() && it->second.size() == 1)
         event.rank = *it->second.begin();
     }
-    if (event.rank < 0 && event.local_rank >= 0 && one_launcher) event.rank = event.local_rank;
+    if (event.rank < 0 && event.local_rank >= 0 && (one_launcher || single_agent)) {
+      event.rank = event.local_rank;
+      event.rank_assumed = !one_launcher;
+    }
     if (event.host.empty() && event.rank >= 0) {
       if (auto it = host_of_rank.find(event.rank); it != host_of_rank.end())
         event.host = it->second;

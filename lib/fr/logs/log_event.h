@@ -120,6 +120,10 @@ struct LogEvent {
   // Set by the clock stage: the line's own date was impossible (after the analysis ran), so it
   // is neither dated nor used as evidence (JobClock::impossible_times names it).
   bool impossible_time = false;
+  // Set by the clock stage: `rank` is the line's local rank, taken as the global rank because
+  // the logs show one torchrun agent and nothing else (no dumps, no second host): right for a
+  // single-node job, wrong for one node's log of several, so a verdict on it is not certain.
+  bool rank_assumed = false;
   // The line as written (without a trailing newline), cut to at most 512 bytes.
   std::string text;
 

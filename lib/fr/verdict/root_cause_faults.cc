@@ -322,6 +322,15 @@ bool Explainer::FromFaults(report::RootCause* cause) {
   // A step cancelled without a reason may have been srun's reaction to a failure these logs
   // do not show.
   if (lead.reason == "step cancelled") confidence = std::min(confidence, Confidence::kMedium);
+  // A local rank read as the global one: right unless this is one node's log of several.
+  std::string assumed;
+  if (lead.rank_assumed) {
+    confidence = std::min(confidence, Confidence::kMedium);
+    assumed = fmt::format(
+        " Rank {} is the local rank these logs name, the global rank if the job ran on one node"
+        " (they show no other).",
+        lead.rank);
+  }
   for (const Candidate& other : candidates) {
     const LogEvent& event = *other.event;
     if (event.host == lead.host || other.kind == first.kind) continue;
@@ -336,7 +345,7 @@ bool Explainer::FromFaults(report::RootCause* cause) {
     break;
   }
   SetConfidence(cause, confidence);
-  cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt + settled_by_);
+  cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt + assumed + settled_by_);
   return true;
 }
 
