@@ -371,7 +371,8 @@ absl::StatusOr<LogSet> ParseLogFiles(const std::vector<std::string>& paths,
       bytes = *std::move(plain);
     }
     std::string_view head = LogHead(bytes->bytes(), 8192);
-    if (!bytes->bytes().empty() && !LooksLikeLog(head)) {
+    if (!bytes->bytes().empty() && !LooksLikeLog(head) &&
+        !(options.any_text_is_log && LooksLikeText(head))) {
       std::string why = DescribeNonLog(head);
       logs.errors.push_back(Cat({path, ": not a log: ", why}));
       logs.set_aside.push_back({path, Cat({"not a log: ", why})});

@@ -39,6 +39,9 @@ struct LogParseOptions {
   // better than dumps, and a log is only scanned (memory: the decompressed bytes, once).
   uint64_t max_decompressed_bytes = uint64_t{16} << 30;
   uint64_t max_expansion_ratio = 1000;
+  // Any text is a log, as a paste is (LooksLikeText rather than LooksLikeLog): for the files of
+  // a folder that holds logs and no dump.
+  bool any_text_is_log = false;
 };
 
 // Whether `head` (the first few KB of a file) is text that a log parser should read: mostly

@@ -294,6 +294,33 @@ std::string_view LogHead(std::string_view content, size_t size) {
   return content.substr(first, size);
 }
 
+bool LooksLikeText(std::string_view head) {
+  if (head.empty()) return false;
+  for (std::string_view magic :
+       {std::string_view("\x1f\x8b", 2), std::string_view("\x28\xb5\x2f\xfd", 4),
+        std::string_view("\x80", 1),
+        std::string_view("\x7f"
+                         "ELF",
+                         4),
+        std::string_view("PK\x03\x04", 4), std::string_view("\x89PNG", 4),
+        std::string_view("%PDF", 4), std::string_view("SQLite format 3", 15)}) {
+    if (head.starts_with(magic)) return false;
+  }
+  LogTextSample sample = DecodeLogSample(head);
+  std::string why;
+  if (!SampleIsText(sample, &why)) return false;
+  const std::string_view text = sample.text;
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return false;
+  // A JSON document (a config, a result file) is data, not a program's output: `{"` or `[{`.
+  // Python's own printing of a dict, `{'loss': 2.3}`, is output.
+  size_t next = text.find_first_not_of(" \t\r\n", first + 1);
+  char after = next == std::string_view::npos ? '\0' : text[next];
+  if (text[first] == '{' && (after == '"' || after == '}')) return false;
+  if (text[first] == '[' && (after == '{' || after == '"' || after == ']')) return false;
+  return true;
+}
+
 std::string DescribeNonLog(std::string_view head) {
   if (head.empty()) return "an empty file";
   struct Magic {

@@ -93,6 +93,11 @@ std::string_view LogHead(std::string_view content, size_t size);
 // data: ...". For files LooksLikeLog refuses.
 std::string DescribeNonLog(std::string_view head);
 
+// Whether `head` is lines of text of some kind (not a known binary format, not blank): what a
+// folder holding no dump may still give as a log, read as a paste would be, although its first
+// lines are a program's own output (`{'loss': ...}`, progress bars) rather than log lines.
+bool LooksLikeText(std::string_view head);
+
 }  // namespace fr
 
 #endif  // FR_LOGS_LOG_TEXT_H_

@@ -223,6 +223,10 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
   std::vector<std::string> paths;
   // Files looked at and not read as logs, with why: the report lists what became of each file.
   std::vector<LogSet::SetAside> set_aside;
+  // A folder that holds no dump is logs, as a paste is: its text files are read although their
+  // first lines are the program's own output (a paste on stdin is never asked to look like a
+  // log). Beside dumps, only files that look like logs are read.
+  const bool logs_only = trace.ranks.empty() && trace.rejected.empty();
   for (const SkippedFile& file : trace.skipped) {
     if (!MayRead(file)) continue;
     std::ifstream in;
@@ -246,7 +250,8 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
       continue;
     }
     bool named_log = file.kind == SetAsideKind::kLogByName;
-    if (LooksLikeLog(head) || (named_log && Compressed(head))) {
+    if (LooksLikeLog(head) || (named_log && Compressed(head)) ||
+        (logs_only && LooksLikeText(head))) {
       paths.push_back(file.path);
     } else {
       set_aside.push_back({file.path, fmt::format("not a log: {}", DescribeNonLog(head))});
@@ -258,7 +263,9 @@ LogSet ReadLogsBeside(const LoadedTrace& trace) {
     none.set_aside = std::move(set_aside);
     return none;
   }
-  absl::StatusOr<LogSet> logs = ParseLogFiles(paths);
+  LogParseOptions options;
+  options.any_text_is_log = logs_only;
+  absl::StatusOr<LogSet> logs = ParseLogFiles(paths, options);
   if (!logs.ok()) {
     LogSet failed;
     failed.errors.push_back(std::string(logs.status().message()));
