@@ -86,6 +86,25 @@ def test_report_matches_golden(cli, case, tmp_path):
     assert report == json.loads(golden.read_text())
 
 
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_each_ranks_last_op_is_where_its_own_dump_stops(cli, case, tmp_path):
+    """ranks[].last_op: the oldest op the rank's dump shows unfinished (neither completed nor
+    retired), else its newest; read here from the raw entries (`fr-analyze entries`-style
+    columns of the package), not from the verdict."""
+    import fr_analyze
+
+    dumps = stage(case, tmp_path)
+    _, report = analyze(cli, tmp_path)
+    entries = fr_analyze.load(str(dumps)).entries_df()
+    for rank in report["ranks"]:
+        mine = entries[entries["rank"] == rank["rank"]].sort_values("record_id")
+        if mine.empty:
+            continue
+        unfinished = mine[(mine["state"] != "completed") & (~mine["retired"].astype(bool))]
+        row = (unfinished if len(unfinished) else mine).iloc[0 if len(unfinished) else -1]
+        seq = row["p2p_seq_id"] if row["is_p2p"] else row["collective_seq_id"]
+        assert rank["last_op"].startswith(f"{row['op']} #{seq} "), (rank, row["record_id"])
+
 
 def rewrite_unretired(cli, dumps, rank):
     """Rewrites rank's dump as if written before Gloo retired the op it stopped in (its newest

@@ -272,15 +272,17 @@ class ReportWriter {
     for (const RankDump& dump : trace_.ranks) all.insert(dump.rank);
     for (int64_t r : judgment_.missing_ranks) all.insert(r);
     for (int64_t r : judgment_.unreadable_ranks) all.insert(r);
-    // Each dump's oldest op that did not complete, else its newest: a pass over every entry of a
-    // healthy job, one dump per core.
+    // Each dump's oldest op that did not finish, else its newest: a pass over every entry of a
+    // healthy job, one dump per core. Finished includes retired (EntryFinished): Gloo and jobs
+    // without TORCH_NCCL_ENABLE_TIMING never mark an op completed, and every rank's first op
+    // was shown as where it stood.
     std::vector<std::optional<Entry>> shown_of_dump(trace_.ranks.size());
     ParallelFor(
         trace_.ranks.size(), options_.jobs,
         [&](size_t d) {
           const auto& entries = trace_.ranks[d].entries;
           for (const Entry& entry : entries) {
-            if (entry.state != EntryState::kCompleted) {
+            if (!EntryFinished(entry)) {
               shown_of_dump[d] = entry;
               return;
             }
