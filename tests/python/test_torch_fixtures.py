@@ -198,3 +198,29 @@ def test_victims_dumps_lost_from_the_top_blame_no_missing_rank(cli, case, tmp_pa
     if lost == 2:
         assert culprits == expected["culprit_ranks"], (dropped, verdict["summary"])
     assert set(report["inputs"]["ranks_missing"]) >= set(dropped)
+
+
+@pytest.mark.parametrize("case", FAILED_CASES, ids=case_id)
+def test_a_culprit_whose_dump_is_cut_short_is_still_named(cli, case, tmp_path):
+    """The injected culprit's dump cut in half (a copy interrupted, a disk full while it was
+    written): where every other dump still shows who they wait for, the culprit is named, at
+    medium confidence, never "insufficient evidence". Where they do not (the late-victim
+    captures: the culprit's neighbours stopped before anyone waited on it), the ranks blamed
+    instead are said to be uncertain (low) beside the culprit's unreadable dump, never sure."""
+    expected = json.loads((case / "expected.json").read_text())
+    dumps = stage(case, tmp_path)
+    culprit = expected["culprit_ranks"][0]
+    if culprit not in expected["ranks_dumped"]:
+        pytest.skip("the culprit left no dump in this capture")
+    (path,) = [p for p in dumps.iterdir() if p.name.startswith(f"nccl_trace_rank_{culprit}.")]
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    _, report = analyze(cli, tmp_path)
+    verdict = report["verdict"]
+    assert [f["rank"] for f in report["inputs"]["files_rejected"]] == [culprit]
+    if expected.get("late_rank") is None:
+        assert verdict["culprit_ranks"] == [culprit], verdict["summary"]
+        assert verdict["failure_class"] == "missing_participant"
+        assert verdict["confidence"] == "medium"
+    else:
+        assert verdict["confidence"] == "low", verdict["summary"]
+        assert f"Rank(s) {culprit} left no readable dump" in verdict["summary"]

@@ -186,6 +186,11 @@ void InferMembersFromSiblings(const LoadedTrace& trace, const std::vector<int64_
                               std::vector<JobGroup>* groups) {
   std::set<int64_t> candidates(without_file.begin(), without_file.end());
   for (const RankDump& dump : trace.ranks) candidates.insert(dump.rank);
+  // A rank whose file could not be read (truncated, corrupt) is a rank of the job all the same:
+  // the hole in its groups is its, not a rank above the highest that dumped.
+  for (const RejectedFile& file : trace.rejected) {
+    if (file.rank >= 0) candidates.insert(file.rank);
+  }
   for (auto& [desc, siblings] : GroupsOfUnknownRanksByKind(groups)) {
     std::set<int64_t> covered;
     for (const JobGroup* g : siblings) covered.insert(g->ranks.begin(), g->ranks.end());
@@ -215,6 +220,7 @@ std::vector<int64_t> CompleteRegularGroups(const LoadedTrace& trace,
                                            std::vector<JobGroup>* groups) {
   std::set<int64_t> loaded;
   for (const RankDump& dump : trace.ranks) loaded.insert(dump.rank);
+  for (const RejectedFile& file : trace.rejected) loaded.insert(file.rank);  // a file all the same
   std::map<std::string, std::vector<JobGroup*>> kinds = GroupsOfUnknownRanksByKind(groups);
   // A mesh's dimensions are orthogonal: groups of two kinds share at most one rank. Groups that
   // are not one mesh's say nothing about strides.
@@ -326,10 +332,12 @@ std::vector<int64_t> RanksAboveTheHighest(const LoadedTrace& trace, int64_t worl
 // become the member's pending head again.
 int64_t ReopenFailedRetirements(const LoadedTrace& trace, const DumpTimes& times,
                                 const JobIndex& index, JobGroup* group) {
-  // A member that left no file at all may have died, and one the logs say died did: the op its
-  // peers were in then ended in the error of its death (Gloo retires it like a completed one).
+  // A member that left no readable dump may have died or stopped, and one the logs say died
+  // did: the op its peers were in then ended in an error (Gloo retires it like a completed one),
+  // unless a peer went past it (below). A file that could not be read says nothing of what its
+  // rank did, so it cannot vouch for the op either.
   auto died = [&](const GroupMember& m) {
-    return (m.dump < 0 && !index.Unreadable(m.rank)) ||
+    return m.dump < 0 ||
            std::binary_search(index.died_ranks.begin(), index.died_ranks.end(), m.rank);
   };
   int64_t reopened = 0;

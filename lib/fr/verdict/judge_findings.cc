@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "fr/base/rank_set.h"
 #include "fr/base/utf8.h"
 #include "fr/index/job_index.h"
@@ -63,6 +64,7 @@ void Judge::AddCulpritFindings(const WaitForGraph& graph) {
   std::map<uint32_t, Cause> by_block;
   std::vector<uint32_t> relay_cycle;
   std::vector<int64_t> relay_ranks;
+  std::map<int64_t, uint32_t> unreadable_best;
   for (int64_t culprit : graph.culprits()) {
     std::vector<uint32_t> on = graph.BlocksOn(culprit);
     if (on.empty()) continue;
@@ -108,10 +110,23 @@ void Judge::AddCulpritFindings(const WaitForGraph& graph) {
           return blocks()[b].reason == BlockReason::kDumpUnreadable;
         })) {
       unreadable_sinks_.push_back(culprit);
+      unreadable_best[culprit] = best;
       continue;
     }
     by_block[best].block = best;
     by_block[best].culprits.push_back(culprit);
+  }
+  // Every wait ends at ranks whose dumps could not be read, and at nothing else: the other
+  // dumps all point there, so those ranks are named, at medium confidence (what they did, and
+  // why, is in the dumps that could not be read). Beside a culprit the readable dumps show, an
+  // unreadable rank stays unjudged: it may be one more victim.
+  if (by_block.empty() && relay_ranks.size() <= 1 && !unreadable_sinks_.empty()) {
+    for (int64_t culprit : unreadable_sinks_) {
+      uint32_t best = unreadable_best[culprit];
+      by_block[best].block = best;
+      by_block[best].culprits.push_back(culprit);
+    }
+    unreadable_sinks_.clear();
   }
   if (by_block.empty() && relay_ranks.size() > 1) {
     // The waits among the deadlocked ranks themselves.
@@ -166,6 +181,20 @@ void Judge::AddCulpritFinding(const Block& block, std::vector<int64_t>* culprit_
         "crashed or hung before dumping.",
         plural, culprits, waiters, block.op, seq, GroupLabel(group),
         culprits_of.size() > 1 ? "them" : "it");
+  } else if (block.reason == BlockReason::kDumpUnreadable) {
+    confidence = Confidence::kMedium;
+    std::vector<std::string> errors;
+    for (const RejectedFile& file : trace_.rejected) {
+      if (std::binary_search(culprits_of.begin(), culprits_of.end(), file.rank)) {
+        errors.push_back(file.error);
+      }
+    }
+    finding.summary = fmt::format(
+        "{} {} wrote a dump that could not be read{}, and {} blocked in {} {} in {} waiting "
+        "for {}: every wait the other dumps show ends there, so it most likely stopped first. "
+        "Why is in its own dump or log; a readable copy would settle it.",
+        plural, culprits, errors.empty() ? "" : fmt::format(" ({})", fmt::join(errors, "; ")),
+        waiters, block.op, seq, GroupLabel(group), culprits_of.size() > 1 ? "them" : "it");
   } else if (block.reason == BlockReason::kNotStarted) {
     finding.summary = fmt::format(
         "{} {} enqueued {} {} in {} but {} GPU never started it, while its peers did.", plural,

@@ -83,6 +83,16 @@ void Judge::JudgeVerdict(const WaitForGraph& graph) {
     if (!others.empty() && failure_class != FailureClass::kStuckCollective) {
       summary =
           fmt::format("{} Other independent culprits: {}.", lead->summary, FormatRankSet(others));
+      // Several ranks that each stopped on their own, beside a rank whose dump is not there:
+      // more often they all wait, by paths the other dumps cannot show, for that rank.
+      if (std::vector<int64_t> absent = AbsentRanks(); !absent.empty()) {
+        confidence = Confidence::kLow;
+        summary += fmt::format(
+            " Rank(s) {} left no readable dump: independent culprits beside it are often its "
+            "victims, waiting on it through ops the other dumps do not show; its dump would "
+            "settle it.",
+            FormatRankSet(absent));
+      }
     } else {
       summary = lead->summary;
     }
