@@ -70,3 +70,16 @@ def test_a_folder_of_binary_files_is_still_refused(cli, tmp_path):
                             timeout=60)
     assert result.returncode == 2
     assert "no readable flight-recorder dump" in result.stderr
+
+
+def test_logs_without_dumps_say_how_to_get_dumps_next_time(cli, tmp_path, example_job):
+    log = TRAINING_OUTPUT + AGENT_LINE.format(code=-11, local=2) + "\n"
+    result = subprocess.run([cli, "analyze", "-", "--format", "json"], input=log,
+                            capture_output=True, text=True, timeout=60)
+    actions = json.loads(result.stdout)["verdict"]["next_actions"]
+    assert any("fr_analyze.record(" in a and "docs/dumps.md" in a for a in actions), actions
+    # With the dumps there, nothing asks for them.
+    with_dumps = subprocess.run([cli, "analyze", str(example_job), "--format", "json"],
+                                capture_output=True, text=True, timeout=60)
+    assert not any("fr_analyze.record(" in a
+                   for a in json.loads(with_dumps.stdout)["verdict"]["next_actions"])

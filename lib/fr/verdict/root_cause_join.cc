@@ -48,6 +48,15 @@ void Explainer::Join(report::RootCause* cause) {
     verdict->set_summary(cause->summary());
     verdict->clear_next_actions();
     for (const std::string& action : actions) verdict->add_next_actions(action);
+    if (kind != RootCauseKind::kNone && kind != RootCauseKind::kHostKill) {
+      // Logs say what happened where; the dumps say which rank the others waited for, which
+      // logs alone often cannot. Most jobs wrote none because nothing asked them to.
+      verdict->add_next_actions(
+          "No flight-recorder dump was read: next time make every rank leave one (one line at "
+          "the top of the training script: fr_analyze.record(\"DIR\"); for NCCL alone, "
+          "TORCH_FR_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1; Gloo needs the handler), "
+          "then run fr-analyze on DIR with these logs beside the dumps (docs/dumps.md).");
+    }
     return;
   }
   // With dumps: the flight recorder says who the others waited for; the logs say why.
