@@ -4,7 +4,8 @@
 # real-PyTorch tests capture jobs with it and the benchmark runs PyTorch's own analyzer, which
 # also needs tabulate; the Dask tests run a LocalCluster of distributed; PyTorch's debug server and
 # `fr-analyze live` fetch with requests; the console's tests run its extra, `fr_analyze[console]`,
-# and drive Debian's headless Chromium with Playwright, which downloads no browser).
+# and drive Debian's headless Chromium with Playwright, which downloads no browser; atheris fuzzes
+# the console's uploads).
 # Prints the venv's python.
 #
 #   py=$(bash scripts/venv.sh)       # then: "$py" -m pytest tests/python
@@ -39,7 +40,8 @@ torch_version=${FR_TORCH_VERSION:-2.13.0}
 venv=${FR_VENV:-build/venv}
 packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest nbclient nbformat ipykernel tabulate requests protobuf
   distributed
-  starlette uvicorn sqlalchemy alembic jinja2 python-multipart zstandard "psycopg[binary]" playwright)
+  starlette uvicorn sqlalchemy alembic jinja2 python-multipart zstandard "psycopg[binary]" playwright
+  atheris)
 python=$(find_python311) ||
   { echo "venv.sh: no Python 3.11 with venv and ensurepip found" >&2; exit 2; }
 # The stamp names what is installed: a changed list rebuilds the venv.

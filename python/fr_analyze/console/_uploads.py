@@ -240,12 +240,18 @@ class MultipartWriter:
         self._parser = multipart.MultipartParser(boundary, callbacks)
 
     def feed(self, chunk: bytes) -> None:
-        self._parser.write(chunk)
+        try:
+            self._parser.write(chunk)
+        except ValueError as error:  # python-multipart's MultipartParseError (a ValueError)
+            raise UploadError(400, f"the multipart body is malformed: {error}") from None
         if self._error is not None:
             raise self._error
 
     def finish(self) -> None:
-        self._parser.finalize()
+        try:
+            self._parser.finalize()
+        except ValueError as error:
+            raise UploadError(400, f"the multipart body is malformed: {error}") from None
         if self._error is not None:
             raise self._error
         if self._file is not None or self._field is not None:
