@@ -1,7 +1,8 @@
 """The package as a user gets it: the repaired manylinux wheel of scripts/build-wheel.sh installed
-with `pip install --only-binary=:all: 'WHEEL[notebook,progress]'` into a fresh, plain venv (pip
-may not build anything), then the console command, `python -m fr_analyze`, the examples and the
-notebook, all run as subprocesses from outside the source tree.
+with `pip install --only-binary=:all: 'WHEEL[notebook,progress,console]'` into a fresh, plain venv
+(pip may not build anything), then the console command, `python -m fr_analyze`, the examples, the
+notebook and the web console (`fr-analyze serve`), all run as subprocesses from outside the source
+tree.
 
 .ci/run builds the wheel (scripts/build-wheel.sh) and names it in FR_ANALYZE_WHEEL; without it
 these tests skip (scripts/test.sh leaves them to CI: the wheel's profile-guided build takes
@@ -38,7 +39,7 @@ def venv(tmp_path_factory):
     env.pop("PYTHONPATH", None)
     install = subprocess.run(
         [str(directory / "bin" / "pip"), "install", "--disable-pip-version-check",
-         "--only-binary=:all:", f"{WHEEL}[notebook,progress]"],
+         "--only-binary=:all:", f"{WHEEL}[notebook,progress,console]"],
         capture_output=True, text=True, env=env, cwd=str(directory))
     assert install.returncode == 0, install.stdout[-4000:] + install.stderr[-4000:]
     assert "Successfully installed" in install.stdout and "fr-analyze" in install.stdout
@@ -173,3 +174,46 @@ def test_triage_notebook_runs_headless_without_errors(venv, tmp_path):
     assert any("missing_participant" in h and "<details" in h for h in html)
     assert any("image/png" in o.get("data", {}) for o in outputs)
     assert nb.cells[-1].outputs[0].data["text/plain"] == "[5]"
+
+
+def test_console_serves_from_the_installed_wheel(venv, tmp_path):
+    """`pip install 'fr-analyze[console]'` then `fr-analyze serve`: the wheel carries the
+    console's templates and migrations, and a pasted log is analysed over HTTP."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FR_ANALYZE_CLI",
+                                                             "FR_ANALYZE_PYTHON")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    server = subprocess.Popen([str(venv / "bin" / "fr-analyze"), "serve", "--port", str(port),
+                               "--data", str(tmp_path / "data")], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/", timeout=2).read()
+                break
+            except OSError:
+                assert server.poll() is None, server.stdout.read()
+                time.sleep(0.1)
+        # A segfault on local rank 2 of a single-node torchrun job: torch.distributed.elastic's
+        # wording, as in FlagOpen/FlagEmbedding#1549.
+        log = ("E1119 08:26:02.715000 28705 site-packages/torch/distributed/elastic/"
+               "multiprocessing/api.py:882] failed (exitcode: -11) local_rank: 2 (pid: 28773) "
+               "of binary: /usr/bin/python3\n").encode()
+        request = urllib.request.Request(url + "/api/analyses", data=log, method="POST",
+                                         headers={"Content-Type": "text/plain"})
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            assert answer.status == 201
+            created = json.loads(answer.read())
+        assert created["report"]["verdict"]["root_cause"]["kind"] == "segfault"
+        page = urllib.request.urlopen(f"{url}/analyses/{created['id']}", timeout=10).read()
+        assert b"segfault" in page
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
