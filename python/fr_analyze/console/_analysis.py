@@ -15,6 +15,7 @@ import pathlib
 import resource
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -52,44 +53,99 @@ def package_parent() -> str:
     return str(pathlib.Path(fr_analyze.__file__).resolve().parent.parent)
 
 
-def _limit_worker(memory_bytes: int) -> None:
-    # In the child, before exec: its own session (so the whole group can be killed) and an
-    # address-space limit that turns a runaway allocation into a MemoryError there.
+def _parent_death_signal():
+    """prctl(PR_SET_PDEATHSIG, SIGKILL) for the worker to call between fork and exec, looked up
+    here in the server (nothing may be imported or allocated in the child), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+
+
+_PDEATHSIG = _parent_death_signal()
+
+
+def _limit_worker(memory_bytes: int, parent: int) -> None:
+    # In the child, before exec: its own session (so the whole group can be killed), death with
+    # the server (a server killed with -9 leaves no analysis running for nobody), no core file,
+    # and an address-space limit, last, that turns a runaway allocation into an error there.
     os.setsid()
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    if _PDEATHSIG is not None:
+        _PDEATHSIG()
+    if os.getppid() != parent:  # the server died before the line above
+        os._exit(1)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
-async def run_worker(source: pathlib.Path, output: pathlib.Path, paste: bool,
+# What a process that hit its address-space limit prints, wherever the allocation failed: Python
+# (MemoryError), C++ (std::bad_alloc, uncaught: SIGABRT), the dynamic loader or an import
+# ("failed to map segment"), glibc ("cannot allocate memory"), a thread's stack ("Resource
+# temporarily unavailable", EAGAIN from pthread_create).
+MEMORY_SIGNS = ("MemoryError", "bad_alloc", "failed to map segment", "annot allocate memory",
+                "Resource temporarily unavailable", "out of memory")
+
+
+def worker_source(files: pathlib.Path, paste: bool) -> str:
+    """What the worker is asked to read, relative to the upload's folder: the one folder the
+    upload holds (a dropped or unpacked job: the report then names job/...), or all of it."""
+    if paste:
+        return "pasted.log"
+    entries = list(files.iterdir())
+    if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
+        return entries[0].name
+    return "."
+
+
+async def run_worker(files: pathlib.Path, output: pathlib.Path, paste: bool,
                      limits: WorkerLimits) -> Optional[str]:
-    """Runs the worker; returns None when it wrote its outputs, else why it failed."""
+    """Runs the worker on the upload's folder; returns None when it wrote its outputs, else why
+    it failed (what the analysis page and the API show)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [package_parent()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    argv = [sys.executable, "-m", "fr_analyze.console._worker", str(source), str(output)]
+    # glibc reserves 64 MiB of address space per thread's arena: under RLIMIT_AS that counts as
+    # used, so the limit would hit on a many-core machine before the memory is.
+    env.setdefault("MALLOC_ARENA_MAX", "2")
+    argv = [sys.executable, "-m", "fr_analyze.console._worker", worker_source(files, paste),
+            str(output.resolve())]
     if paste:
         argv.append("--paste")
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, env=env, cwd=str(output.parent),
-        preexec_fn=lambda: _limit_worker(limits.memory_bytes))
+    parent = os.getpid()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE, env=env, cwd=str(files),
+            preexec_fn=lambda: _limit_worker(limits.memory_bytes, parent))
+    except (OSError, subprocess.SubprocessError) as error:  # no process (fork failed, EAGAIN)
+        return f"the analysis process could not start: {error}"
     try:
         _, stderr = await asyncio.wait_for(process.communicate(), timeout=limits.seconds)
     except asyncio.TimeoutError:
         _kill_group(process.pid)
         await process.wait()
-        return f"the analysis ran past its time limit ({limits.seconds:g} s) and was stopped"
+        return (f"the analysis ran past its time limit ({limits.seconds:g} s, "
+                "--analysis-seconds) and was stopped")
     except asyncio.CancelledError:
         _kill_group(process.pid)
         raise
     if process.returncode != 0:
-        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        text = stderr.decode("utf-8", "replace")
+        tail = [line.strip() for line in text.strip().splitlines()[-3:]]
+        if any(sign in text for sign in MEMORY_SIGNS):
+            return (f"the analysis ran out of its memory limit ({limits.memory_bytes >> 20} MiB,"
+                    " --analysis-memory) and was stopped")
         if process.returncode < 0:
-            name = signal.Signals(-process.returncode).name
+            try:
+                name = signal.Signals(-process.returncode).name
+            except ValueError:
+                name = f"signal {-process.returncode}"
             return f"the analysis process was killed ({name})"
-        if any("MemoryError" in line or "bad_alloc" in line for line in tail):
-            return (f"the analysis ran out of its memory limit ({limits.memory_bytes >> 20} MiB)"
-                    " and was stopped")
         return "the analysis process failed: " + (" / ".join(tail) or
                                                    f"exit status {process.returncode}")
     error_file = output / "error.json"
@@ -105,13 +161,17 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def store_inputs(store: Store, root: pathlib.Path,
-                 skipped: Dict[str, str]) -> tuple[List[InputFile], List[tuple]]:
-    """Every file of the upload into the blob store (in path order)."""
+def store_inputs(store: Store, root: pathlib.Path, skipped: Dict[str, str],
+                 held: Optional[List[str]] = None) -> tuple[List[InputFile], List[tuple]]:
+    """Every file of the upload into the blob store (in path order). With `held`, each blob is
+    kept from retention (its hash added to `held`) until the caller's store.release(held)."""
     inputs, blobs = [], []
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
         relative = path.relative_to(root).as_posix()
-        sha, size, stored = store.blobs.put(path)
+        if held is None:
+            sha, size, stored = store.blobs.put(path)
+        else:
+            sha, size, stored = store.put_blob(path, held)
         inputs.append(InputFile(relative, sha, size, skipped.get(relative, "")))
         blobs.append((sha, size, stored))
     return inputs, blobs
@@ -190,15 +250,16 @@ async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: b
                         name=running.name, label=running.label,
                         fr_version=fr_analyze.__version__)
     started = time.monotonic()
+    held: List[str] = []  # blobs kept from retention until the row naming them is saved
     try:
         running.stage = "waiting for a worker"
         async with semaphore:
             running.stage = "analysing"
             # The inputs are stored while the worker reads them: two cores, two jobs.
-            storing = asyncio.to_thread(store_inputs, store, upload / "files", skipped or {})
+            storing = asyncio.to_thread(store_inputs, store, upload / "files", skipped or {},
+                                        held)
             failure, (inputs, blobs) = await asyncio.gather(
-                run_worker(upload / "files" if not paste else upload / "files" / "pasted.log",
-                           output, paste, limits), storing)
+                run_worker(upload / "files", output, paste, limits), storing)
         analysis.inputs = inputs
         analysis.input_bytes = sum(i.size for i in inputs)
         analysis.seconds = round(time.monotonic() - started, 3)
@@ -208,26 +269,34 @@ async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: b
             text = (output / "report.json").read_text()
             analysis.report = text
             summarize(analysis, json.loads(text))
-            _keep_outputs(store, analysis.id, output)
         running.stage = "saving"
         await asyncio.to_thread(store.save, analysis, blobs)
+        # After the row: a server killed in between leaves a row without its HTML report (the
+        # page then offers the JSON), never files no row names.
+        await asyncio.to_thread(_keep_outputs, store, analysis.id,
+                                output if failure is None else None)
         return analysis
     finally:
+        store.release(held)
         shutil.rmtree(output, ignore_errors=True)
         shutil.rmtree(upload, ignore_errors=True)
 
 
 def outputs_dir(store: Store, analysis_id: str) -> pathlib.Path:
-    return store.data / "outputs" / analysis_id[:2] / analysis_id
+    return store.outputs_dir(analysis_id)
 
 
-def _keep_outputs(store: Store, analysis_id: str, output: pathlib.Path) -> None:
-    """The HTML, protobuf and Perfetto outputs beside the database (the JSON is in the row)."""
+def _keep_outputs(store: Store, analysis_id: str, output: Optional[pathlib.Path]) -> None:
+    """The HTML, protobuf and Perfetto outputs beside the database (the JSON is in the row);
+    with no output (the analysis failed), those of an earlier run go: they would contradict it."""
     target = outputs_dir(store, analysis_id)
+    if output is None:
+        shutil.rmtree(target, ignore_errors=True)
+        return
     staging = target.with_name(target.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in ("report.html", "report.pb", "timeline.json"):
+    for name in ("report.html", "report.pb", "timeline.perfetto-trace"):
         if (output / name).exists():
             shutil.move(str(output / name), staging / name)
     shutil.rmtree(target, ignore_errors=True)

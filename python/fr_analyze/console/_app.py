@@ -71,13 +71,15 @@ DEFAULT_ACTION = "drain the node and look at its hardware and system logs"
 class ConsoleApp:
     """The server's state: store, limits, analyses in flight."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, sweep_uploads: bool = True):
         self.settings = settings
         self.store = Store(settings.data, settings.db)
         self.store.migrate()
         self.uploads = settings.data / "uploads"
-        # Uploads left by a server that was killed: never stored, so nothing refers to them.
-        shutil.rmtree(self.uploads, ignore_errors=True)
+        if sweep_uploads:
+            # Uploads left by a server that was killed: never stored, so nothing refers to them.
+            # (Not from `serve --reanalyze`, which may run beside a server using them.)
+            shutil.rmtree(self.uploads, ignore_errors=True)
         self.uploads.mkdir(parents=True, exist_ok=True)
         self.running: Dict[str, _analysis.Running] = {}
         self.semaphore: Optional[asyncio.Semaphore] = None
@@ -112,35 +114,70 @@ class ConsoleApp:
             if file:
                 body["file"] = file
             return JSONResponse(body, status_code=status)
-        return self.page(request, "error.html", status=status, message=message, file=file)
+        return self.page(request, "error.html", status=status, http_status=status, message=message,
+                         file=file)
 
     # --- reading an upload ----------------------------------------------------------------
     async def body_chunks(self, request: Request):
         """The request body, piece by piece: 408 when the client stops sending, 413 past the
-        size limit (the declared length is checked before a byte is read)."""
+        size limit (the declared length is checked before a byte is read). These refusals end
+        the request: nothing more of its body is read."""
         limits = self.settings.limits
+        request.state.body_ended = False
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limits.max_request_bytes:
+            request.state.body_ended = True
             raise UploadError(413, f"the request is {declared} bytes, more than "
                               f"{limits.max_request_bytes} (--max-request-bytes)")
         received = 0
-        stream = request.stream().__aiter__()
         while True:
             try:
-                chunk = await asyncio.wait_for(stream.__anext__(), timeout=limits.idle_seconds)
-            except StopAsyncIteration:
-                return
+                message = await asyncio.wait_for(request.receive(),
+                                                 timeout=limits.idle_seconds)
             except asyncio.TimeoutError:
+                request.state.body_ended = True
                 raise UploadError(408, f"the upload stalled: nothing arrived for "
                                   f"{limits.idle_seconds:g} s")
-            except Exception as error:  # the client went away mid-body
-                raise UploadError(400, f"the upload was cut off: {type(error).__name__}")
+            if message.get("type") != "http.request":  # http.disconnect: the client went away
+                request.state.body_ended = True
+                raise UploadError(400, "the upload was cut off: the client disconnected")
+            chunk = message.get("body", b"")
+            more = message.get("more_body", False)
+            request.state.body_ended = not more
             received += len(chunk)
             if received > limits.max_request_bytes:
+                request.state.body_ended = True
                 raise UploadError(413, f"the request is over {limits.max_request_bytes} bytes "
                                   "(--max-request-bytes)")
             if chunk:
                 yield chunk
+            if not more:
+                return
+
+    async def drain(self, request: Request, limit: int = 64 << 20) -> None:
+        """Reads and drops what is left of a refused request's body (up to `limit` bytes), so
+        that the client, still sending, reads the refusal: a server that answers and closes
+        with a body unread resets the connection, and the client sees that instead."""
+        ended = getattr(request.state, "body_ended", None)
+        if ended is None:  # refused before a byte of the body was read (type, boundary)
+            declared = request.headers.get("content-length", "")
+            ended = (declared == "0" or (not declared and
+                                         "transfer-encoding" not in request.headers)
+                     or (declared.isdigit() and int(declared) > limit))
+        if ended:
+            return
+        dropped = 0
+        while dropped <= limit:
+            try:
+                message = await asyncio.wait_for(request.receive(),
+                                                 timeout=self.settings.limits.idle_seconds)
+            except Exception:  # silent for the idle time, or gone: the answer goes anyway
+                return
+            if message.get("type") != "http.request":
+                return
+            dropped += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
     async def read_upload(self, request: Request, analysis_id: str):
         """Writes the request's evidence to uploads/<id>/files; returns (folder, is paste,
@@ -178,10 +215,14 @@ class ConsoleApp:
                     out.write(log.encode())
         elif content_type.startswith("text/plain") or not content_type:
             _, out = folder.new_file("pasted.log")
+            visible = False
             with out:
                 async for chunk in self.body_chunks(request):
                     folder.count_unpacked(len(chunk), "pasted.log")
                     out.write(chunk)
+                    visible = visible or bool(chunk.strip())
+            if not visible:
+                raise UploadError(400, "the pasted log is empty")
             paste = True
         else:
             raise UploadError(415, f"send text/plain (a pasted log) or multipart/form-data "
@@ -195,8 +236,10 @@ class ConsoleApp:
         analysis_id = _analysis.new_id()
         try:
             upload, paste, fields = await self.read_upload(request, analysis_id)
-        except BaseException:
+        except BaseException as error:
             shutil.rmtree(self.uploads / analysis_id, ignore_errors=True)
+            if isinstance(error, UploadError):
+                await self.drain(request)
             raise
         name = (fields.get("name") or request.query_params.get("name") or "")[:200]
         label = (fields.get("label") or request.query_params.get("label") or "")[:200]
@@ -267,6 +310,10 @@ def build_app(settings: Settings) -> Starlette:
             return False
         origin = request.headers.get("origin")
         if origin is None:
+            return True
+        # A page sent with no-referrer makes a browser's own form post say "Origin: null";
+        # Sec-Fetch-Site still says it came from this site.
+        if origin == "null" and site == "same-origin":
             return True
         parsed = urllib.parse.urlsplit(origin)
         return parsed.netloc == request.headers.get("host", "")
@@ -373,7 +420,7 @@ def build_app(settings: Settings) -> Starlette:
             return Response(analysis.report, media_type="application/json", headers={
                 "Content-Disposition": f'attachment; filename="{analysis_id}.json"'})
         kinds = {"report.html": "text/html", "report.pb": "application/octet-stream",
-                 "timeline.json": "application/json"}
+                 "timeline.perfetto-trace": "application/octet-stream"}
         if name not in kinds:
             return console.error(request, 404, "no such download")
         path = _analysis.outputs_dir(console.store, analysis_id) / name
@@ -464,6 +511,7 @@ def build_app(settings: Settings) -> Starlette:
             if not isinstance(report, dict) or not isinstance(report.get("verdict"), dict):
                 raise UploadError(400, "the JSON body is not an fr-analyze report (no verdict)")
         except UploadError as error:
+            await console.drain(request)
             return JSONResponse(error.to_dict(), status_code=error.status)
         except (ValueError, UnicodeDecodeError) as error:
             return JSONResponse({"error": f"the body is not JSON: {error}"}, status_code=400)
@@ -476,7 +524,8 @@ def build_app(settings: Settings) -> Starlette:
                             report=json.dumps(report, indent=2) + "\n")
         _analysis.summarize(analysis, report)
         await asyncio.to_thread(console.store.save, analysis, [])
-        return Response(api_created(analysis), status_code=201, media_type="application/json")
+        return Response(api_created(analysis), status_code=201, media_type="application/json",
+                        headers={"Location": f"/api/analyses/{analysis.id}"})
 
     async def api_get(request: Request):
         analysis = await asyncio.to_thread(console.store.get, request.path_params["id"])

@@ -13,7 +13,7 @@ def maintain(settings, *, reanalyze: bool, keep_days: Optional[float],
     from fr_analyze.console._app import ConsoleApp
     from fr_analyze.console._uploads import UploadError
 
-    console = ConsoleApp(settings)
+    console = ConsoleApp(settings, sweep_uploads=False)
     if keep_days is not None or max_bytes is not None:
         removed = console.store.retain(keep_days, max_bytes)
         print(f"fr-analyze serve: retention removed {removed} analyses", file=sys.stderr)

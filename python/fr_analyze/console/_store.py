@@ -8,13 +8,16 @@ point leaves stored analyses whole and at worst a blob no row names (removed by 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import os
 import pathlib
+import shutil
 import tempfile
+import threading
 import time
-from typing import Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 import sqlalchemy as sa
 import zstandard
@@ -99,14 +102,18 @@ class BlobStore:
     def path(self, sha256: str) -> pathlib.Path:
         return self.root / sha256[:2] / f"{sha256}.zst"
 
-    def put(self, source: pathlib.Path) -> tuple[str, int, int]:
+    def put(self, source: pathlib.Path,
+            claim: Optional[Callable[[str], None]] = None) -> tuple[str, int, int]:
         """Stores `source`; returns (sha256, size, stored size). A blob already present is not
-        written again (the same dump uploaded twice costs its bytes once)."""
+        written again (the same dump uploaded twice costs its bytes once). `claim` is told the
+        hash before the blob is looked for, so that nothing removes it from then on."""
         digest = hashlib.sha256()
         with open(source, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         sha = digest.hexdigest()
+        if claim is not None:
+            claim(sha)
         size = source.stat().st_size
         target = self.path(sha)
         if target.exists():
@@ -139,6 +146,32 @@ class Store:
         self.engine = sa.create_engine(self.url, future=True, pool_pre_ping=True)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        # Blobs of analyses in flight (stored before their rows are): never collected. The lock
+        # also makes a collection one step for them: a blob is claimed before or after it.
+        self._lock = threading.Lock()
+        self._pending: collections.Counter = collections.Counter()
+
+    def put_blob(self, source: pathlib.Path, held: List[str]) -> tuple[str, int, int]:
+        """BlobStore.put for an analysis in flight: the blob is held (its hash added to `held`)
+        until release(held), once the analysis's row is saved."""
+        def claim(sha: str) -> None:
+            with self._lock:
+                self._pending[sha] += 1
+                held.append(sha)
+
+        return self.blobs.put(source, claim=claim)
+
+    def release(self, shas: Iterable[str]) -> None:
+        """The analysis that put these blobs is saved (or gone): they may be collected."""
+        with self._lock:
+            for sha in shas:
+                self._pending[sha] -= 1
+                if self._pending[sha] <= 0:
+                    del self._pending[sha]
+
+    def outputs_dir(self, analysis_id: str) -> pathlib.Path:
+        """The HTML, protobuf and Perfetto outputs of an analysis (its JSON is in its row)."""
+        return self.data / "outputs" / analysis_id[:2] / analysis_id
 
     def migrate(self) -> None:
         """Brings the schema to the newest revision (Alembic, on this connection)."""
@@ -164,12 +197,11 @@ class Store:
                 schema.analysis_hosts.c.analysis_id == analysis.id))
             c.execute(sa.delete(schema.analyses).where(schema.analyses.c.id == analysis.id))
             c.execute(sa.insert(schema.analyses), [row])
-            for sha, size, stored in stored_blobs:
-                exists = c.execute(sa.select(schema.blobs.c.sha256).where(
-                    schema.blobs.c.sha256 == sha)).first()
-                if exists is None:
-                    c.execute(sa.insert(schema.blobs),
-                              [{"sha256": sha, "size": size, "stored_size": stored}])
+            rows = {sha: {"sha256": sha, "size": size, "stored_size": stored}
+                    for sha, size, stored in stored_blobs}
+            if rows:
+                # Two analyses of the same file may save at once: the second row is no error.
+                c.execute(self._insert_blob(), list(rows.values()))
             if analysis.inputs:
                 c.execute(sa.insert(schema.inputs), [
                     {"analysis_id": analysis.id, "path": i.path, "sha256": i.sha256,
@@ -181,6 +213,16 @@ class Store:
                 c.execute(sa.insert(schema.analysis_hosts), [
                     {"analysis_id": analysis.id, "host": h.host, "gpu": h.gpu, "role": h.role,
                      "kind": h.kind, "created_ms": analysis.created_ms} for h in analysis.hosts])
+
+    def _insert_blob(self):
+        dialect = self.engine.dialect.name
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        elif dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert
+        else:
+            raise ValueError(f"the console stores on SQLite or PostgreSQL, not {dialect}")
+        return insert(schema.blobs).on_conflict_do_nothing(index_elements=["sha256"])
 
     def get(self, analysis_id: str) -> Optional[Analysis]:
         with self.engine.connect() as c:
@@ -239,7 +281,9 @@ class Store:
             h.c.host, h.c.gpu, h.c.role, h.c.kind, sa.func.count().label("n"),
             sa.func.sum(1.0 / sa.func.nullif(a.c.host_count, 0)).label("share"),
             sa.func.max(h.c.created_ms).label("last_ms"),
-        ).select_from(h.join(a, a.c.id == h.c.analysis_id)).group_by(
+        ).select_from(h.join(a, a.c.id == h.c.analysis_id)).where(
+            # Hosts of a job that did not fail ("healthy") took part in no failure.
+            h.c.role.in_(["initiated", "victim"])).group_by(
             h.c.host, h.c.gpu, h.c.role, h.c.kind)
         hosts: Dict[str, Dict[str, object]] = {}
         with self.engine.connect() as c:
@@ -269,7 +313,9 @@ class Store:
     def failures_by_day(self) -> List[tuple[str, int]]:
         """Failed analyses per UTC day, oldest first (the fleet page's plot)."""
         a = schema.analyses
-        day = sa.cast(a.c.created_ms / 86400000, sa.BigInteger)
+        # Integer division: true division then a cast rounds on PostgreSQL (an afternoon
+        # would count for the next day).
+        day = a.c.created_ms // 86400000
         with self.engine.connect() as c:
             rows = c.execute(sa.select(day.label("day"), sa.func.count()).where(
                 a.c.failure_class.notin_(["", "none"])).group_by(day).order_by(day)).all()
@@ -295,7 +341,9 @@ class Store:
         if max_bytes is not None:
             remaining = [r.id for r in ordered if r.id not in set(removed)]
             total = self.stored_bytes()
-            while remaining and total > max_bytes:
+            # The newest analysis stays whatever its size: it is the one just made, whose
+            # answer the user holds (removing it would turn its link into a 404 at once).
+            while len(remaining) > 1 and total > max_bytes:
                 victim = remaining.pop(0)
                 removed.append(victim)
                 total -= self._bytes_only_in(victim, set(removed))
@@ -305,6 +353,8 @@ class Store:
                 for table in (schema.inputs, schema.culprits, schema.analysis_hosts):
                     c.execute(sa.delete(table).where(table.c.analysis_id.in_(chunk)))
                 c.execute(sa.delete(a).where(a.c.id.in_(chunk)))
+            for analysis_id in chunk:
+                shutil.rmtree(self.outputs_dir(analysis_id), ignore_errors=True)
         self.collect_blobs()
         return len(removed)
 
@@ -329,18 +379,26 @@ class Store:
         return freed
 
     def collect_blobs(self) -> None:
-        """Removes blobs that no input names, rows and files (and files left by a crash)."""
+        """Removes blobs that no input names, rows and files (and files left by a crash), but
+        never one an analysis in flight has stored and not yet saved its row for."""
         i, b = schema.inputs, schema.blobs
-        with self.engine.begin() as c:
-            named = {r[0] for r in c.execute(sa.select(i.c.sha256).distinct())}
-            rows = {r[0] for r in c.execute(sa.select(b.c.sha256))}
-            orphans = sorted(rows - named)
-            for start in range(0, len(orphans), 500):
-                c.execute(sa.delete(b).where(b.c.sha256.in_(orphans[start:start + 500])))
-        for path in self.blobs.root.glob("*/*"):
-            sha = path.name.split(".", 1)[0]
-            if path.name.startswith(".part-") or sha not in named:
-                path.unlink(missing_ok=True)
+        with self._lock:
+            with self.engine.begin() as c:
+                named = {r[0] for r in c.execute(sa.select(i.c.sha256).distinct())}
+                rows = {r[0] for r in c.execute(sa.select(b.c.sha256))}
+                orphans = sorted(rows - named - set(self._pending))
+                for start in range(0, len(orphans), 500):
+                    c.execute(sa.delete(b).where(b.c.sha256.in_(orphans[start:start + 500])))
+            for path in self.blobs.root.glob("*/*"):
+                if path.name.startswith(".part-"):
+                    # A blob being written belongs to an analysis in flight, which has claimed
+                    # it: with none in flight, it was left by a crash.
+                    if not self._pending:
+                        path.unlink(missing_ok=True)
+                    continue
+                sha = path.name.split(".", 1)[0]
+                if sha not in named and sha not in self._pending:
+                    path.unlink(missing_ok=True)
 
 
 def _sqlite_pragmas(connection, _record) -> None:

@@ -11,11 +11,13 @@ with the member named: a job's archive holds none of those, so one is a mistake 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
 import pathlib
 import stat
 import tarfile
 import zipfile
+import zlib
 from typing import BinaryIO, Callable, List, Optional
 
 import zstandard
@@ -56,20 +58,22 @@ class UploadError(Exception):
         return body
 
 
-def safe_relative_path(name: str, limits: Limits, what: str = "file") -> pathlib.PurePosixPath:
+def safe_relative_path(name: str, limits: Limits, what: str = "file",
+                       file: Optional[str] = None) -> pathlib.PurePosixPath:
     """The path an uploaded name is stored at inside the upload's folder; refuses names that
     would leave it. Browsers send a folder's files as `folder/sub/name`; Windows tools may send
-    backslashes."""
+    backslashes. `file` is how the answer names the culprit (default: the name)."""
+    file = name if file is None else file
     if not name or len(name) > limits.max_path_length or "\x00" in name:
-        raise UploadError(400, f"{what} name {name[:80]!r} is empty, too long or holds NUL", name)
+        raise UploadError(400, f"{what} name {name[:80]!r} is empty, too long or holds NUL", file)
     cleaned = name.replace("\\", "/")
     if cleaned.startswith("/") or (len(cleaned) > 1 and cleaned[1] == ":"):
-        raise UploadError(400, f"{what} {name!r} has an absolute path", name)
+        raise UploadError(400, f"{what} {name!r} has an absolute path", file)
     parts = [p for p in cleaned.split("/") if p not in ("", ".")]
     if not parts or any(p == ".." for p in parts):
-        raise UploadError(400, f"{what} {name!r} leaves the upload's folder", name)
+        raise UploadError(400, f"{what} {name!r} leaves the upload's folder", file)
     if any(any(ord(ch) < 32 for ch in p) for p in parts):
-        raise UploadError(400, f"{what} {name!r} holds control characters", name)
+        raise UploadError(400, f"{what} {name!r} holds control characters", file)
     return pathlib.PurePosixPath(*parts)
 
 
@@ -83,17 +87,20 @@ class UploadFolder:
         self.unpacked_bytes = 0
         root.mkdir(parents=True, exist_ok=False)
 
-    def new_file(self, name: str, what: str = "file") -> tuple[pathlib.PurePosixPath, BinaryIO]:
-        relative = safe_relative_path(name, self.limits, what)
+    def new_file(self, name: str, what: str = "file",
+                 file: Optional[str] = None) -> tuple[pathlib.PurePosixPath, BinaryIO]:
+        """Creates the file `name` (checked) in the folder; `file` names it in refusals."""
+        file = name if file is None else file
+        relative = safe_relative_path(name, self.limits, what, file)
         if len(self.files) >= self.limits.max_files:
             raise UploadError(413, f"more than {self.limits.max_files} files in one upload "
-                              "(--max-files)", name)
+                              "(--max-files)", file)
         target = self.root / relative
         # Two entries with the same name, or a file where a folder must go: the upload is
         # ambiguous, and which copy won would be silent.
         if target.exists() or any((self.root / p).is_file() for p in relative.parents
                                   if str(p) != "."):
-            raise UploadError(400, f"{what} {name!r} appears twice in the upload", name)
+            raise UploadError(400, f"{what} {name!r} appears twice in the upload", file)
         target.parent.mkdir(parents=True, exist_ok=True)
         self.files.append(relative)
         # O_EXCL and O_NOFOLLOW: never through a link, never over something already there.
@@ -139,51 +146,75 @@ def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> No
             _unpack_tar(folder, archive, name, prefix, check_ratio)
     except UploadError:
         raise
-    except (tarfile.TarError, zipfile.BadZipFile, zstandard.ZstdError, EOFError, OSError,
-            ValueError) as error:
+    except (tarfile.TarError, zipfile.BadZipFile, zstandard.ZstdError, zlib.error, EOFError,
+            OSError, ValueError, RuntimeError, NotImplementedError) as error:
+        # zlib.error: damaged deflate data in a zip; RuntimeError: an encrypted zip member;
+        # NotImplementedError: a compression method zipfile lacks.
         raise UploadError(400, f"archive {name!r} is truncated or unreadable: {error}", name)
     archive.unlink()
 
 
-def _copy_member(folder: UploadFolder, source: BinaryIO, target: BinaryIO, member: str,
-                 check_ratio: Callable[[str], None]) -> None:
+def _copy_member(folder: UploadFolder, source: BinaryIO, target: BinaryIO, name: str,
+                 member: str, check_ratio: Callable[[str], None]) -> None:
     with target:
         while True:
             block = source.read(1 << 20)
             if not block:
                 return
-            folder.count_unpacked(len(block), member)
+            folder.count_unpacked(len(block), f"{name}:{member}")
             check_ratio(member)
             target.write(block)
+
+
+def _member_path(folder: UploadFolder, name: str, prefix: str, member: str,
+                 is_dir: bool = False) -> str:
+    """Where a member goes (under the archive's folder), once its own name is checked: an
+    absolute or `..` name is refused as such, not made harmless by the prefix and kept."""
+    if is_dir and member.rstrip("/") in (".", ""):
+        if member.startswith("/"):
+            raise UploadError(400, f"archive {name!r} member {member!r} has an absolute path",
+                              f"{name}:{member}")
+        return prefix  # `tar -C job -czf job.tgz .` starts with the folder itself, "./"
+    safe_relative_path(member, folder.limits, f"archive {name!r} member", f"{name}:{member}")
+    return prefix + member
 
 
 def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
                 check_ratio: Callable[[str], None]) -> None:
     with open(archive, "rb") as raw:
         if name.lower().endswith((".zst", ".zstd")):
-            stream: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw)
+            stream: BinaryIO = zstandard.ZstdDecompressor().stream_reader(
+                raw, read_across_frames=True)  # pzstd and concatenated files: many frames
+            mode = "r|"
+        elif raw.read(2) == b"\x1f\x8b":
+            raw.seek(0)
+            # gzip's own reader: tarfile's reads one gzip member only, and bgzip or
+            # `cat a.gz b.gz` write several.
+            stream = gzip.GzipFile(fileobj=raw, mode="rb")
             mode = "r|"
         else:
+            raw.seek(0)
             stream = raw
-            mode = "r|*"  # plain or gzip, found from the bytes
+            mode = "r|*"  # plain, bzip2 or xz, found from the bytes
         # Stream mode: one pass, members in order, nothing seeks or lists the whole archive.
         with tarfile.open(fileobj=stream, mode=mode) as tar:
             for member in tar:
                 where = f"{name}:{member.name}"
+                path = _member_path(folder, name, prefix, member.name, member.isdir())
                 if member.isdir():
-                    safe_relative_path(prefix + member.name, folder.limits, "archive member")
                     continue
                 if not member.isfile():
                     what = ("a symbolic link" if member.issym() else "a hard link"
                             if member.islnk() else "a device or FIFO")
                     raise UploadError(400, f"archive {name!r} member {member.name!r} is {what}"
                                       "; only plain files are accepted", where)
-                _, target = folder.new_file(prefix + member.name, "archive member")
+                _, target = folder.new_file(path, "archive member", where)
                 source = tar.extractfile(member)
                 if source is None:
+                    target.close()
                     raise UploadError(400, f"archive {name!r} member {member.name!r} has no "
                                       "data", where)
-                _copy_member(folder, source, target, member.name, check_ratio)
+                _copy_member(folder, source, target, name, member.name, check_ratio)
 
 
 def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
@@ -195,17 +226,19 @@ def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: 
                               f"{folder.limits.max_files} (--max-files)", name)
         for info in infos:
             where = f"{name}:{info.filename}"
-            mode = info.external_attr >> 16
+            path = _member_path(folder, name, prefix, info.filename, info.is_dir())
             if info.is_dir():
-                safe_relative_path(prefix + info.filename, folder.limits, "archive member")
                 continue
-            if mode and not stat.S_ISREG(mode):
-                raise UploadError(400, f"archive {name!r} member {info.filename!r} is not a "
-                                  "plain file (a link or device); only plain files are "
-                                  "accepted", where)
-            _, target = folder.new_file(prefix + info.filename, "archive member")
+            # Unix zips keep the mode in the high half of external_attr; many tools (Python's
+            # zipfile among them) write permissions without a file type: that is a plain file.
+            kind = stat.S_IFMT(info.external_attr >> 16)
+            if kind not in (0, stat.S_IFREG):
+                what = "a symbolic link" if kind == stat.S_IFLNK else "a device, FIFO or socket"
+                raise UploadError(400, f"archive {name!r} member {info.filename!r} is {what}; "
+                                  "only plain files are accepted", where)
+            _, target = folder.new_file(path, "archive member", where)
             with zf.open(info) as source:
-                _copy_member(folder, source, target, info.filename, check_ratio)
+                _copy_member(folder, source, target, name, info.filename, check_ratio)
 
 
 class MultipartWriter:
@@ -213,6 +246,11 @@ class MultipartWriter:
     each `files` part to the upload folder; small text fields are kept in memory (bounded)."""
 
     FIELD_LIMIT = 1 << 20  # a pasted log in the form's text box may be this long, no longer
+    # Bounds on what is held in memory for the other parts: every text field together (the
+    # form has a handful), how many there are, and one part's headers.
+    FIELDS_LIMIT = FIELD_LIMIT + (64 << 10)
+    MAX_FIELDS = 64
+    HEADERS_LIMIT = 16 << 10
 
     def __init__(self, folder: UploadFolder, boundary: bytes):
         try:
@@ -225,6 +263,8 @@ class MultipartWriter:
         self.uploaded: List[tuple[pathlib.PurePosixPath, str]] = []  # (stored path, name sent)
         self._headers: dict[str, bytes] = {}
         self._header_name = b""
+        self._header_bytes = 0
+        self._field_bytes = 0
         self._field: Optional[str] = None
         self._file: Optional[BinaryIO] = None
         self._error: Optional[UploadError] = None
@@ -265,11 +305,22 @@ class MultipartWriter:
     # python-multipart's callbacks: (data, start, end) slices of its buffer.
     def _part_begin(self) -> None:
         self._headers = {}
+        self._header_bytes = 0
+
+    def _headers_too_long(self, n: int) -> bool:
+        self._header_bytes += n
+        if self._header_bytes > self.HEADERS_LIMIT and self._error is None:
+            self._error = UploadError(413, f"a part's headers are over {self.HEADERS_LIMIT} "
+                                      "bytes")
+        return self._error is not None
 
     def _header_field(self, data: bytes, start: int, end: int) -> None:
-        self._header_name += data[start:end]
+        if not self._headers_too_long(end - start):
+            self._header_name += data[start:end]
 
     def _header_value(self, data: bytes, start: int, end: int) -> None:
+        if self._headers_too_long(end - start):
+            return
         key = self._header_name.lower().decode("latin-1")
         self._headers[key] = self._headers.get(key, b"") + data[start:end]
 
@@ -292,6 +343,8 @@ class MultipartWriter:
                 self.uploaded.append((path, filename))
                 self._field = None
             else:
+                if field not in self.fields and len(self.fields) >= self.MAX_FIELDS:
+                    raise UploadError(413, f"more than {self.MAX_FIELDS} form fields", field)
                 self._field = field
                 self.fields.setdefault(field, bytearray())
         except UploadError as error:
@@ -312,6 +365,12 @@ class MultipartWriter:
             if len(buffer) + n > self.FIELD_LIMIT:
                 self._error = UploadError(413, f"form field {self._field!r} is over "
                                           f"{self.FIELD_LIMIT} bytes; upload the log as a file",
+                                          self._field)
+                return
+            self._field_bytes += n
+            if self._field_bytes > self.FIELDS_LIMIT:
+                self._error = UploadError(413, f"the form's fields are over "
+                                          f"{self.FIELDS_LIMIT} bytes in all; upload files",
                                           self._field)
                 return
             buffer += data[start:end]

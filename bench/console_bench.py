@@ -1,0 +1,858 @@
+#!/usr/bin/env python3
+"""The console (`fr-analyze serve`) against its targets, measured over real HTTP on a console
+started as a subprocess, each figure a median of repeated runs (these machines are shared and
+noisy: a ratio against a baseline of the same run, or the server's own time).
+
+1. Upload to verdict. A simulated TP 8 x PP 4 x DP N job (default 512 ranks x 2000 entries, one
+   rank stuck, as run_benchmarks.py and fr_trace_compare.py write it: about 180 MB of dumps) is
+   packed as a user packs a job's folder (`tar --zstd -cf` and `tar czf`: zstd level 3, gzip
+   level 6; --formats) and POSTed to /api/analyses as one multipart `files` part, streamed from
+   disk with a Content-Length, until the 201 answer with the report. Each upload goes to a fresh
+   console with an empty store (a job's archive is uploaded once: no blob is already stored),
+   started and warmed up (its first page and a small upload) before the clock starts. The
+   baseline, in the same run and interleaved with the uploads: `fr-analyze analyze DIR --format
+   json -o FILE` on the unpacked dumps. Page cache warm for both. Target: the upload at most 2x
+   the baseline (median of --repeats each). Both must name the stuck rank.
+2. History and fleet pages with 10,000 stored analyses. The store is filled through
+   Store.save, as the console writes it after an analysis: failed and healthy jobs over 8-64
+   hosts (8 GPUs each) of a 1024-host fleet spread over 90 days, root-cause kinds spread as
+   in a real fleet, a few repeat-offender hosts that initiate far more failures than their
+   share, reports of a few KB (verdict, root cause with evidence lines, log files and clocks per
+   host); the columns come from the console's own summarize(). Then GET /analyses and
+   /api/analyses?limit=50 (also filtered by kind= and host=), /fleet and /api/fleet, each
+   --requests times after 2 warm-up requests, on one keep-alive connection: median and p95 of
+   the server's time (its Server-Timing header) and of the client's. Targets: history under
+   200 ms, fleet under 500 ms (medians). On SQLite (the default store) and, when a server is at
+   hand, PostgreSQL: --postgres auto starts a throwaway PostgreSQL 15 cluster (Debian's
+   /usr/lib/postgresql/15/bin, as root through `runuser -u postgres`) on a free port with
+   fsync off (the fill is faster; reads are not affected), runs VACUUM ANALYZE after the fill
+   as autovacuum would on a live server, and removes it at the end; --postgres URL uses a
+   database you give (its tables are created, and 10,000 rows added).
+
+When the upload misses its target (or with --breakdown), the stages of an upload are timed one
+by one in this process with the console's own code (the console overlaps storing the inputs
+with the analysis): multipart parsing to disk, unpacking, the worker process, inside the worker
+load / analyze / JSON / protobuf / HTML / Perfetto timeline, storing the inputs (SHA-256 and
+zstd), and the row's transaction.
+
+    PYTHONPATH=$PWD/build/dev/python FR_ANALYZE_CLI=$PWD/build/dev/tools/fr-analyze \\
+        FR_ANALYZE_PYTHON=$PWD/build/venv/bin/python build/venv/bin/python bench/console_bench.py
+    ... bench/console_bench.py --quick          # 64 ranks, 1,000 analyses: under a minute
+
+Exit status 1 when a target is missed (--no-fail: only print), 2 when the benchmark itself
+could not run (a wrong verdict, an HTTP error, a console that does not start). --quick checks
+the page targets only: at 64 ranks the upload's fixed costs (a worker process starting Python)
+dominate a 0.05 s analysis, so its ratio is printed, not checked. Big temporary files go under
+--workdir (default: the system's temporary folder) and are removed at the end.
+"""
+
+import argparse
+import hashlib
+import http.client
+import json
+import math
+import os
+import pathlib
+import pwd
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UPLOAD_TARGET_RATIO = 2.0
+HISTORY_TARGET_MS = 200.0
+FLEET_TARGET_MS = 500.0
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+class BenchError(Exception):
+    """The benchmark itself could not run (exit status 2)."""
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def p95(values):
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def warm(path):
+    """Reads a file, or every file under a folder, so that it is in the page cache."""
+    paths = [path] if os.path.isfile(path) else [
+        os.path.join(root, name) for root, _, files in os.walk(path) for name in files]
+    for p in paths:
+        with open(p, "rb") as f:
+            while f.read(1 << 20):
+                pass
+
+
+def directory_bytes(directory):
+    return sum(os.path.getsize(os.path.join(root, name))
+               for root, _, files in os.walk(directory) for name in files)
+
+
+# ---------------------------------------------------------------------------------------------
+# The console as a subprocess.
+
+class Console:
+    """`fr-analyze serve` on a free port, in its own session (stopped as a group)."""
+
+    def __init__(self, cli, data, db=None, log=None):
+        self.port = free_port()
+        argv = [cli, "serve", "--port", str(self.port), "--data", data]
+        if db:
+            argv += ["--db", db]
+        env = dict(os.environ)
+        env.setdefault("FR_ANALYZE_PYTHON", sys.executable)
+        self.log_path = log or os.path.join(data + ".log")
+        self.log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                        stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process.poll() is not None:
+                raise BenchError(f"the console exited {self.process.returncode}:\n"
+                                 + self.log_text())
+            try:
+                status, _, _ = self.get("/")
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise BenchError("the console did not answer within 60 s:\n" + self.log_text())
+            time.sleep(0.1)
+
+    def log_text(self):
+        self.log.flush()
+        with open(self.log_path, "rb") as f:
+            return f.read()[-3000:].decode(errors="replace")
+
+    def get(self, path, conn=None):
+        """(status, server ms, client ms) of one GET; the body is read and dropped."""
+        own = conn is None
+        if own:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            started = time.perf_counter()
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+            client_ms = 1000 * (time.perf_counter() - started)
+            return response.status, server_ms(response), client_ms
+        finally:
+            if own:
+                conn.close()
+
+    def post_file(self, path, name):
+        """POSTs one file as the multipart `files` part of /api/analyses, streamed from disk;
+        returns (status, parsed answer, client seconds, server seconds)."""
+        boundary = uuid.uuid4().hex
+        head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; "
+                f"filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n").encode()
+        tail = f"\r\n--{boundary}--\r\n".encode()
+        length = len(head) + os.path.getsize(path) + len(tail)
+
+        def body():
+            yield head
+            with open(path, "rb") as f:
+                while True:
+                    block = f.read(1 << 20)
+                    if not block:
+                        break
+                    yield block
+            yield tail
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1800)
+        try:
+            started = time.perf_counter()
+            conn.request("POST", "/api/analyses", body=body(), headers={
+                "Content-Type": f"multipart/form-data; boundary={boundary}",
+                "Content-Length": str(length)})
+            response = conn.getresponse()
+            data = response.read()
+            seconds = time.perf_counter() - started
+        finally:
+            conn.close()
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            answer = {"error": data[:500].decode(errors="replace")}
+        return response.status, answer, seconds, server_ms(response) / 1000
+
+    def stop(self):
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+def server_ms(response):
+    header = response.getheader("server-timing") or ""
+    m = re.search(r"dur=([\d.]+)", header)
+    if not m:
+        raise BenchError(f"no Server-Timing in the answer ({header!r})")
+    return float(m.group(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Upload to verdict.
+
+def simulate(cli, job, ranks):
+    """Writes the job as run_benchmarks.py does; returns the culprits the simulator expects."""
+    if ranks % 32:
+        raise BenchError(f"--ranks {ranks} is not a multiple of TP 8 x PP 4")
+    stuck = ranks // 2 + 3
+    r = subprocess.run([cli, "simulate", job, "--tp", "8", "--pp", "4", "--dp", str(ranks // 32),
+                        "--steps", "36", "--fault", "stuck_before_op", "--fault-rank", str(stuck),
+                        "--fault-step", "30"], capture_output=True)
+    if r.returncode != 0:
+        raise BenchError("fr-analyze simulate failed:\n" + r.stderr.decode(errors="replace"))
+    m = re.search(r"expected verdict: \w+, culprits \[([\d, ]*)\]", r.stdout.decode())
+    return sorted(int(x) for x in re.findall(r"\d+", m.group(1))) if m else [stuck]
+
+
+def pack(job, archive, form):
+    """The job's folder as a user packs it: tar with the folder's name at the top."""
+    name = os.path.basename(job)
+    if form == "tar.zst":
+        import zstandard
+
+        with open(archive, "wb") as raw:
+            # `tar --zstd` / `zstd` default: level 3, one thread.
+            with zstandard.ZstdCompressor(level=3).stream_writer(raw) as out:
+                with tarfile.open(fileobj=out, mode="w|") as tar:
+                    tar.add(job, arcname=name)
+    elif form == "tar.gz":
+        with tarfile.open(archive, "w:gz", compresslevel=6) as tar:  # gzip's default level
+            tar.add(job, arcname=name)
+    elif form == "tar":
+        with tarfile.open(archive, "w") as tar:
+            tar.add(job, arcname=name)
+    else:
+        raise BenchError(f"unknown format {form!r} (tar.zst, tar.gz, tar)")
+
+
+def run_cli(cli, job, report):
+    started = time.perf_counter()
+    r = subprocess.run([cli, "analyze", job, "--format", "json", "-o", report],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - started
+    if r.returncode not in (0, 1):
+        raise BenchError(f"fr-analyze analyze exited {r.returncode}:\n"
+                         + r.stderr.decode(errors="replace"))
+    with open(report) as f:
+        return seconds, json.load(f)["verdict"]["culprit_ranks"]
+
+
+def warm_up_console(console, workdir):
+    """The server's first page and a small upload (imports, templates, a first worker)."""
+    console.get("/")
+    console.get("/analyses")
+    small = os.path.join(workdir, "warm-up.log")
+    with open(small, "w") as f:
+        f.write("[rank0]: step 1 loss 2.31\n")
+    status, answer, _, _ = console.post_file(small, "warm-up.log")
+    if status not in (201, 422):
+        raise BenchError(f"the warm-up upload answered {status}: {answer}")
+
+
+def measure_upload(args, workdir):
+    job = os.path.join(workdir, f"job{args.ranks}")
+    print(f"writing a {args.ranks}-rank job ...", flush=True)
+    expected = simulate(args.cli, job, args.ranks)
+    job_bytes = directory_bytes(job)
+    archives = {}
+    for form in args.formats:
+        archive = os.path.join(workdir, f"job{args.ranks}.{form}")
+        started = time.perf_counter()
+        pack(job, archive, form)
+        archives[form] = archive
+        print(f"packed {form}: {os.path.getsize(archive) / 1e6:.1f} MB "
+              f"in {time.perf_counter() - started:.1f} s", flush=True)
+    warm(job)
+    for archive in archives.values():
+        warm(archive)
+    report = os.path.join(workdir, "cli-report.json")
+    run_cli(args.cli, job, report)  # warm-up
+    cli_times = []
+    uploads = {form: {"client_s": [], "server_s": []} for form in args.formats}
+    for repeat in range(args.repeats):
+        seconds, culprits = run_cli(args.cli, job, report)
+        if culprits != expected:
+            raise BenchError(f"fr-analyze analyze blamed {culprits}, not {expected}")
+        cli_times.append(seconds)
+        print(f"  run {repeat + 1}: fr-analyze analyze {seconds:.2f} s", flush=True)
+        for form, archive in archives.items():
+            data = os.path.join(workdir, f"console-{form}-{repeat}")
+            console = Console(args.cli, data)
+            try:
+                warm_up_console(console, workdir)
+                warm(archive)
+                status, answer, client_s, server_s = console.post_file(
+                    archive, os.path.basename(archive))
+            finally:
+                console.stop()
+                shutil.rmtree(data, ignore_errors=True)
+                if os.path.exists(data + ".log"):
+                    os.remove(data + ".log")
+            if status != 201:
+                raise BenchError(f"the upload of {form} answered {status}: {answer}")
+            culprits = answer["report"]["verdict"]["culprit_ranks"]
+            if culprits != expected:
+                raise BenchError(f"the console blamed {culprits}, not {expected}")
+            uploads[form]["client_s"].append(client_s)
+            uploads[form]["server_s"].append(server_s)
+            print(f"  run {repeat + 1}: upload {form} {client_s:.2f} s "
+                  f"(server {server_s:.2f} s)", flush=True)
+    cli_s = median(cli_times)
+    result = {"ranks": args.ranks, "job_bytes": job_bytes, "expected_culprits": expected,
+              "cli_s": cli_times, "cli_median_s": cli_s, "uploads": {}}
+    for form, u in uploads.items():
+        upload_s = median(u["client_s"])
+        result["uploads"][form] = {
+            "archive_bytes": os.path.getsize(archives[form]), "client_s": u["client_s"],
+            "server_s": u["server_s"], "median_s": upload_s,
+            "server_median_s": median(u["server_s"]), "ratio": upload_s / cli_s}
+    result["job"], result["archives"] = job, archives
+    return result
+
+
+def breakdown(workdir, archive):
+    """The stages of one upload, one after another, with the console's own code."""
+    import fr_analyze
+    from fr_analyze.console import _analysis
+    from fr_analyze.console._store import Analysis, Store
+    from fr_analyze.console._uploads import Limits, MultipartWriter, UploadFolder, unpack_archive
+
+    stages = []
+    root = os.path.join(workdir, "breakdown")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    name = os.path.basename(archive)
+    boundary = b"b" * 32
+    folder = UploadFolder(pathlib.Path(root) / "files", Limits())
+    writer = MultipartWriter(folder, boundary)
+    started = time.perf_counter()
+    writer.feed(b"--" + boundary + b"\r\nContent-Disposition: form-data; name=\"files\"; "
+                b"filename=\"" + name.encode() + b"\"\r\n\r\n")
+    with open(archive, "rb") as f:
+        while True:
+            block = f.read(64 << 10)  # about what the server hands the app per message
+            if not block:
+                break
+            writer.feed(block)
+    writer.feed(b"\r\n--" + boundary + b"--\r\n")
+    writer.finish()
+    writer.close()
+    stages.append(("receive: multipart parsed and written to disk", time.perf_counter() - started))
+    started = time.perf_counter()
+    for path, sent in writer.uploaded:
+        unpack_archive(folder, folder.root / path, sent)
+    stages.append(("unpack the archive", time.perf_counter() - started))
+
+    env = dict(os.environ)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import fr_analyze"], check=True, env=env)
+    python_s = time.perf_counter() - started
+    out = os.path.join(root, "out")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "fr_analyze.console._worker", str(folder.root), out],
+                   check=True, env=env)
+    worker_s = time.perf_counter() - started
+    stages.append(("worker process, all of it", worker_s))
+    stages.append(("  of which: start Python, import fr_analyze", python_s))
+    timeline_bytes = os.path.getsize(os.path.join(out, "timeline.json")) \
+        if os.path.exists(os.path.join(out, "timeline.json")) else 0
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    trace = fr_analyze.load(str(folder.root), progress=False)
+    t_load = time.perf_counter()
+    report = trace.analyze()
+    t_analyze = time.perf_counter()
+    text = report.to_json()
+    t_json = time.perf_counter()
+    report.to_proto_bytes()
+    t_proto = time.perf_counter()
+    report.to_html()
+    t_html = time.perf_counter()
+    timeline = os.path.join(root, "timeline.json")
+    trace.write_timeline(timeline)
+    t_timeline = time.perf_counter()
+    os.remove(timeline)
+    stages += [("  of which: load the dumps", t_load - started),
+               ("  of which: analyze", t_analyze - t_load),
+               ("  of which: report.json", t_json - t_analyze),
+               ("  of which: report.pb", t_proto - t_json),
+               ("  of which: report.html", t_html - t_proto),
+               (f"  of which: timeline.json ({timeline_bytes / 1e6:.0f} MB)", t_timeline - t_html)]
+    store = Store(pathlib.Path(root) / "data")
+    store.migrate()
+    started = time.perf_counter()
+    inputs, blobs = _analysis.store_inputs(store, folder.root, {})
+    stages.append(("store the inputs: SHA-256 + zstd (beside the worker)",
+                   time.perf_counter() - started))
+    analysis = Analysis(id=_analysis.new_id(), created_ms=int(time.time() * 1000),
+                        report=text, inputs=inputs)
+    _analysis.summarize(analysis, json.loads(text))
+    started = time.perf_counter()
+    store.save(analysis, blobs)
+    stages.append(("save the row (one transaction)", time.perf_counter() - started))
+    store.engine.dispose()
+    shutil.rmtree(root, ignore_errors=True)
+    return stages
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. History and fleet with many stored analyses.
+
+KIND_WEIGHTS = [("xid", 14), ("python_exception", 16), ("cuda_oom", 10), ("collective_timeout", 10),
+                ("transport_error", 9), ("host_oom", 7), ("host_kill", 8), ("cuda_error", 5),
+                ("segfault", 4), ("init_failure", 6), ("non_finite", 4), ("unknown", 7)]
+BUS_IDS = ["0000:18:00", "0000:2a:00", "0000:3a:00", "0000:5d:00", "0000:9a:00", "0000:ab:00",
+           "0000:ba:00", "0000:db:00"]
+EVIDENCE_TEXT = {
+    "xid": "NVRM: Xid (PCI:{bus}): 79, pid=41237, name=python, GPU has fallen off the bus.",
+    "python_exception": "[rank{rank}]: RuntimeError: shape '[8, -1, 4096]' is invalid for input "
+                        "of size 3932160",
+    "cuda_oom": "[rank{rank}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                "2.00 GiB. GPU {local} has a total capacity of 79.10 GiB",
+    "collective_timeout": "[rank{rank}]:[E ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog "
+                          "caught collective operation timeout: WorkNCCL(SeqNum=8123, "
+                          "OpType=ALLREDUCE, NumelIn=262144) ran for 600000 milliseconds",
+    "transport_error": "{host}:41237:41890 [{local}] NCCL WARN NET/IB : Got completion from "
+                       "peer 10.1.4.23<46312> with status=12 opcode=0 len=0 vendor err 129",
+    "host_oom": "Out of memory: Killed process 41237 (python) total-vm:812345678kB, "
+                "anon-rss:501234567kB",
+    "host_kill": "slurmstepd: error: *** STEP 81234.0 ON {host} CANCELLED AT "
+                 "2026-11-03T04:12:55 DUE TO TIME LIMIT ***",
+    "cuda_error": "[rank{rank}]: RuntimeError: CUDA error: an illegal memory access was "
+                  "encountered",
+    "segfault": "python[41237]: segfault at 0 ip 00007f3a1c2b4e10 sp 00007ffd1e2a3b40 error 4 "
+                "in libnccl.so.2",
+    "init_failure": "torch.distributed.DistStoreError: Timed out after 901 seconds waiting "
+                    "for clients. 511/512 clients joined.",
+    "non_finite": "[rank{rank}]: iteration 1200 | loss nan | grad norm inf",
+    "unknown": "[rank{rank}]:[E ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) "
+               "Rank {rank}] Process group watchdog thread terminated with exception",
+}
+CLASS_OF_KIND = {"transport_error": "stuck_collective", "host_kill": "insufficient_evidence",
+                 "init_failure": "insufficient_evidence"}
+OFFENDER_KINDS = ["xid", "xid", "cuda_error", "transport_error", "host_oom", "segfault"]
+
+
+def synthetic_analyses(n, seed=7, fleet_hosts=1024, days=90):
+    """`n` plausible stored analyses (Analysis objects with their blobs), oldest first."""
+    from fr_analyze.console import _analysis
+    from fr_analyze.console._store import Analysis, InputFile
+
+    rng = random.Random(seed)
+    hosts = [f"gpu-{i:04d}" for i in range(fleet_hosts)]
+    offenders = {hosts[i]: (kind, rng.choice(BUS_IDS)) for i, kind in zip(
+        rng.sample(range(fleet_hosts), len(OFFENDER_KINDS)), OFFENDER_KINDS)}
+    kinds, weights = zip(*KIND_WEIGHTS)
+    labels = ["", "", "pretrain-70b", "pretrain-8b", "sft", "nightly", "eval"]
+    now_ms = int(time.time() * 1000)
+    span_ms = days * 86400000
+    for i in range(n):
+        created = now_ms - span_ms + i * span_ms // n + rng.randrange(60000)
+        per_job = rng.choices([8, 16, 32, 64], weights=[4, 3, 2, 1])[0]
+        start = rng.randrange(fleet_hosts)
+        job_hosts = [hosts[(start + k) % fleet_hosts] for k in range(per_job)]
+        world = per_job * 8
+        analysis = Analysis(id=uuid.UUID(int=rng.getrandbits(128)).hex[:16], created_ms=created,
+                            name=f"job-{100000 + i}", label=rng.choice(labels),
+                            fr_version="0.9.0", seconds=round(rng.uniform(0.2, 9.0), 3))
+        log_sizes = [rng.randrange(1 << 20, 64 << 20) for _ in job_hosts]
+        analysis.inputs = [InputFile(f"logs/{h}/node.log", hashlib.sha256(
+            f"{i}:{h}".encode()).hexdigest(), size) for h, size in zip(job_hosts, log_sizes)]
+        analysis.input_bytes = sum(log_sizes)
+        blobs = [(x.sha256, x.size, x.size // 9) for x in analysis.inputs]
+        if rng.random() < 0.015:
+            analysis.status = "failed"
+            analysis.error = "the analysis ran past its time limit (600 s) and was stopped"
+            yield analysis, blobs
+            continue
+        healthy = rng.random() < 0.25
+        in_job = [h for h in job_hosts if h in offenders]
+        if healthy:
+            kind, culprit_host, bus = "none", None, ""
+        elif in_job and rng.random() < 0.6:
+            culprit_host = in_job[0]
+            kind, bus = offenders[culprit_host]
+        else:
+            culprit_host = rng.choice(job_hosts)
+            kind = rng.choices(kinds, weights=weights)[0]
+            bus = rng.choice(BUS_IDS)
+        report = synthetic_report(rng, kind, job_hosts, world, culprit_host, bus, created)
+        analysis.report = json.dumps(report, indent=1) + "\n"
+        _analysis.summarize(analysis, report)
+        yield analysis, blobs
+
+
+def synthetic_report(rng, kind, job_hosts, world, culprit_host, bus, created_ms):
+    """A report shaped as `fr-analyze analyze --format json` writes one for a job's logs."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created_ms / 1000 - 900)) + ".412Z"
+    local = rng.randrange(8)
+    if culprit_host is None:
+        culprits, cls = [], "none"
+    else:
+        rank = job_hosts.index(culprit_host) * 8 + local
+        culprits = [] if kind in ("host_kill", "init_failure") else [rank]
+        cls = CLASS_OF_KIND.get(kind, "missing_participant")
+        if kind in ("collective_timeout", "unknown") and rng.random() < 0.5:
+            cls = rng.choice(["gpu_stall", "op_mismatch", "stuck_collective", "p2p_unmatched"])
+    evidence = []
+    if culprit_host is not None:
+        text = EVIDENCE_TEXT[kind].format(bus=bus, rank=culprits[0] if culprits else 0,
+                                          local=local, host=culprit_host)
+        evidence.append({"file": f"logs/{culprit_host}/node.log", "line": rng.randrange(1, 90000),
+                         "rank": culprits[0] if culprits else -1, "host": culprit_host,
+                         "raw_time": when, "time": when, "text": text, "kind": kind})
+        for victim in rng.sample(job_hosts, min(4, len(job_hosts))):
+            v = job_hosts.index(victim) * 8 + rng.randrange(8)
+            evidence.append({"file": f"logs/{victim}/node.log", "line": rng.randrange(1, 90000),
+                             "rank": v, "host": victim, "raw_time": when, "time": when,
+                             "text": EVIDENCE_TEXT["collective_timeout"].format(rank=v),
+                             "kind": "collective_timeout"})
+    detail = {"xid": 79, "bus_id": bus, "pid": 41237} if kind in ("xid", "cuda_error") else {}
+    cause = {"kind": kind, "ranks": culprits,
+             "hosts": [culprit_host] if culprit_host is not None else [], "time": when,
+             "time_ns": (created_ms - 900000) * 1000000, "evidence": evidence, "detail": detail,
+             "confidence": "high" if kind != "unknown" else "low",
+             "summary": (f"{kind} on {culprit_host} took rank {culprits} down first; the "
+                         "others timed out waiting for it." if culprit_host
+                         else "The job ran to its end."),
+             "disagreement": ""}
+    victims = [r for r in range(world) if r not in culprits] if culprit_host else []
+    return {
+        "schema_version": 1,
+        "verdict": {
+            "failure_class": cls, "culprit_ranks": culprits, "victim_ranks": victims,
+            "process_group": {"name": "0", "desc": "default_pg", "ranks": []},
+            "collective_seq_id": rng.randrange(1000, 90000) if culprit_host else -1,
+            "op": "allreduce" if culprit_host else "", "confidence": cause["confidence"],
+            "summary": cause["summary"],
+            "next_actions": ["Read the culprit's log around the root cause's time.",
+                             "Check the host's kernel log and the GPU's health."]
+            if culprit_host else [],
+            "chains": [], "root_cause": cause,
+            "launcher": {"names": ["slurm", "torchrun"], "death_line": evidence[0]
+                         if evidence else {}, "note": ""}},
+        "inputs": {"ranks_loaded": [], "ranks_missing": [], "files_rejected": [],
+                   "files_skipped": [], "ranks_claimed": [], "ranks_claimed_count": 0,
+                   "versions": [], "dump_time_ns": 0, "dump_time_source": "unknown: no dumps",
+                   "dump_time_confidence": "low"},
+        "process_groups": [], "findings": [], "stragglers": [],
+        "stats": {"entries": 0, "counters": {}},
+        "ranks": [{"rank": r, "role": "culprit", "last_op": "", "host": culprit_host}
+                  for r in culprits],
+        "log_files": [{"path": f"logs/{h}/node.log", "format": "torchrun", "lines":
+                       rng.randrange(20000, 400000), "events": rng.randrange(20, 900), "host": h,
+                       "rank": -1} for h in job_hosts],
+        "log_errors": [], "live_stacks": [],
+        "timeline": {"hosts": [{"host": h, "offset_ms": round(rng.uniform(-900, 900), 1),
+                                "drift_ppm": round(rng.uniform(-40, 40), 1),
+                                "method": "nccl_init+watchdog", "confidence": "high"}
+                               for h in job_hosts]},
+    }
+
+
+def fill_store(data, db, n):
+    """Saves `n` synthetic analyses through Store.save; returns figures about them."""
+    import sqlalchemy as sa
+    from fr_analyze.console._store import Store
+
+    store = Store(pathlib.Path(data), db)
+    store.migrate()
+    started = time.perf_counter()
+    report_bytes, offenders, host_rows = [], {}, 0
+    for analysis, blobs in synthetic_analyses(n):
+        store.save(analysis, blobs)
+        if analysis.report:
+            report_bytes.append(len(analysis.report))
+        host_rows += len(analysis.hosts)
+        if analysis.hosts_text:
+            offenders[analysis.hosts_text] = offenders.get(analysis.hosts_text, 0) + 1
+    fill_s = time.perf_counter() - started
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+            c.execute(sa.text("VACUUM ANALYZE"))
+    store.engine.dispose()
+    busiest = max(offenders, key=offenders.get)
+    return {"analyses": n, "fill_s": fill_s, "host_rows": host_rows,
+            "report_bytes_median": median(report_bytes), "report_bytes_max": max(report_bytes),
+            "busiest_host": busiest, "busiest_host_initiated": offenders[busiest]}
+
+
+def time_page(console, path, requests):
+    conn = http.client.HTTPConnection("127.0.0.1", console.port, timeout=120)
+    try:
+        for _ in range(2):
+            status, _, _ = console.get(path, conn)
+            if status != 200:
+                raise BenchError(f"GET {path} answered {status}")
+        server, client = [], []
+        for _ in range(requests):
+            status, s, c = console.get(path, conn)
+            if status != 200:
+                raise BenchError(f"GET {path} answered {status}")
+            server.append(s)
+            client.append(c)
+    finally:
+        conn.close()
+    return {"path": path, "server_ms": server, "server_median_ms": median(server),
+            "server_p95_ms": p95(server), "client_median_ms": median(client),
+            "client_p95_ms": p95(client)}
+
+
+def in_process_store_ms(data, db, host, repeats=5):
+    """The store's own calls, without HTTP or templates: history (first page, unfiltered) and
+    the fleet's two queries (median ms)."""
+    from fr_analyze.console._store import Store
+
+    store = Store(pathlib.Path(data), db)
+    figures = {}
+    calls = {"history()": lambda: store.history(limit=50),
+             "history(host=)": lambda: store.history(limit=50, host=host),
+             "fleet()": store.fleet, "failures_by_day()": store.failures_by_day}
+    for name, call in calls.items():
+        call()
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            call()
+            times.append(1000 * (time.perf_counter() - started))
+        figures[name] = median(times)
+    store.engine.dispose()
+    return figures
+
+
+def measure_pages(args, workdir, name, db):
+    data = os.path.join(workdir, f"pages-{name}")
+    print(f"{name}: filling the store with {args.analyses} analyses ...", flush=True)
+    fill = fill_store(data, db, args.analyses)
+    print(f"{name}: filled in {fill['fill_s']:.0f} s ({fill['host_rows']} host rows, reports "
+          f"{fill['report_bytes_median'] / 1e3:.1f} KB median, "
+          f"{fill['report_bytes_max'] / 1e3:.0f} KB at most)", flush=True)
+    host = fill["busiest_host"]
+    paths = ["/analyses", "/api/analyses?limit=50", "/analyses?kind=xid",
+             "/api/analyses?limit=50&kind=xid", f"/analyses?host={host}",
+             f"/api/analyses?limit=50&host={host}", "/fleet", "/api/fleet"]
+    console = Console(args.cli, data, db)
+    try:
+        pages = [time_page(console, path, args.requests) for path in paths]
+    finally:
+        console.stop()
+    for page in pages:
+        fleet = page["path"].split("?")[0] in ("/fleet", "/api/fleet")
+        page["target_ms"] = FLEET_TARGET_MS if fleet else HISTORY_TARGET_MS
+        page["met"] = page["server_median_ms"] < page["target_ms"]
+    store_ms = in_process_store_ms(data, db, host)
+    shutil.rmtree(data, ignore_errors=True)
+    return {"database": name, "fill": fill, "pages": pages, "store_ms": store_ms}
+
+
+# ---------------------------------------------------------------------------------------------
+# A throwaway PostgreSQL.
+
+class Postgres:
+    def __init__(self, parent):
+        self.dir = tempfile.mkdtemp(prefix="fr-console-bench-pg-", dir=parent)
+        user = pwd.getpwnam("postgres")
+        os.chown(self.dir, user.pw_uid, user.pw_gid)
+        self.data = os.path.join(self.dir, "data")
+        self.port = free_port()
+        self.started = False
+        try:
+            self._as_postgres([f"{PG_BIN}/initdb", "-D", self.data, "-A", "trust", "-U",
+                               "postgres", "-E", "UTF8", "--no-sync"])
+            options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
+                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+            self._as_postgres([f"{PG_BIN}/pg_ctl", "-D", self.data, "-l",
+                               os.path.join(self.dir, "log"), "-w", "-o", options, "start"])
+            self.started = True
+            self._as_postgres([f"{PG_BIN}/createdb", "-h", "127.0.0.1", "-p", str(self.port),
+                               "-U", "postgres", "fr"])
+        except BaseException:
+            self.stop()
+            raise
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/fr"
+
+    @staticmethod
+    def available():
+        if not os.path.exists(f"{PG_BIN}/initdb") or os.geteuid() != 0:
+            return "no PostgreSQL 15 at " + PG_BIN if os.geteuid() == 0 else "not root"
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "no postgres user"
+        if shutil.which("runuser") is None:
+            return "no runuser"
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            return "no psycopg in this Python"
+        return None
+
+    def _as_postgres(self, argv):
+        r = subprocess.run(["runuser", "-u", "postgres", "--"] + argv, capture_output=True,
+                           cwd=self.dir)
+        if r.returncode != 0:
+            raise BenchError(f"{' '.join(argv[:1])} failed:\n{r.stderr.decode(errors='replace')}")
+
+    def stop(self):
+        if self.started:
+            subprocess.run(["runuser", "-u", "postgres", "--", f"{PG_BIN}/pg_ctl", "-D",
+                            self.data, "-m", "fast", "-w", "stop"], capture_output=True,
+                           cwd=self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def print_upload(upload, quick):
+    print(f"\nupload to verdict: {upload['ranks']} ranks, {upload['job_bytes'] / 1e6:.0f} MB "
+          f"of dumps, median of {len(upload['cli_s'])}")
+    print(f"  {'fr-analyze analyze DIR --format json':44s} {upload['cli_median_s']:6.2f} s")
+    for form, u in upload["uploads"].items():
+        label = f"POST /api/analyses, {form} ({u['archive_bytes'] / 1e6:.0f} MB)"
+        print(f"  {label:44s} {u['median_s']:6.2f} s  (server {u['server_median_s']:.2f} s)  "
+              f"ratio {u['ratio']:.1f}x  target {UPLOAD_TARGET_RATIO:g}x"
+              + ("  (not checked in --quick)" if quick else
+                 "" if u["ratio"] <= UPLOAD_TARGET_RATIO else "  MISSED"))
+
+
+def print_pages(result):
+    fill = result["fill"]
+    print(f"\npages, {result['database']}, {fill['analyses']} analyses "
+          f"({len(result['pages'][0]['server_ms'])} requests each; ms)")
+    print(f"  {'request':44s} {'server med':>10} {'p95':>7} {'client med':>10} {'p95':>7} "
+          f"{'target':>7}")
+    for page in result["pages"]:
+        path = page["path"].replace(fill["busiest_host"], "HOST")
+        print(f"  {path:44s} {page['server_median_ms']:10.1f} {page['server_p95_ms']:7.1f} "
+              f"{page['client_median_ms']:10.1f} {page['client_p95_ms']:7.1f} "
+              f"{page['target_ms']:7.0f}" + ("" if page["met"] else "  MISSED"))
+    print("  the store alone (ms): " + ", ".join(
+        f"{name} {ms:.1f}" for name, ms in result["store_ms"].items()))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cli", default=os.environ.get(
+                            "FR_ANALYZE_CLI", os.path.join(REPO, "build/dev/tools/fr-analyze")),
+                        help="the fr-analyze binary (default: $FR_ANALYZE_CLI)")
+    parser.add_argument("--quick", action="store_true",
+                        help="64 ranks, 1,000 analyses, 10 requests, SQLite only: under a minute")
+    parser.add_argument("--ranks", type=int, help="ranks of the uploaded job (default 512)")
+    parser.add_argument("--formats", help="archive formats, comma-separated: tar.zst, tar.gz, "
+                                          "tar (default tar.zst,tar.gz; --quick: tar.zst)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--analyses", type=int, help="stored analyses (default 10000)")
+    parser.add_argument("--requests", type=int, help="requests per page (default 20)")
+    parser.add_argument("--postgres", help="auto (default; off in --quick), off, or a "
+                                           "postgresql:// URL to use")
+    parser.add_argument("--only", choices=["upload", "pages"], help="measure one part only")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="time the upload's stages even when its target is met")
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 when a target is missed")
+    parser.add_argument("--workdir", help="where the big temporary files go")
+    parser.add_argument("--out", help="write the figures here as JSON")
+    args = parser.parse_args()
+    args.ranks = args.ranks or (64 if args.quick else 512)
+    args.analyses = args.analyses or (1000 if args.quick else 10000)
+    args.requests = args.requests or (10 if args.quick else 20)
+    args.formats = (args.formats or ("tar.zst" if args.quick else "tar.zst,tar.gz")).split(",")
+    args.postgres = args.postgres or ("off" if args.quick else "auto")
+    args.cli = os.path.abspath(args.cli)
+
+    workdir = tempfile.mkdtemp(prefix="fr-console-bench-", dir=args.workdir)
+    postgres = None
+    figures, missed = {}, []
+    try:
+        if args.only != "pages":
+            upload = measure_upload(args, workdir)
+            print_upload(upload, args.quick)
+            job, archives = upload.pop("job"), upload.pop("archives")
+            figures["upload"] = upload
+            for form, u in upload["uploads"].items():
+                if u["ratio"] > UPLOAD_TARGET_RATIO and not args.quick:
+                    missed.append(f"upload of {form} {u['ratio']:.1f}x the CLI "
+                                  f"(target {UPLOAD_TARGET_RATIO:g}x)")
+            if args.breakdown or (missed and not args.quick):
+                form = args.formats[0]
+                stages = breakdown(workdir, archives[form])
+                figures["upload_breakdown"] = stages
+                print(f"\nwhere an upload's time goes ({form}, one run, stages one after another;"
+                      " the console stores the inputs while the worker runs):")
+                for label, seconds in stages:
+                    print(f"  {label:58s} {seconds:6.2f} s")
+            shutil.rmtree(job, ignore_errors=True)
+            for archive in archives.values():
+                os.remove(archive)
+        if args.only != "upload":
+            databases = [("sqlite", None)]
+            if args.postgres == "auto":
+                why_not = Postgres.available()
+                if why_not:
+                    print(f"PostgreSQL skipped: {why_not}")
+                else:
+                    postgres = Postgres(args.workdir or tempfile.gettempdir())
+                    databases.append(("postgresql", postgres.url))
+            elif args.postgres != "off":
+                databases.append(("postgresql", args.postgres))
+            figures["pages"] = []
+            for name, db in databases:
+                result = measure_pages(args, workdir, name, db)
+                print_pages(result)
+                figures["pages"].append(result)
+                for page in result["pages"]:
+                    if not page["met"]:
+                        missed.append(f"{name} {page['path']} {page['server_median_ms']:.0f} ms "
+                                      f"(target {page['target_ms']:.0f} ms)")
+    except BenchError as error:
+        print(f"console_bench: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if postgres is not None:
+            postgres.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(figures, f, indent=1)
+    if missed:
+        print("\ntargets missed: " + "; ".join(missed))
+        return 0 if args.no_fail else 1
+    print("\nevery target met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,533 @@
+"""The console's JSON API end to end: `fr-analyze serve` as a subprocess on a free port, driven
+over real HTTP, storing on SQLite (under --data) and on a real PostgreSQL server started for the
+session. Every expected answer is what the test set up: the fault the simulator injected, or what
+the CLI prints for the same input.
+"""
+
+import datetime
+import gzip
+import hashlib
+import io
+import json
+import os
+import pathlib
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import zipfile
+
+import pytest
+import requests
+import zstandard
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
+import logsim  # noqa: E402
+from console_fixtures import fresh_database, postgres, slow_job, start_server  # noqa: E402,F401
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TORCH_DATA = ROOT / "tests" / "data" / "torch"
+TORCH_CASES = sorted(p.parent for p in TORCH_DATA.glob("*/*/expected.json"))
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def database_kind(request):
+    return request.param
+
+
+def empty_database(request, kind):
+    """--db arguments for a console with nothing stored yet: none (SQLite under its --data) or
+    a new database on the session's PostgreSQL server."""
+    if kind == "sqlite":
+        return []
+    return ["--db", fresh_database(request.getfixturevalue("postgres"))]
+
+
+@pytest.fixture
+def database(request, database_kind):
+    """An empty database of this module's kind, for a console of the test's own."""
+    return empty_database(request, database_kind)
+
+
+@pytest.fixture(scope="module")
+def server(request, database_kind, tmp_path_factory):
+    """One console per database for the whole module (the tests read what they posted by id,
+    or by a time window they opened)."""
+    with start_server(tmp_path_factory.mktemp("console") / "data",
+                      *empty_database(request, database_kind)) as running:
+        yield running
+
+
+# --- helpers -----------------------------------------------------------------------------------
+def simulate_logs(directory, fault, layout="pasted", rank=5, gpus_per_host=4, seed=4):
+    """A job's logs with one injected fault (tests/logsim); returns what was injected."""
+    return logsim.simulate(str(directory), 8, fault, layout, seed=seed, culprit_rank=rank,
+                           gpus_per_host=gpus_per_host)
+
+
+def cli_json(cli, *args, stdin=None, cwd=None):
+    proc = subprocess.run([cli, "analyze", *map(str, args), "--format", "json"], input=stdin,
+                          capture_output=True, cwd=cwd, timeout=TIMEOUT)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def post_log(server, text, **query):
+    return requests.post(server.url + "/api/analyses", data=text, params=query,
+                         headers={"Content-Type": "text/plain; charset=utf-8"}, timeout=TIMEOUT)
+
+
+def folder_files(folder, prefix=None):
+    """A folder's files as a browser sends a dropped folder: `files` parts named folder/sub/f."""
+    folder = pathlib.Path(folder)
+    prefix = folder.name if prefix is None else prefix
+    return [("files", (f"{prefix}/{p.relative_to(folder).as_posix()}", p.read_bytes()))
+            for p in sorted(folder.rglob("*")) if p.is_file()]
+
+
+def post_files(server, files, **query):
+    return requests.post(server.url + "/api/analyses", files=files, params=query,
+                         timeout=TIMEOUT)
+
+
+def get(server, path, **query):
+    answer = requests.get(server.url + path, params=query, timeout=TIMEOUT)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def without_dump_time(report):
+    """The report less what comes from the files' modification times: the console writes the
+    uploaded files anew (a multipart body carries no times), so their times are the upload's."""
+    report = json.loads(json.dumps(report))
+    report["inputs"].pop("dump_time_ns", None)
+    return report
+
+
+def stage_fresh(source, target):
+    """A copy with new file times, as the console's copy of an upload has."""
+    shutil.copytree(source, target, copy_function=shutil.copyfile)
+    return target
+
+
+def history_total(server):
+    return get(server, "/api/analyses", limit=1)["total"]
+
+
+# --- what an upload gives ----------------------------------------------------------------------
+def test_a_pasted_log_gives_the_clis_report(server, cli, tmp_path):
+    injected = simulate_logs(tmp_path / "logs", "xid")
+    log = (tmp_path / "logs" / "pasted.log").read_bytes()
+    before = time.time()
+    answer = post_log(server, log, name="job 17", label="cluster-a")
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert set(body) == {"id", "report"}
+    # What `fr-analyze analyze - --format json < log` prints for the same log, but for the name
+    # of the pasted text: the CLI calls stdin "-", the Python binding the console runs calls its
+    # text "<pasted>" (python/src/core_bindings.cc).
+    expected = json.loads(json.dumps(cli_json(cli, "-", stdin=log)).replace(
+        '"-"', '"<pasted>"').replace("(-:", "(<pasted>:"))
+    assert body["report"] == expected
+    assert body["report"]["verdict"]["culprit_ranks"] == injected["culprit_ranks"]
+    assert answer.headers["Location"] == f"/api/analyses/{body['id']}"
+
+    stored = get(server, f"/api/analyses/{body['id']}")
+    assert stored["id"] == body["id"]
+    assert (stored["name"], stored["label"], stored["status"]) == ("job 17", "cluster-a", "done")
+    created = datetime.datetime.strptime(stored["created"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+    assert before - 2 <= created <= time.time() + 1
+    assert stored["report"] == body["report"]
+    # The pasted text is kept, byte for byte, to be analysed again later.
+    assert stored["inputs"] == [{"path": "pasted.log", "size": len(log), "skipped": "",
+                                 "sha256": hashlib.sha256(log).hexdigest()}]
+
+
+def test_a_jobs_files_give_the_clis_report(server, cli, simulated_job):
+    answer = post_files(server, folder_files(simulated_job))
+    assert answer.status_code == 201, answer.text
+    report = answer.json()["report"]
+    # The CLI run on the same folder from its parent, as the upload names its files.
+    expected = cli_json(cli, simulated_job.name, cwd=simulated_job.parent)
+    assert without_dump_time(report) == without_dump_time(expected)
+    assert report["verdict"]["culprit_ranks"] == [5]  # the rank `simulate` made hang
+    stored = get(server, f"/api/analyses/{answer.json()['id']}")
+    assert sorted(i["path"] for i in stored["inputs"]) == sorted(
+        f"dumps/{p.name}" for p in simulated_job.iterdir())
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_real_pytorch_dumps_name_the_injected_fault(server, cli, case, tmp_path):
+    injected = json.loads((case / "expected.json").read_text())
+    dumps = stage_fresh(case / "dumps", tmp_path / "dumps")
+    answer = post_files(server, folder_files(dumps))
+    assert answer.status_code == 201, answer.text
+    report = answer.json()["report"]
+    assert report["verdict"]["failure_class"] == injected["failure_class"]
+    assert report["verdict"].get("culprit_ranks", []) == injected["culprit_ranks"]
+    assert without_dump_time(report) == without_dump_time(cli_json(cli, "dumps", cwd=tmp_path))
+
+
+def tar_archive(folder, path, compression, arcname="job"):
+    """folder as job/... in a tar (or ./..., as `tar -C folder -czf x.tgz .` writes): plain,
+    gzip, or zstd (one frame, or many as pzstd writes)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz" if compression == "gz" else "w:") as tar:
+        tar.add(folder, arcname=arcname)
+    data = buffer.getvalue()
+    if compression == "gz-members":  # as bgzip or `cat a.gz b.gz` write: several members
+        step = 256 << 10
+        data = b"".join(gzip.compress(data[i:i + step]) for i in range(0, len(data), step))
+    elif compression == "zst":
+        data = zstandard.ZstdCompressor(level=3).compress(data)
+    elif compression == "zst-frames":
+        step = 256 << 10
+        data = b"".join(zstandard.ZstdCompressor(level=3).compress(data[i:i + step])
+                        for i in range(0, len(data), step))
+    path.write_bytes(data)
+    return path
+
+
+def zip_archive(folder, path):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(pathlib.Path(folder).iterdir()):
+            z.write(f, f"job/{f.name}")
+    return path
+
+
+ARCHIVES = {
+    "job.tar": lambda folder, path: tar_archive(folder, path, ""),
+    "job.tar.gz": lambda folder, path: tar_archive(folder, path, "gz"),
+    "dot.tgz": lambda folder, path: tar_archive(folder, path, "gz", arcname="."),
+    "job-members.tar.gz": lambda folder, path: tar_archive(folder, path, "gz-members"),
+    "job.tar.zst": lambda folder, path: tar_archive(folder, path, "zst"),
+    "job-frames.tar.zst": lambda folder, path: tar_archive(folder, path, "zst-frames"),
+    "job.zip": zip_archive,
+}
+
+
+@pytest.mark.parametrize("name", ARCHIVES)
+def test_an_archive_of_the_job_gives_the_same_culprit(server, cli, simulated_job, tmp_path, name):
+    archive = ARCHIVES[name](simulated_job, tmp_path / name)
+    answer = post_files(server, [("files", (name, archive.read_bytes()))])
+    assert answer.status_code == 201, answer.text
+    report = answer.json()["report"]
+    assert report["verdict"]["culprit_ranks"] == [5]
+    expected = cli_json(cli, simulated_job)
+    for key in ("failure_class", "culprit_ranks", "root_cause", "collective_seq_id", "op"):
+        assert report["verdict"].get(key) == expected["verdict"].get(key), key
+    # The members are kept, under the archive's name; the archive itself is not analysed.
+    stored = get(server, f"/api/analyses/{answer.json()['id']}")
+    folder = name.split(".")[0] + ("" if name.startswith("dot") else "/job")
+    assert sorted(i["path"] for i in stored["inputs"]) == sorted(
+        f"{folder}/{p.name}" for p in simulated_job.iterdir())
+
+
+def test_a_finished_report_is_recorded_without_inputs(server, cli, simulated_job):
+    report = cli_json(cli, simulated_job)
+    answer = requests.post(server.url + "/api/analyses", json=report, params={"name": "ci-42"},
+                           timeout=TIMEOUT)
+    assert answer.status_code == 201, answer.text
+    stored = get(server, f"/api/analyses/{answer.json()['id']}")
+    assert stored["report"] == report
+    assert stored["inputs"] == [] and stored["name"] == "ci-42"
+    listed = get(server, "/api/analyses", limit=1000)["analyses"]
+    row = next(r for r in listed if r["id"] == stored["id"])
+    assert row["culprit_ranks"] == "5" and row["failure_class"] == "missing_participant"
+    # Nothing to analyse again: said so, not a crash.
+    rerun = requests.post(server.url + f"/api/analyses/{stored['id']}/rerun", timeout=TIMEOUT)
+    assert rerun.status_code == 409 and "no inputs" in rerun.json()["error"]
+    # And a JSON body that is no report is refused.
+    bad = requests.post(server.url + "/api/analyses", json={"hello": 1}, timeout=TIMEOUT)
+    assert bad.status_code == 400 and "verdict" in bad.json()["error"]
+
+
+def test_rerun_analyses_the_stored_inputs_again(server, tmp_path):
+    simulate_logs(tmp_path / "logs", "host_oom", gpus_per_host=2)
+    first = post_log(server, (tmp_path / "logs" / "pasted.log").read_bytes(), name="oom")
+    assert first.status_code == 201, first.text
+    before = get(server, f"/api/analyses/{first.json()['id']}")
+    answer = requests.post(server.url + f"/api/analyses/{before['id']}/rerun", timeout=TIMEOUT)
+    assert answer.status_code == 200, answer.text
+    again = answer.json()
+    # The same analysis, in place: same id, date, name and inputs, the same verdict.
+    for key in ("id", "created", "name", "label", "inputs", "report", "status"):
+        assert again[key] == before[key], key
+    assert get(server, f"/api/analyses/{before['id']}")["report"] == before["report"]
+    missing = requests.post(server.url + "/api/analyses/0123456789abcdef/rerun", timeout=TIMEOUT)
+    assert missing.status_code == 404
+
+
+# --- the history and the fleet -----------------------------------------------------------------
+def test_the_history_filters_by_kind_host_time_and_limit(server, tmp_path):
+    since = f"{time.time():.3f}"  # what this test posts, none of what the others did
+    posted = {}
+    # Three jobs on different hosts: 4 GPUs per host puts rank 5 on node001, 2 on node002, 8 on
+    # node000 (and the jobs have 2, 4 and 1 hosts).
+    for fault, gpus in (("xid", 4), ("host_oom", 2), ("segfault", 8)):
+        injected = simulate_logs(tmp_path / fault, fault, gpus_per_host=gpus)
+        answer = post_log(server, (tmp_path / fault / "pasted.log").read_bytes())
+        assert answer.status_code == 201, answer.text
+        posted[fault] = (answer.json()["id"], injected["culprit_hosts"])
+        time.sleep(0.01)
+
+    def ids(**query):
+        listing = get(server, "/api/analyses", since=since, **query)
+        return [row["id"] for row in listing["analyses"]], listing["total"]
+
+    assert ids(kind="xid") == ([posted["xid"][0]], 1)
+    assert ids(kind="host_oom") == ([posted["host_oom"][0]], 1)
+    assert ids(kind="cuda_oom") == ([], 0)
+    # Only the second job ran on node002 (the others had no third host).
+    assert posted["host_oom"][1] == ["node002"]
+    assert ids(host="node002") == ([posted["host_oom"][0]], 1)
+    assert ids(host="no-such-host") == ([], 0)
+    # Newest first; limit cuts the page, not the total.
+    assert ids() == ([posted[f][0] for f in ("segfault", "host_oom", "xid")], 3)
+    assert ids(limit=1) == ([posted["segfault"][0]], 3)
+    # since as a date: nothing after an hour from now; everything of ours after the first.
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+    assert get(server, "/api/analyses", since=later.strftime("%Y-%m-%dT%H:%M:%SZ"))["total"] == 0
+    first = get(server, f"/api/analyses/{posted['xid'][0]}")["created"]
+    assert {posted[f][0] for f in posted} <= {
+        r["id"] for r in get(server, "/api/analyses", since=first, limit=1000)["analyses"]}
+
+
+def fleet(server):
+    return {h["host"]: h for h in get(server, "/api/fleet")["hosts"]}
+
+
+def counts(hosts, name):
+    entry = hosts.get(name, {"initiated": 0, "victim": 0, "jobs": 0, "by_kind": {}})
+    return entry["initiated"], entry["victim"], entry["jobs"], dict(entry["by_kind"])
+
+
+def test_the_fleet_counts_who_initiated_and_who_suffered(server, tmp_path):
+    # A whole job's logs (every host's files): the Xid host initiated, the others were victims.
+    injected = simulate_logs(tmp_path / "logs", "xid", layout="torchrun_logdir", seed=7)
+    culprit_host = injected["culprit_hosts"][0]
+    victims = sorted(set(injected["hosts"]) - {culprit_host})
+    assert victims, "the job spans more than one host"
+    before = fleet(server)
+    answer = post_files(server, folder_files(tmp_path / "logs"))
+    assert answer.status_code == 201, answer.text
+    after = fleet(server)
+    i, v, j, kinds = counts(before, culprit_host)
+    assert counts(after, culprit_host) == (i + 1, v, j + 1, {**kinds, "xid": kinds.get("xid", 0)
+                                                              + 1})
+    for host in victims:
+        i, v, j, kinds = counts(before, host)
+        assert counts(after, host) == (i, v + 1, j + 1, kinds), host
+
+    # A job that did not fail makes nobody a culprit, nor a victim.
+    simulate_logs(tmp_path / "healthy", "none", layout="torchrun_logdir", seed=7)
+    answer = post_files(server, folder_files(tmp_path / "healthy", prefix="healthy"))
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["report"]["verdict"]["failure_class"] == "none"
+    final = fleet(server)
+    for host in injected["hosts"]:
+        assert counts(final, host) == counts(after, host), host
+
+
+# --- clients -----------------------------------------------------------------------------------
+def test_analyze_post_records_into_the_console(server, cli, simulated_job, tmp_path):
+    job = shutil.copytree(simulated_job, tmp_path / "job42")
+    proc = subprocess.run([cli, "analyze", str(job), "--post", server.url], capture_output=True,
+                          text=True, timeout=TIMEOUT,
+                          env={**os.environ, "FR_ANALYZE_PYTHON": sys.executable})
+    assert proc.returncode == 1, proc.stderr  # 1: the job failed (the report says why)
+    assert "rank 5" in proc.stdout.lower()
+    prefix = f"recorded as {server.url}/analyses/"
+    assert prefix in proc.stderr, proc.stderr
+    analysis_id = proc.stderr.split(prefix, 1)[1].split()[0]
+    stored = get(server, f"/api/analyses/{analysis_id}")
+    assert stored["name"] == "job42"
+    assert stored["report"]["verdict"]["culprit_ranks"] == [5]
+    assert sorted(i["path"] for i in stored["inputs"]) == sorted(
+        f"job42/{p.name}" for p in simulated_job.iterdir())
+    # A console that is not there: a clear message and status 2, after the report.
+    gone = subprocess.run([cli, "analyze", str(job), "--post", "http://127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "FR_ANALYZE_PYTHON": sys.executable})
+    assert gone.returncode == 2 and "cannot reach the console" in gone.stderr, gone.stderr
+
+
+def test_the_python_client_records_folders_logs_and_reports(server, simulated_job, tmp_path):
+    import fr_analyze
+
+    console = fr_analyze.Console(server.url)
+    answer = console.post(simulated_job, name="py-job", label="client")
+    assert answer["report"]["verdict"]["culprit_ranks"] == [5]
+    stored = console.get(answer["id"])
+    assert (stored["name"], stored["label"]) == ("py-job", "client")
+    assert len(stored["inputs"]) == len(list(simulated_job.iterdir()))
+
+    injected = simulate_logs(tmp_path / "logs", "cuda_oom", gpus_per_host=2)
+    text = (tmp_path / "logs" / "pasted.log").read_text()
+    pasted = console.post(text)
+    assert pasted["report"]["verdict"]["culprit_ranks"] == injected["culprit_ranks"]
+    assert console.get(pasted["id"])["inputs"][0]["path"] == "pasted.log"
+
+    report = fr_analyze.load(str(simulated_job)).analyze()
+    recorded = console.post(report)
+    assert console.get(recorded["id"])["inputs"] == []
+    assert recorded["report"]["verdict"]["culprit_ranks"] == [5]
+    with pytest.raises(fr_analyze.ConsoleError, match="no such file or folder"):
+        console.post(tmp_path / "not-there")
+
+
+# --- what the pages show -----------------------------------------------------------------------
+def test_a_hostile_line_is_escaped_on_every_page(server, tmp_path):
+    # A host name is quoted in the verdict ("Rank 5 on HOST: ..."); this one is a script.
+    simulate_logs(tmp_path / "logs", "xid", gpus_per_host=2)
+    script = "<script>alert(1)</script>"
+    log = (tmp_path / "logs" / "pasted.log").read_text().replace("node002", script)
+    answer = post_log(server, log)
+    assert answer.status_code == 201, answer.text
+    assert script in answer.json()["report"]["verdict"]["summary"]  # the line is in the verdict
+    analysis = answer.json()["id"]
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    for path in (f"/analyses/{analysis}", "/analyses", "/fleet",
+                 f"/analyses/{analysis}/report.html"):
+        page = requests.get(server.url + path, timeout=TIMEOUT)
+        assert page.status_code == 200, path
+        assert script not in page.text, path
+        assert "alert(1)" not in page.text.replace(escaped, ""), path
+    page = requests.get(server.url + f"/analyses/{analysis}", timeout=TIMEOUT).text
+    assert escaped in page
+
+
+# --- crash safety and retention ----------------------------------------------------------------
+def worker_processes(data):
+    """The analysis workers of the console on `data` (their command line names its folder)."""
+    found = []
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, ValueError, IndexError):
+            continue
+        if "console._worker" in line and str(data) in line and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_server_killed_mid_analysis_keeps_every_stored_analysis_whole(database, cli, slow_job,
+                                                                        simulated_job, tmp_path):
+    data = tmp_path / "data"
+    server = start_server(data, *database)
+    try:
+        simulate_logs(tmp_path / "logs", "xid")
+        stored = [post_log(server, (tmp_path / "logs" / "pasted.log").read_bytes()),
+                  post_files(server, folder_files(simulated_job))]
+        assert [a.status_code for a in stored] == [201, 201]
+        before = {a.json()["id"]: get(server, f"/api/analyses/{a.json()['id']}") for a in stored}
+
+        # A slow analysis in flight: its worker runs when the kill comes.
+        thread = threading.Thread(target=lambda: _swallow(
+            lambda: post_files(server, folder_files(slow_job))), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not worker_processes(data) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        workers = worker_processes(data)
+        assert workers, "the slow analysis never started"
+        # Held still, the worker cannot finish on its own before the check below.
+        for pid in workers:
+            os.kill(pid, signal.SIGSTOP)
+        server.kill()
+        thread.join(timeout=30)
+        # Its worker goes with it: nothing keeps running for a server that is gone.
+        deadline = time.monotonic() + 5
+        while worker_processes(data) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = worker_processes(data)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert left == [], "the analysis worker outlived the server"
+    finally:
+        server.stop()
+
+    with start_server(data, *database) as again:
+        listing = get(again, "/api/analyses", limit=1000)
+        # The analysis cut short never became a row; the others are whole.
+        assert sorted(r["id"] for r in listing["analyses"]) == sorted(before)
+        for analysis_id, earlier in before.items():
+            now = get(again, f"/api/analyses/{analysis_id}")
+            assert now == earlier
+            assert now["inputs"] and now["report"]["verdict"]["culprit_ranks"]
+            # The inputs' bytes are there too: the analysis runs again from them.
+            rerun = requests.post(again.url + f"/api/analyses/{analysis_id}/rerun",
+                                  timeout=TIMEOUT)
+            assert rerun.status_code == 200, rerun.text
+            assert without_dump_time(rerun.json()["report"]) == without_dump_time(
+                earlier["report"])
+        assert list((data / "uploads").iterdir()) == []
+
+
+def _swallow(action):
+    try:
+        action()
+    except requests.RequestException:
+        pass  # the server was killed under it: expected
+
+
+def blob_files(data):
+    return sorted(p.name for p in (data / "blobs").glob("*/*"))
+
+
+def test_max_bytes_removes_the_oldest_analyses_and_their_blobs(database, tmp_path):
+    data = tmp_path / "data"
+    with start_server(data, *database, "--max-bytes", "1") as server:
+        ids = []
+        for fault in ("xid", "segfault"):
+            simulate_logs(tmp_path / fault, fault)
+            answer = post_log(server, (tmp_path / fault / "pasted.log").read_bytes())
+            assert answer.status_code == 201, answer.text
+            ids.append(answer.json()["id"])
+        # Over the limit: the older went with its blob; the newest is always kept.
+        assert requests.get(server.url + f"/api/analyses/{ids[0]}",
+                            timeout=TIMEOUT).status_code == 404
+        newest = get(server, f"/api/analyses/{ids[1]}")
+        assert blob_files(data) == [newest["inputs"][0]["sha256"] + ".zst"]
+        assert history_total(server) == 1
+        assert not list((data / "outputs").glob(f"*/{ids[0]}"))
+
+
+def test_keep_days_and_reanalyze(cli, tmp_path):
+    data = tmp_path / "data"
+    with start_server(data) as server:
+        ids = {}
+        for fault in ("xid", "segfault"):
+            simulate_logs(tmp_path / fault, fault)
+            answer = post_log(server, (tmp_path / fault / "pasted.log").read_bytes())
+            assert answer.status_code == 201, answer.text
+            ids[fault] = answer.json()["id"]
+        originals = {k: get(server, f"/api/analyses/{v}") for k, v in ids.items()}
+    # Forty days pass for the first analysis; the second is left with a stale report, as an
+    # older fr-analyze would have written.
+    with sqlite3.connect(data / "console.sqlite3") as db:
+        # The default store: SQLite under --data, in WAL mode (pages read while one writes).
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        db.execute("UPDATE analyses SET created_ms = created_ms - 40 * 86400000 WHERE id = ?",
+                   (ids["xid"],))
+        db.execute("UPDATE analyses SET report = ?, fr_version = '0.0.1' WHERE id = ?",
+                   (json.dumps({"verdict": {"culprit_ranks": []}}), ids["segfault"]))
+    env = {**os.environ, "FR_ANALYZE_PYTHON": sys.executable}
+    proc = subprocess.run([cli, "serve", "--reanalyze", "--keep-days", "30", "--data", str(data)],
+                          capture_output=True, text=True, timeout=TIMEOUT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    with start_server(data) as server:
+        gone = requests.get(server.url + f"/api/analyses/{ids['xid']}", timeout=TIMEOUT)
+        assert gone.status_code == 404
+        again = get(server, f"/api/analyses/{ids['segfault']}")
+        assert again["report"] == originals["segfault"]["report"]
+        assert again["created"] == originals["segfault"]["created"]
+        assert blob_files(data) == [again["inputs"][0]["sha256"] + ".zst"]
