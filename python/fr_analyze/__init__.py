@@ -11,6 +11,7 @@
     fr_analyze.analyze_log(pasted_text)    # one pasted log, nothing else
     fr_analyze.live("node0:29500")         # a job that still hangs, from PyTorch's debug server
     fr_analyze.Console(url).post(path)     # record a job into a console (`fr-analyze serve`)
+    fr_analyze.record("/ckpt/job42/fr")    # in the training script: every rank leaves a dump
 
     trace = fr_analyze.load("/checkpoints/job42/fr")       # the dumps, before analysis
     trace.entries_df()                     # pandas: one row per rank x entry
@@ -40,6 +41,11 @@ def __getattr__(name):
         from fr_analyze._live import live
 
         return live
+    if name == "record":
+        # Imported on use like live; record() itself imports torch, never `import fr_analyze`.
+        from fr_analyze._record import record
+
+        return record
     if name in ("Console", "ConsoleError"):
         # The console's client needs nothing beyond the standard library; imported on use.
         from fr_analyze.console import _client
@@ -49,12 +55,12 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | {"live", "Console", "ConsoleError"})
+    return sorted(set(globals()) | {"live", "record", "Console", "ConsoleError"})
 
 
 __all__ = [
     "Error", "DumpFormatError", "DumpNotFoundError", "NoDumpsError", "MissingDependencyError",
     "Trace", "Report", "Message", "RejectedFile", "load", "loads", "analyze",
-    "analyze_log", "live", "LiveError", "Console", "ConsoleError",
+    "analyze_log", "live", "LiveError", "record", "Console", "ConsoleError",
 ]
 __version__ = "0.1.0"
