@@ -134,19 +134,20 @@ void EntryStore::Pack() {
   layout->row_bytes = row_bytes;
   const size_t bytes = count * row_bytes + sizeof(uint64_t);
   layout->rows = std::make_unique_for_overwrite<uint8_t[]>(bytes);
-  std::memset(layout->rows.get() + count * row_bytes, 0, sizeof(uint64_t));
   uint8_t* out = layout->rows.get();
   for (size_t i = 0; i < count; ++i) {
     const Row row = ColumnsOf(open_[i], i, layout->durations_as_float);
     for (int c = 0; c < kColumnCount; ++c) {
-      if (widths[c] == 0) continue;
       uint64_t offset = row[c] - layout->base[c];
       if (layout->zero_is_special[c]) offset = row[c] == special[c] ? 0 : offset + 1;
-      // Little-endian: the low `width` bytes of the offset are the field.
-      std::memcpy(out + layout->position[c], &offset, widths[c]);
+      // Little-endian: the low `width` bytes of the offset are the field. All eight bytes are
+      // stored, in column order, so each next field overwrites the excess (the last one's lands
+      // in the next row or the slack): one fixed-size store instead of a variable-length copy.
+      std::memcpy(out + layout->position[c], &offset, sizeof(offset));
     }
     out += row_bytes;
   }
+  std::memset(layout->rows.get() + count * row_bytes, 0, sizeof(uint64_t));
   // Readers add the offset to the base directly (Value()).
   for (int c = 0; c < kColumnCount; ++c) {
     if (layout->zero_is_special[c]) layout->base[c] -= 1;

@@ -34,13 +34,12 @@
 #include <vector>
 
 #include "fr/model/entry.h"
-#include "fr/model/prefaulted_allocator.h"
 
 namespace fr {
 
 class EntryStore {
  public:
-  using Vector = std::vector<Entry, PrefaultedAllocator<Entry>>;
+  using Vector = std::vector<Entry>;
   class const_iterator;
 
   EntryStore() = default;

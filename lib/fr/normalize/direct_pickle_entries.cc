@@ -41,8 +41,9 @@ bool Reader::ReadEntries() {
   Visit(entries_.size());
   Keep(entries_.size() * sizeof(Entry));
   if (OverBudget()) return Decline("near NormalizeLimits");
-  dump_.entries.reserve(entries_.size());
-  dump_.entries.assign(entries_.begin(), entries_.end());
+  // The array itself becomes the dump's (no copy); the next dump's is reserved at this size.
+  scratch_.last_entry_count = entries_.size();
+  dump_.entries.open_vector().swap(entries_);
   return true;
 }
 

@@ -137,6 +137,9 @@ struct Scratch {
   std::vector<MemoSlot> memo;
   std::vector<FrameIdentity> frame_identities;
   std::vector<Entry> entries;
+  // Entries in the last dump read: the next one's array is reserved at that size, since the
+  // array itself goes to each dump (see ReadEntries).
+  size_t last_entry_count = 0;
   std::vector<int64_t> ints;
   std::vector<uint32_t> ids;
   RawEntry raw;
@@ -161,6 +164,7 @@ class Reader {
     memo_.clear();
     identities_.clear();
     entries_.clear();
+    if (entries_.capacity() == 0) entries_.reserve(scratch.last_entry_count);
     max_kept_ = Scaled(limits.kept_bytes_per_input_byte, bytes.size(), limits.min_kept_bytes);
     max_visits_ = Scaled(limits.visits_per_input_byte, bytes.size(), limits.min_visits);
   }
