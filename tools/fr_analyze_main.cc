@@ -652,14 +652,15 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     analyze.monitors = &monitor;
     analyze.stacks = &stacks;
     report::Report report = Analyze(*trace, &logs, analyze);
-    Timeline timeline = BuildTimeline(*trace, logs, report, &monitor);
-    int status = mode == Mode::kTimeline && args.format == "perfetto"
-                     ? WriteOutputStreamed(
-                           [&](const TraceSink& sink) { WritePerfettoTrace(timeline, sink); },
-                           output, inputs)
-                     : WriteOutput(mode == Mode::kHtml ? WriteHtmlReport(report, timeline)
-                                                       : WriteChromeTraceJson(timeline),
-                                   output, inputs);
+    Timeline timeline = BuildTimeline(*trace, logs, report, &monitor, analyze.jobs);
+    int status =
+        mode == Mode::kTimeline && args.format == "perfetto"
+            ? WriteOutputStreamed(
+                  [&](const TraceSink& sink) { WritePerfettoTrace(timeline, sink, analyze.jobs); },
+                  output, inputs)
+            : WriteOutput(mode == Mode::kHtml ? WriteHtmlReport(report, timeline)
+                                              : WriteChromeTraceJson(timeline),
+                          output, inputs);
     if (status != kExitOk) return status;
     return IsFailure(report) ? kExitFailureFound : kExitOk;
   }

@@ -62,6 +62,73 @@ Job StuckJob(int64_t stuck) {
   return job;
 }
 
+// Reads a trace's interned strings the way Perfetto's importer does: per packet sequence, the
+// tables are cleared by SEQ_INCREMENTAL_STATE_CLEARED and grow with each packet's
+// interned_data; a packet may use what it or an earlier packet of the sequence defined, and only
+// with SEQ_NEEDS_INCREMENTAL_STATE set. Fails the test on any iid used before it is defined or
+// defined twice with different text.
+class InternedStrings {
+ public:
+  void Read(const perfetto::protos::TracePacket& packet) {
+    constexpr uint32_t kCleared = 1;
+    if (packet.sequence_flags() & kCleared) {
+      names_.clear();
+      categories_.clear();
+      annotation_names_.clear();
+      values_.clear();
+    }
+    const perfetto::protos::InternedData& data = packet.interned_data();
+    for (const auto& entry : data.event_names()) Define(names_, entry.iid(), entry.name());
+    for (const auto& entry : data.event_categories()) {
+      Define(categories_, entry.iid(), entry.name());
+    }
+    for (const auto& entry : data.debug_annotation_names()) {
+      Define(annotation_names_, entry.iid(), entry.name());
+    }
+    for (const auto& entry : data.debug_annotation_string_values()) {
+      Define(values_, entry.iid(), entry.str());
+    }
+  }
+  std::string Name(const perfetto::protos::TracePacket& packet) const {
+    return Lookup(packet, names_, packet.track_event().name_iid(), "event name");
+  }
+  // The event's annotations, name to value (integers printed).
+  std::map<std::string, std::string> Annotations(const perfetto::protos::TracePacket& packet) {
+    std::map<std::string, std::string> out;
+    for (const auto& annotation : packet.track_event().debug_annotations()) {
+      std::string name = Lookup(packet, annotation_names_, annotation.name_iid(), "annotation");
+      out[name] = annotation.has_int_value()
+                      ? std::to_string(annotation.int_value())
+                      : Lookup(packet, values_, annotation.string_value_iid(), "value");
+    }
+    return out;
+  }
+  std::string Category(const perfetto::protos::TracePacket& packet) const {
+    EXPECT_EQ(packet.track_event().category_iids_size(), 1);
+    return packet.track_event().category_iids_size() == 0
+               ? ""
+               : Lookup(packet, categories_, packet.track_event().category_iids(0), "category");
+  }
+
+ private:
+  static void Define(std::map<uint64_t, std::string>& table, uint64_t iid,
+                     const std::string& text) {
+    EXPECT_NE(iid, 0u) << "iid 0 means none";
+    auto [it, inserted] = table.emplace(iid, text);
+    EXPECT_TRUE(inserted || it->second == text) << "iid " << iid << " redefined as " << text;
+  }
+  static std::string Lookup(const perfetto::protos::TracePacket& packet,
+                            const std::map<uint64_t, std::string>& table, uint64_t iid,
+                            const char* what) {
+    constexpr uint32_t kNeedsState = 2;
+    EXPECT_TRUE(packet.sequence_flags() & kNeedsState) << what << " iid without the flag";
+    auto it = table.find(iid);
+    EXPECT_TRUE(it != table.end()) << what << " iid " << iid << " used before it is defined";
+    return it == table.end() ? "" : it->second;
+  }
+  std::map<uint64_t, std::string> names_, categories_, annotation_names_, values_;
+};
+
 TEST(TimelineTest, PerfettoTraceHasATrackPerRankASlicePerOpAndFlowsToTheCulprit) {
   Job job = StuckJob(5);
   ASSERT_EQ(job.truth.culprit_ranks, std::vector<int64_t>{5});
@@ -73,8 +140,12 @@ TEST(TimelineTest, PerfettoTraceHasATrackPerRankASlicePerOpAndFlowsToTheCulprit)
   std::map<uint64_t, std::string> thread_names;
   int processes = 0, begins = 0, ends = 0;
   std::map<uint64_t, uint64_t> flow_source, flow_target;  // flow id -> track uuid
+  InternedStrings interned;
+  std::set<std::string> ops_seen;
   for (const perfetto::protos::TracePacket& packet : trace.packet()) {
     EXPECT_EQ(packet.trusted_packet_sequence_id(), 1u);
+    interned.Read(packet);
+    if (!packet.has_track_descriptor() && !packet.has_track_event()) continue;
     if (packet.has_track_descriptor()) {
       const auto& track = packet.track_descriptor();
       if (track.has_process()) ++processes;
@@ -86,13 +157,24 @@ TEST(TimelineTest, PerfettoTraceHasATrackPerRankASlicePerOpAndFlowsToTheCulprit)
     EXPECT_TRUE(thread_names.contains(event.track_uuid())) << "every event is on a rank's track";
     if (event.type() == perfetto::protos::TrackEvent::TYPE_SLICE_BEGIN) {
       ++begins;
-      EXPECT_FALSE(event.name().empty());
+      // Named "<op> #<seq>", with the op, group, state and seq as annotations.
+      std::map<std::string, std::string> annotations = interned.Annotations(packet);
+      EXPECT_EQ(interned.Name(packet), annotations["op"] + " #" + annotations["seq"]);
+      EXPECT_EQ(interned.Category(packet), "collective");
+      EXPECT_FALSE(annotations["group"].empty());
+      EXPECT_TRUE(annotations["state"] == "completed" || annotations["state"] == "scheduled" ||
+                  annotations["state"] == "started" || annotations["state"] == "retired")
+          << annotations["state"];
+      ops_seen.insert(annotations["op"]);
       for (uint64_t id : event.flow_ids()) flow_source[id] = event.track_uuid();
       for (uint64_t id : event.terminating_flow_ids()) flow_target[id] = event.track_uuid();
     } else if (event.type() == perfetto::protos::TrackEvent::TYPE_SLICE_END) {
       ++ends;
     }
   }
+  // The simulated step's collectives and p2p ops appear by name.
+  EXPECT_TRUE(ops_seen.contains("all_reduce") || ops_seen.contains("_reduce_scatter_base"));
+  EXPECT_TRUE(ops_seen.contains("send") && ops_seen.contains("recv"));
   // One thread track per rank with a dump, all 16 ranks wrote one.
   EXPECT_EQ(thread_names.size(), job.trace.ranks.size());
   EXPECT_GE(processes, 1);
@@ -154,6 +236,60 @@ TEST(TimelineTest, LogEventsAreInstantsOnTheirRanksAtTheCorrectedTime) {
   EXPECT_EQ(timeline.ranks[static_cast<size_t>(instant.track)].rank, 5);
   EXPECT_EQ(instant.ns, xid.time_ns);
   EXPECT_EQ(timeline.String(instant.name), "xid");
+
+  // In the Perfetto trace: one instant, in category "log", named by its kind, the line attached.
+  perfetto::protos::Trace trace;
+  ASSERT_TRUE(trace.ParseFromString(WritePerfettoTrace(timeline)));
+  InternedStrings interned;
+  int instants = 0;
+  for (const perfetto::protos::TracePacket& packet : trace.packet()) {
+    interned.Read(packet);
+    if (packet.track_event().type() != perfetto::protos::TrackEvent::TYPE_INSTANT) continue;
+    ++instants;
+    EXPECT_EQ(packet.timestamp(), static_cast<uint64_t>(xid.time_ns));
+    EXPECT_EQ(interned.Name(packet), "xid");
+    EXPECT_EQ(interned.Category(packet), "log");
+    EXPECT_EQ(interned.Annotations(packet)["line"], xid.text);
+  }
+  EXPECT_EQ(instants, 1);
+}
+
+TEST(TimelineTest, LongStringsAndManyNamesSurviveTheHandWrittenEncoding) {
+  // Lengths of one, two and three varint bytes, and more interned names than fit one byte.
+  Timeline timeline;
+  timeline.Intern("");
+  timeline.hosts.push_back(timeline.Intern(std::string(200, 'h')));
+  timeline.ranks.push_back({.rank = 0, .host = 0, .culprit = true});
+  for (int i = 0; i < 70000; ++i) {  // three chunks of the writer
+    Timeline::Slice slice;
+    slice.track = 0;
+    slice.begin_ns = 1000 + i;
+    slice.end_ns = 2000 + i;
+    slice.op = timeline.Intern("op");
+    slice.sizes = i < 300 ? timeline.Intern(std::string(i == 7 ? 20000 : 10, 's')) : 0;
+    slice.seq = i;
+    timeline.slices.push_back(slice);
+  }
+  perfetto::protos::Trace trace;
+  ASSERT_TRUE(trace.ParseFromString(WritePerfettoTrace(timeline)));
+  InternedStrings interned;
+  int begins = 0;
+  for (const perfetto::protos::TracePacket& packet : trace.packet()) {
+    interned.Read(packet);
+    if (packet.has_track_descriptor() && packet.track_descriptor().has_process()) {
+      EXPECT_EQ(packet.track_descriptor().process().process_name(), std::string(200, 'h'));
+    }
+    if (packet.track_event().type() != perfetto::protos::TrackEvent::TYPE_SLICE_BEGIN) continue;
+    EXPECT_EQ(interned.Name(packet), fmt::format("op #{}", begins));
+    if (begins < 300) {
+      EXPECT_EQ(interned.Annotations(packet)["sizes"].size(), begins == 7 ? 20000u : 10u);
+    }
+    EXPECT_EQ(packet.timestamp(), static_cast<uint64_t>(1000 + begins));
+    ++begins;
+  }
+  EXPECT_EQ(begins, 70000);
+  // Chunks are encoded on several threads; the bytes do not depend on how many.
+  EXPECT_EQ(WritePerfettoTrace(timeline, 1), WritePerfettoTrace(timeline, 3));
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ void HtmlWriter::TimelinePicture() {
     const Timeline::Slice& s = timeline_.slices[last];
     std::string desc = DescOfLabel(timeline_.String(s.group));
     return fmt::format("{} {}{}", timeline_.String(s.state), desc.empty() ? "" : desc + " ",
-                       timeline_.String(s.name));
+                       timeline_.SliceName(s));
   };
   auto role_name = [&](int64_t rank) -> std::string {
     if (culprits_.contains(rank)) return "culprit";

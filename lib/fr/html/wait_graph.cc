@@ -198,8 +198,8 @@ void HtmlWriter::ComputeHops() {
 
 std::string HtmlWriter::SliceWhat(const Timeline::Slice& slice) const {
   std::string desc = DescOfLabel(timeline_.String(slice.group));
-  return desc.empty() ? timeline_.String(slice.name)
-                      : fmt::format("{} {}", desc, timeline_.String(slice.name));
+  return desc.empty() ? timeline_.SliceName(slice)
+                      : fmt::format("{} {}", desc, timeline_.SliceName(slice));
 }
 
 void HtmlWriter::ChainsText() {

@@ -48,7 +48,6 @@ struct Timeline {
     uint32_t track = 0;  // index into `ranks`
     int64_t begin_ns = 0;
     int64_t end_ns = 0;
-    uint32_t name = 0;   // "all_reduce #812"
     uint32_t group = 0;  // "3 (DP)"
     uint32_t op = 0;
     uint32_t state = 0;  // "completed", "scheduled" ...
@@ -73,6 +72,8 @@ struct Timeline {
 
   uint32_t Intern(const std::string& text);
   const std::string& String(uint32_t id) const { return strings[id]; }
+  // What a slice is called: its op and seq, "all_reduce #812" (the op alone without a seq).
+  std::string SliceName(const Slice& slice) const;
 
  private:
   absl::flat_hash_map<std::string, uint32_t> index_;
@@ -81,18 +82,20 @@ struct Timeline {
 // `logs` may be empty (dumps only: hosts come from the dumps' paths, offsets are zero). With
 // `monitors`, the moments its findings point at (a host's GPUs starting to spin at idle power, an
 // idle GPU) are instants too.
+// The dumps are read on `jobs` threads (0: all cores); the timeline does not depend on it.
 Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const report::Report& report,
-                       const MonitorSnapshots* monitors = nullptr);
+                       const MonitorSnapshots* monitors = nullptr, int jobs = 0);
 
 // Takes the output piece by piece: a file, a string, a socket.
 using TraceSink = std::function<void(std::string_view bytes)>;
 
-// Perfetto's protobuf trace (a perfetto.protos.Trace message), written one packet at a time:
-// memory stays that of one packet, however many ops the job recorded (a Trace message built
-// whole took several times the dumps' size).
-void WritePerfettoTrace(const Timeline& timeline, const TraceSink& sink);
+// Perfetto's protobuf trace (a perfetto.protos.Trace message) with interned names and values,
+// written in pieces: memory stays a few chunks of packets, however many ops the job recorded (a
+// Trace message built whole took several times the dumps' size). Slices are encoded on `jobs`
+// threads (0: all cores); the bytes do not depend on it.
+void WritePerfettoTrace(const Timeline& timeline, const TraceSink& sink, int jobs = 0);
 // The same, as one string.
-std::string WritePerfettoTrace(const Timeline& timeline);
+std::string WritePerfettoTrace(const Timeline& timeline, int jobs = 0);
 // Chrome's trace-event JSON ({"traceEvents": [...]}, times in microseconds).
 std::string WriteChromeTraceJson(const Timeline& timeline);
 
