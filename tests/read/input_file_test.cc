@@ -383,6 +383,23 @@ TEST(InputFileTest, AFifoIsRefusedAtOnceInsteadOfBlocking) {
   std::filesystem::remove(path);
 }
 
+TEST(InputFileTest, TheReadAheadHintNeverBlocksAndLeavesTheFileAsItWas) {
+  // A FIFO with no writer, a missing file, a device: the hint returns at once and reads nothing
+  // from them (reaching the checks is the test); a regular file reads the same after it.
+  std::string fifo = TempPath("fifo_hint");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  HintWillRead(fifo);
+  HintWillRead(TempPath("never_written"));
+  HintWillRead("/dev/zero");
+  WriteFile(TempPath("hinted_dump"), kPickle);
+  HintWillRead(TempPath("hinted_dump"));
+  absl::StatusOr<InputFile> file = ReadInputFile(TempPath("hinted_dump"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->bytes->bytes(), kPickle);
+  std::filesystem::remove(fifo);
+}
+
 TEST(InputFileTest, ALinkIsRefusedWhenLinksAreNotFollowed) {
   WriteFile(TempPath("real_dump"), kPickle);
   std::string link = TempPath("link_dump");

@@ -22,6 +22,7 @@
 #include "fr/base/parallel_for.h"
 #include "fr/base/status_macros.h"
 #include "fr/load/load_internal.h"
+#include "fr/read/input_file.h"
 #include "fr/summary/rank_summary.h"
 
 namespace fr {
@@ -41,6 +42,9 @@ using load_internal::SettleWorld;
 using load_internal::SeveralAttempts;
 using load_internal::SeveralWorlds;
 using load_internal::WithPath;
+
+// How many files ahead of the one being read the kernel is asked to fetch (HintWillRead).
+constexpr size_t kReadAheadFiles = 16;
 
 // Numeric version order: "2.9" before "2.10".
 void CollectVersions(LoadedTrace* trace) {
@@ -205,9 +209,17 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   std::vector<FileResult> results(count);
   std::atomic<size_t> done{0};
   RankListPool rank_lists;
+  // With a cold page cache, each thread would wait on the disk for every file it opens: the files
+  // a little further down the list are asked for while these are decoded (files are handed out
+  // in order), so the disk works beside the decoding.
+  auto open_path = [&](size_t i) {
+    return files[i].open_path.empty() ? files[i].path : files[i].open_path;
+  };
+  for (size_t i = 0; i < std::min(count, kReadAheadFiles); ++i) HintWillRead(open_path(i), read);
   ParallelFor(
       count, options.jobs,
       [&](size_t i) {
+        if (i + kReadAheadFiles < count) HintWillRead(open_path(i + kReadAheadFiles), read);
         results[i] = LoadDiscovered(files[i], read, contested.contains(files[i].rank));
         KeepCompactly(&rank_lists, &results[i]);
         size_t finished = ++done;

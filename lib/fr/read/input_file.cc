@@ -432,6 +432,18 @@ absl::StatusOr<InputFile> ReadInputBytes(std::shared_ptr<const Buffer> bytes,
   return file;
 }
 
+void HintWillRead(const std::string& path, const ReadOptions& options) {
+  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  if (!options.follow_symlinks) flags |= O_NOFOLLOW;
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return;
+  struct stat info;
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) {
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+  }
+  ::close(fd);
+}
+
 absl::StatusOr<InputFile> ReadInputFile(const std::string& path, const ReadOptions& options) {
   FR_ASSIGN_OR_RETURN(std::shared_ptr<const Buffer> bytes, ReadRegularFile(path, options));
   return ReadInputBytes(std::move(bytes), options);

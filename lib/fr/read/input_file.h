@@ -83,6 +83,11 @@ absl::StatusOr<std::shared_ptr<const Buffer>> Decompress(std::string_view compre
 // it was listed) is refused with InvalidArgument instead of blocking forever in open() or read().
 absl::StatusOr<InputFile> ReadInputFile(const std::string& path, const ReadOptions& options = {});
 
+// Asks the kernel to start reading `path` into the page cache now, without waiting (a file
+// about to be read; the kernel reads ahead within one file, never across files). Opens the file
+// as ReadInputFile does and never blocks; a file that cannot be opened is silently left alone.
+void HintWillRead(const std::string& path, const ReadOptions& options = {});
+
 // The same for bytes already in memory (dumps fetched over HTTP, tests).
 absl::StatusOr<InputFile> ReadInputBytes(std::shared_ptr<const Buffer> bytes,
                                          const ReadOptions& options = {});
