@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <future>
 #include <limits>
 #include <map>
@@ -30,6 +31,27 @@
 #include "fr/waitfor/wait_for_graph.h"
 
 namespace fr {
+namespace {
+
+// Adds the time since the last lap to a field of AnalyzeTimings, when there is one to fill.
+class StageClock {
+ public:
+  explicit StageClock(AnalyzeTimings* timings)
+      : timings_(timings), last_(std::chrono::steady_clock::now()) {}
+  void Lap(int64_t AnalyzeTimings::*stage) {
+    if (timings_ == nullptr) return;
+    auto now = std::chrono::steady_clock::now();
+    timings_->*stage += std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  AnalyzeTimings* timings_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace
+
 namespace verdict_internal {
 
 std::string GroupLabel(const JobGroup& group) {
@@ -64,7 +86,9 @@ FailureClass ClassOfMismatch(MismatchKind kind) {
 
 Judgment Judge::Run() {
   Judgment& j = judgment_;
+  StageClock clock(options_.timings);
   j.index = BuildJobIndex(trace_, options_.dump_time_ns, options_.jobs, options_.died_ranks);
+  clock.Lap(&AnalyzeTimings::index_ns);
   order_.emplace(trace_, j.index);
   // Stragglers read only the trace and the index, which nothing changes from here on: they are
   // found on a second core while the groups are matched.
@@ -72,6 +96,7 @@ Judgment Judge::Run() {
       std::async(std::launch::async, [this] { return FindStragglers(trace_, judgment_.index); });
   j.matched = MatchJob(trace_, j.index, options_.jobs);
   j.stragglers = stragglers.get();
+  clock.Lap(&AnalyzeTimings::match_ns);
   LinkSinksWaitingInUnrecordedOps(trace_, *order_, &j.matched.blocks);
   WaitForGraph graph(j.matched.blocks);
 
@@ -86,6 +111,7 @@ Judgment Judge::Run() {
   JudgeVerdict(graph);
   j.blocked_ranks = graph.victims();
   order_.reset();  // it refers to the index, which moves out with the judgment
+  clock.Lap(&AnalyzeTimings::verdict_ns);
   return std::move(judgment_);
 }
 
@@ -213,7 +239,9 @@ report::Report AnalyzeInto(const LoadedTrace& trace, const AnalyzeOptions& optio
   if (options.stacks != nullptr) {
     JoinStackEvidence(*options.stacks, options.stacks_stalled_ns, !trace.ranks.empty(), judgment);
   }
+  StageClock clock(options.timings);
   report::Report report = WriteDumpReport(trace, with_gone, *judgment);
+  clock.Lap(&AnalyzeTimings::report_ns);
   if (options.monitors != nullptr) {
     // Supporting evidence from the hosts' side, after the dumps' own findings: it says what the
     // GPUs and processes were doing, not which rank others waited for.

@@ -26,6 +26,15 @@
 
 namespace fr {
 
+// Where an analysis spent its time (wall clock, ns), for `--timings`: matching includes the
+// stragglers, found beside it on another core; the verdict is the findings and the judgment.
+struct AnalyzeTimings {
+  int64_t index_ns = 0;
+  int64_t match_ns = 0;
+  int64_t verdict_ns = 0;
+  int64_t report_ns = 0;  // the report message, from the judgment
+};
+
 struct AnalyzeOptions {
   // The directory or files analysed, echoed in the report.
   std::string source;
@@ -53,6 +62,8 @@ struct AnalyzeOptions {
   // Ranks the job's logs say died (RanksTheLogsSayDied), which the dumps cannot show: the op
   // their peers were in ended in the error of that death.
   std::vector<int64_t> died_ranks;
+  // Filled in when given; the report does not depend on it.
+  AnalyzeTimings* timings = nullptr;
 };
 
 report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);
