@@ -5,8 +5,10 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "fr/base/buffer.h"
+#include "fr/base/parallel_for.h"
 #include "fr/logs/line_context.h"
 #include "fr/logs/line_prefix.h"
 #include "fr/logs/line_table.h"
@@ -344,43 +346,75 @@ absl::Status CheckPastedLog(std::string_view path, std::string_view head, bool v
   return absl::OkStatus();
 }
 
+namespace {
+
+// Reads and parses the file at `path` alone into `out` (ParseLogFiles joins them).
+void ParseOneLogFile(const std::string& path, const LogParseOptions& options, LogSet* out) {
+  absl::StatusOr<std::shared_ptr<const Buffer>> file = Buffer::ReadFile(path);
+  if (!file.ok()) {
+    out->errors.push_back(Cat({path, ": ", std::string(file.status().message())}));
+    out->set_aside.push_back({path, std::string(file.status().message())});
+    return;
+  }
+  std::shared_ptr<const Buffer> bytes = *std::move(file);
+  // Compression is recognized by magic bytes; anything else is read as it is.
+  absl::StatusOr<Compression> compression = DetectCompression(bytes->bytes());
+  if (compression.ok() && *compression != Compression::kNone) {
+    ReadOptions read_options;
+    read_options.max_decompressed_bytes = options.max_decompressed_bytes;
+    read_options.max_expansion_ratio = options.max_expansion_ratio;
+    absl::StatusOr<std::shared_ptr<const Buffer>> plain =
+        Decompress(bytes->bytes(), *compression, read_options);
+    if (!plain.ok()) {
+      out->errors.push_back(Cat({path, ": ", std::string(plain.status().message())}));
+      out->set_aside.push_back({path, std::string(plain.status().message())});
+      return;
+    }
+    bytes = *std::move(plain);
+  }
+  std::string_view head = LogHead(bytes->bytes(), 8192);
+  if (!bytes->bytes().empty() && !LooksLikeLog(head) &&
+      !(options.any_text_is_log && LooksLikeText(head))) {
+    std::string why = DescribeNonLog(head);
+    out->errors.push_back(Cat({path, ": not a log: ", why}));
+    out->set_aside.push_back({path, Cat({"not a log: ", why})});
+    return;
+  }
+  FileParser parser(path, out, options);
+  parser.Feed(bytes->bytes());
+  parser.Finish();
+}
+
+// Appends `part` to `out`: its files after out's, its events pointing at them.
+void AppendLogSet(LogSet part, LogSet* out) {
+  const int32_t first_file = static_cast<int32_t>(out->files.size());
+  for (LogEvent& event : part.events) event.file += first_file;
+  out->files.insert(out->files.end(), std::make_move_iterator(part.files.begin()),
+                    std::make_move_iterator(part.files.end()));
+  out->events.insert(out->events.end(), std::make_move_iterator(part.events.begin()),
+                     std::make_move_iterator(part.events.end()));
+  out->errors.insert(out->errors.end(), std::make_move_iterator(part.errors.begin()),
+                     std::make_move_iterator(part.errors.end()));
+  out->set_aside.insert(out->set_aside.end(), std::make_move_iterator(part.set_aside.begin()),
+                        std::make_move_iterator(part.set_aside.end()));
+}
+
+}  // namespace
+
 absl::StatusOr<LogSet> ParseLogFiles(const std::vector<std::string>& paths,
                                      const LogParseOptions& options) {
+  // Each file is parsed on its own (a job's logs are hundreds of files on a few cores), then the
+  // results are joined in the order given.
+  std::vector<LogSet> parts(paths.size());
+  ParallelFor(paths.size(), options.jobs,
+              [&](size_t i) { ParseOneLogFile(paths[i], options, &parts[i]); });
   LogSet logs;
-  for (const std::string& path : paths) {
-    absl::StatusOr<std::shared_ptr<const Buffer>> file = Buffer::ReadFile(path);
-    if (!file.ok()) {
-      logs.errors.push_back(Cat({path, ": ", std::string(file.status().message())}));
-      logs.set_aside.push_back({path, std::string(file.status().message())});
-      continue;
-    }
-    std::shared_ptr<const Buffer> bytes = *std::move(file);
-    // Compression is recognized by magic bytes; anything else is read as it is.
-    absl::StatusOr<Compression> compression = DetectCompression(bytes->bytes());
-    if (compression.ok() && *compression != Compression::kNone) {
-      ReadOptions read_options;
-      read_options.max_decompressed_bytes = options.max_decompressed_bytes;
-      read_options.max_expansion_ratio = options.max_expansion_ratio;
-      absl::StatusOr<std::shared_ptr<const Buffer>> plain =
-          Decompress(bytes->bytes(), *compression, read_options);
-      if (!plain.ok()) {
-        logs.errors.push_back(Cat({path, ": ", std::string(plain.status().message())}));
-        logs.set_aside.push_back({path, std::string(plain.status().message())});
-        continue;
-      }
-      bytes = *std::move(plain);
-    }
-    std::string_view head = LogHead(bytes->bytes(), 8192);
-    if (!bytes->bytes().empty() && !LooksLikeLog(head) &&
-        !(options.any_text_is_log && LooksLikeText(head))) {
-      std::string why = DescribeNonLog(head);
-      logs.errors.push_back(Cat({path, ": not a log: ", why}));
-      logs.set_aside.push_back({path, Cat({"not a log: ", why})});
-      continue;
-    }
-    FileParser parser(path, &logs, options);
-    parser.Feed(bytes->bytes());
-    parser.Finish();
+  size_t events = 0;
+  for (const LogSet& part : parts) events += part.events.size();
+  logs.events.reserve(events);
+  for (LogSet& part : parts) {
+    AppendLogSet(std::move(part), &logs);
+    part = LogSet();
   }
   return logs;
 }

@@ -42,6 +42,9 @@ struct LogParseOptions {
   // Any text is a log, as a paste is (LooksLikeText rather than LooksLikeLog): for the files of
   // a folder that holds logs and no dump.
   bool any_text_is_log = false;
+  // Threads for ParseLogFiles (0: one per core); files are parsed apart and their results joined
+  // in the order given, so the LogSet does not depend on it.
+  int jobs = 0;
 };
 
 // Whether `head` (the first few KB of a file) is text that a log parser should read: mostly

@@ -2,6 +2,9 @@
 
 #include <array>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "fmt/format.h"
 
@@ -21,12 +24,29 @@ constexpr std::array<bool, 256> kBinary = MakeBinaryTable();
 
 bool IsBinary(char c) { return kBinary[static_cast<unsigned char>(c)]; }
 
-// The first binary byte at or after `from`, or text.size(). Eight bytes at a time: a word with
-// no byte below 0x20 and no DEL has nothing to drop, which is most words of a log.
+// The first binary byte at or after `from`, or text.size(). Sixteen bytes at a time where SSE2
+// is there (every x86-64): a block whose only bytes below 0x20 are newlines, and with no DEL,
+// has nothing to drop, which is most blocks of a log. Elsewhere eight at a time.
 size_t FindBinary(std::string_view text, size_t from) {
+  size_t i = from;
+#if defined(__SSE2__)
+  const __m128i below_space = _mm_set1_epi8(0x1f);
+  const __m128i newline = _mm_set1_epi8('\n');
+  const __m128i del = _mm_set1_epi8(0x7f);
+  for (; i + 16 <= text.size(); i += 16) {
+    __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+    // Unsigned byte < 0x20: min(byte, 0x1f) == byte.
+    __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(block, below_space), block);
+    __m128i drop = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(block, newline), control),
+                                _mm_cmpeq_epi8(block, del));
+    if (_mm_movemask_epi8(drop) == 0) continue;
+    for (size_t j = i; j < i + 16; ++j) {
+      if (IsBinary(text[j])) return j;
+    }
+  }
+#else
   constexpr uint64_t kOnes = 0x0101010101010101ull;
   constexpr uint64_t kHighs = 0x8080808080808080ull;
-  size_t i = from;
   for (; i + 8 <= text.size(); i += 8) {
     uint64_t word;
     std::memcpy(&word, text.data() + i, 8);
@@ -38,6 +58,7 @@ size_t FindBinary(std::string_view text, size_t from) {
       if (IsBinary(text[j])) return j;
     }
   }
+#endif
   for (; i < text.size(); ++i) {
     if (IsBinary(text[i])) return i;
   }
