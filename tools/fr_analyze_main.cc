@@ -595,6 +595,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     return kExitUsage;
   }
   LogSet logs;
+  auto logs_started = std::chrono::steady_clock::now();
   if (from_stdin) {
     // Read in bounded chunks: memory stays bounded by the events kept, however much is piped.
     if (absl::Status parsed = ParseLogStream("-", stdin, &logs); !parsed.ok()) {
@@ -605,6 +606,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   } else if (mode == Mode::kAnalyze || mode == Mode::kTimeline || mode == Mode::kHtml) {
     logs = ReadLogsBeside(*trace);
   }
+  auto logs_ended = std::chrono::steady_clock::now();
   // Live Python stacks beside the dumps (the debug server's snapshots, `live --save`).
   StackSnapshots stacks;
   if (!from_stdin && (mode == Mode::kAnalyze || mode == Mode::kTimeline || mode == Mode::kHtml)) {
@@ -724,15 +726,18 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     // The most memory the process has held so far: the loaded dumps and the analysis together.
     struct rusage usage;
     double peak_mb = ::getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss / 1024.0 : -1;
-    std::fprintf(stderr,
-                 "timings: discover %.1f ms; read %.1f ms, decode %.1f ms, normalize %.1f ms "
-                 "(summed over threads); load wall %.1f ms; analysis %.1f ms (index %.1f, match "
-                 "%.1f, verdict %.1f, report %.1f, logs and the rest %.1f); output %.1f ms; peak "
-                 "RSS %.0f MB\n",
-                 t.discover_ns / 1e6, t.read_ns / 1e6, t.decode_ns / 1e6, t.normalize_ns / 1e6,
-                 t.wall_ns / 1e6, analysis_ms, a.index_ns / 1e6, a.match_ns / 1e6,
-                 a.verdict_ns / 1e6, a.report_ns / 1e6, std::max(0.0, analysis_ms - stages_ms),
-                 ms(analysis_ended, std::chrono::steady_clock::now()), peak_mb);
+    std::fprintf(
+        stderr,
+        "timings: discover %.1f ms; read %.1f ms, decode %.1f ms, normalize %.1f ms "
+        "(summed over threads); load wall %.1f ms; logs %.1f ms; analysis %.1f ms "
+        "(index %.1f, match "
+        "%.1f, verdict %.1f, report %.1f, root cause and the rest %.1f); output %.1f ms; peak "
+        "RSS %.0f MB\n",
+        t.discover_ns / 1e6, t.read_ns / 1e6, t.decode_ns / 1e6, t.normalize_ns / 1e6,
+        t.wall_ns / 1e6, ms(logs_started, logs_ended), analysis_ms, a.index_ns / 1e6,
+        a.match_ns / 1e6, a.verdict_ns / 1e6, a.report_ns / 1e6,
+        std::max(0.0, analysis_ms - stages_ms),
+        ms(analysis_ended, std::chrono::steady_clock::now()), peak_mb);
   }
   if (!args.post_url.empty() && mode == Mode::kAnalyze) {
     if (path == "-") {
