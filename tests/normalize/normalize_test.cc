@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "fr/decode/json_decoder.h"
 #include "fr/decode/pickle_decoder.h"
 #include "fr/simulate/example_job.h"
@@ -530,6 +531,43 @@ TEST(ParseRanksStringTest, BothSpellingsAndNoEval) {
   EXPECT_TRUE(ParseRanksString("[999999999999999999]", &ranks));  // 18 digits
   EXPECT_EQ(ranks, (std::vector<int64_t>{999999999999999999}));
   EXPECT_FALSE(ParseRanksString("[9999999999999999999]", &ranks));  // beyond int64
+}
+
+TEST(ParseRanksStringTest, LongListsSeenAgainAreSharedNotParsedAgainAndStayRight) {
+  // A world list and 40 data-parallel lists, read in rank order as a loader reads dumps (cycling
+  // through the groups), three times over: every read gives its own list back, and a list read
+  // before is the same shared list (far more groups than a few remembered slots).
+  auto list = [](int64_t first, int64_t stride, int64_t count) {
+    std::vector<int64_t> ranks;
+    for (int64_t i = 0; i < count; ++i) ranks.push_back(first + i * stride);
+    return ranks;
+  };
+  auto text = [](const std::vector<int64_t>& ranks) {
+    return fmt::format("[{}]", fmt::join(ranks, ", "));
+  };
+  const std::vector<int64_t> world = list(0, 1, 5000);
+  std::vector<SharedRanks> first_seen(40);
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t group = 0; group < 40; ++group) {
+      SharedRanks world_ranks, dp_ranks, again;
+      ASSERT_TRUE(ParseRanksStringShared(text(world), &world_ranks));
+      EXPECT_TRUE(world_ranks == world);
+      ASSERT_TRUE(ParseRanksStringShared(text(list(group, 40, 125)), &dp_ranks));
+      EXPECT_TRUE(dp_ranks == list(group, 40, 125)) << "group " << group;
+      if (round == 0) {
+        first_seen[group] = dp_ranks;
+      } else {
+        EXPECT_TRUE(dp_ranks.SharesStorageWith(first_seen[group])) << "group " << group;
+      }
+      ASSERT_TRUE(ParseRanksStringShared(text(world), &again));
+      EXPECT_TRUE(again.SharesStorageWith(world_ranks));
+    }
+  }
+  // A bad long list stays bad when seen again.
+  std::string bad = text(world) + ",";
+  SharedRanks out;
+  EXPECT_FALSE(ParseRanksStringShared(bad, &out));
+  EXPECT_FALSE(ParseRanksStringShared(bad, &out));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // The groups of a dump: pg_config (every version's layout of it), pg_status and the
 // communicators' state, and the rank lists that PyTorch writes as text.
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
@@ -12,11 +14,17 @@
 namespace fr {
 namespace {
 
-// ParseRanksString, remembering the last few long strings parsed on this thread: every dump of a
-// job spells out the same world group, thousands of ranks long, and comparing that text is much
-// cheaper than parsing it again for each dump.
+// ParseRanksString, remembering the long strings parsed on this thread: every dump of a job
+// spells out the same world group, thousands of ranks long, and each of its data-parallel groups
+// (as many distinct lists as the model-parallel degree, tens of thousands of ranks each at 100k
+// GPUs); comparing that text is much cheaper than parsing it again for each dump. Dumps come in
+// rank order, cycling through those groups, so the least recently used list makes room: with
+// only a few slots the cycle evicted the world list itself, and parsing lists was the largest
+// cost of reading 100k dumps.
 bool ParseLongRanksStringOnce(std::string_view text, SharedRanks* ranks) {
   constexpr size_t kLongText = 512;
+  constexpr size_t kSlots = 64;
+  constexpr size_t kMaxHeldBytes = size_t{16} << 20;  // of text, per thread
   std::vector<int64_t> parsed_ranks;
   if (text.size() < kLongText) {
     bool ok = ParseRanksString(text, &parsed_ranks);
@@ -28,21 +36,33 @@ bool ParseLongRanksStringOnce(std::string_view text, SharedRanks* ranks) {
     std::string text;
     SharedRanks ranks;
     bool ok = false;
+    uint64_t last_used = 0;
   };
-  thread_local std::array<Parsed, 4> recent;
-  thread_local size_t next = 0;
-  for (const Parsed& parsed : recent) {
-    if (parsed.text == text) {
+  thread_local std::vector<Parsed> recent;
+  thread_local uint64_t clock = 0;
+  thread_local size_t held_bytes = 0;
+  ++clock;
+  for (Parsed& parsed : recent) {
+    if (parsed.text.size() == text.size() && parsed.text == text) {
+      parsed.last_used = clock;
       *ranks = parsed.ranks;
       return parsed.ok;
     }
   }
   bool ok = ParseRanksString(text, &parsed_ranks);
   *ranks = std::move(parsed_ranks);
-  Parsed& slot = recent[next++ % recent.size()];
-  slot.text = std::string(text);
-  slot.ranks = *ranks;
-  slot.ok = ok;
+  if (text.size() > kMaxHeldBytes) return ok;
+  // Room for this one: the least recently used lists go, to at most kSlots and kMaxHeldBytes.
+  while (!recent.empty() && (recent.size() >= kSlots || held_bytes + text.size() > kMaxHeldBytes)) {
+    auto oldest = std::min_element(
+        recent.begin(), recent.end(),
+        [](const Parsed& a, const Parsed& b) { return a.last_used < b.last_used; });
+    held_bytes -= oldest->text.size();
+    if (oldest + 1 != recent.end()) *oldest = std::move(recent.back());
+    recent.pop_back();
+  }
+  recent.push_back({.text = std::string(text), .ranks = *ranks, .ok = ok, .last_used = clock});
+  held_bytes += text.size();
   return ok;
 }
 
