@@ -42,23 +42,27 @@ struct SliceStates {
   }
 };
 
-// One dump's slices before they join the timeline: their group, op and sizes are ids into
-// `strings` (id 0 is ""), the state is the timeline's already.
-struct DumpSlices {
-  std::vector<std::string> strings;
-  std::vector<Timeline::Slice> slices;
-  std::vector<uint32_t> group_names;  // per slice: its group's name, an id into `strings`
-};
+// The entries of `dump` that become slices (those with an enqueue time).
+size_t CountSlices(const RankDump& dump) {
+  size_t count = 0;
+  for (size_t i = 0; i < dump.entries.size(); ++i) count += dump.entries[i].time_created_ns > 0;
+  return count;
+}
 
-DumpSlices ReadDumpSlices(const RankDump& dump, uint32_t track, int64_t offset, int64_t dump_time,
-                          const SliceStates& states) {
-  DumpSlices out;
-  out.strings.emplace_back();
+// Writes the slices of `dump` into `slices` (CountSlices of them), and each one's group name
+// into `group_names`: their group, op, sizes and group name as ids into the strings returned (id
+// 0 is ""), their state the timeline's already. Dumps are read on every core this way; the ids
+// are then made the timeline's.
+std::vector<std::string> ReadDumpSlices(const RankDump& dump, uint32_t track, int64_t offset,
+                                        int64_t dump_time, const SliceStates& states,
+                                        std::span<Timeline::Slice> slices,
+                                        std::span<uint32_t> group_names) {
+  std::vector<std::string> strings(1);
   absl::flat_hash_map<std::string, uint32_t> ids;
   ids.emplace("", 0);
   auto intern = [&](std::string text) {
     auto [it, inserted] = ids.try_emplace(std::move(text), static_cast<uint32_t>(ids.size()));
-    if (inserted) out.strings.push_back(it->first);
+    if (inserted) strings.push_back(it->first);
     return it->second;
   };
   std::vector<uint32_t> order;
@@ -77,8 +81,6 @@ DumpSlices ReadDumpSlices(const RankDump& dump, uint32_t track, int64_t offset, 
   }
   absl::flat_hash_map<uint64_t, uint32_t> sizes_of;  // (input, output) shape lists -> id
   absl::flat_hash_map<uint32_t, uint32_t> op_of;     // op name string -> id
-  out.slices.reserve(order.size());
-  out.group_names.reserve(order.size());
   for (size_t k = 0; k < order.size(); ++k) {
     const Entry entry = dump.entries[order[k]];
     int64_t begin = entry.time_created_ns;
@@ -114,10 +116,10 @@ DumpSlices ReadDumpSlices(const RankDump& dump, uint32_t track, int64_t offset, 
     slice.state = states.Of(entry);
     slice.sizes = sizes_id->second;
     slice.seq = entry.is_p2p ? entry.p2p_seq_id : entry.collective_seq_id;
-    out.slices.push_back(slice);
-    out.group_names.push_back(group_name);
+    slices[k] = slice;
+    group_names[k] = group_name;
   }
-  return out;
+  return strings;
 }
 
 }  // namespace
@@ -196,38 +198,59 @@ Timeline BuildTimeline(const LoadedTrace& trace, const LogSet& logs, const repor
         {.rank = dump.rank, .host = host_index[host], .culprit = culprits.contains(dump.rank)});
     offset_of_track.push_back(offset_ns.contains(host) ? offset_ns[host] : 0);
   }
-  std::vector<DumpSlices> read(trace.ranks.size());
-  ParallelFor(
-      trace.ranks.size(), jobs,
-      [&](size_t d) {
-        read[d] = ReadDumpSlices(trace.ranks[d], static_cast<uint32_t>(d), offset_of_track[d],
-                                 dump_time, states);
-      },
-      /*cancel=*/nullptr, /*min_items_per_thread=*/16);
   // Per track, its slices [first, end) in `timeline.slices`, and per slice its group's name
   // (interned): the flows below look up a waiter's op by (group, seq) among its own slices only.
   // Both are linear in the slices; a map keyed by strings cost more than the dumps at 4096 ranks.
-  std::vector<std::pair<uint32_t, uint32_t>> slices_of_track;
-  std::vector<uint32_t> slice_group_name;
+  const size_t dumps = trace.ranks.size();
+  std::vector<std::pair<uint32_t, uint32_t>> slices_of_track(dumps);
+  ParallelFor(
+      dumps, jobs,
+      [&](size_t d) {
+        slices_of_track[d].second = static_cast<uint32_t>(CountSlices(trace.ranks[d]));
+      },
+      /*cancel=*/nullptr, /*min_items_per_thread=*/16);
   size_t total = 0;
-  for (const DumpSlices& dump : read) total += dump.slices.size();
-  timeline.slices.reserve(total);
-  slice_group_name.reserve(total);
-  for (DumpSlices& dump : read) {
-    std::vector<uint32_t> global(dump.strings.size());
-    for (size_t i = 0; i < dump.strings.size(); ++i) global[i] = timeline.Intern(dump.strings[i]);
-    uint32_t first_slice = static_cast<uint32_t>(timeline.slices.size());
-    for (size_t i = 0; i < dump.slices.size(); ++i) {
-      Timeline::Slice slice = dump.slices[i];
-      slice.group = global[slice.group];
-      slice.op = global[slice.op];
-      slice.sizes = global[slice.sizes];
-      timeline.slices.push_back(slice);
-      slice_group_name.push_back(global[dump.group_names[i]]);
-    }
-    slices_of_track.push_back({first_slice, static_cast<uint32_t>(timeline.slices.size())});
-    dump = DumpSlices();
+  for (auto& [first, end] : slices_of_track) {
+    first = static_cast<uint32_t>(total);
+    total += end;
+    end = static_cast<uint32_t>(total);
   }
+  timeline.slices.resize(total);
+  std::vector<uint32_t> slice_group_name(total);
+  std::vector<std::vector<std::string>> strings_of_dump(dumps);
+  auto range = [&](auto& all, size_t d) {
+    const auto& [first, end] = slices_of_track[d];
+    return std::span(all.data() + first, end - first);
+  };
+  ParallelFor(
+      dumps, jobs,
+      [&](size_t d) {
+        strings_of_dump[d] =
+            ReadDumpSlices(trace.ranks[d], static_cast<uint32_t>(d), offset_of_track[d], dump_time,
+                           states, range(timeline.slices, d), range(slice_group_name, d));
+      },
+      /*cancel=*/nullptr, /*min_items_per_thread=*/16);
+  // The dumps' own string ids become the timeline's: a few distinct strings per dump, interned
+  // one dump at a time, then a table lookup per slice on every core.
+  std::vector<std::vector<uint32_t>> global_of_dump(dumps);
+  for (size_t d = 0; d < dumps; ++d) {
+    for (const std::string& text : strings_of_dump[d]) {
+      global_of_dump[d].push_back(timeline.Intern(text));
+    }
+    strings_of_dump[d] = {};
+  }
+  ParallelFor(
+      dumps, jobs,
+      [&](size_t d) {
+        const std::vector<uint32_t>& global = global_of_dump[d];
+        for (Timeline::Slice& slice : range(timeline.slices, d)) {
+          slice.group = global[slice.group];
+          slice.op = global[slice.op];
+          slice.sizes = global[slice.sizes];
+        }
+        for (uint32_t& name : range(slice_group_name, d)) name = global[name];
+      },
+      /*cancel=*/nullptr, /*min_items_per_thread=*/16);
 
   // The last slice of a track (they are in begin order): where its rank stopped; -1 when none.
   auto last_slice = [&](uint32_t track) -> int64_t {
