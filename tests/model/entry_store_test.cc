@@ -183,6 +183,29 @@ TEST(EntryStoreTest, UnknownMixedWithANarrowRangeStaysNarrow) {
   EXPECT_EQ(PackedDifference(entries), "");
 }
 
+TEST(EntryStoreTest, StartAndCompletionTakeTheBytesOfAWaitNotOfTheJobsSpan) {
+  // An hour of ops, 2 s apart: the enqueue times need six bytes, but each op started within
+  // 100 us of its enqueue and completed within 10 ms: three bytes each, not six.
+  std::vector<Entry> entries(1800);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry& e = entries[i];
+    e.record_id = static_cast<int64_t>(i);
+    e.time_created_ns = 1'764'000'000'000'000'000 + static_cast<int64_t>(i) * 2'000'000'000;
+    e.time_discovered_started_ns = e.time_created_ns + static_cast<int64_t>(i % 97) * 1000;
+    e.time_discovered_completed_ns =
+        e.time_discovered_started_ns + static_cast<int64_t>(i % 89) * 100'000;
+  }
+  EXPECT_EQ(PackedRowBytes(entries), entries.size() * (6 + 3 + 3));
+  EXPECT_EQ(PackedDifference(entries), "");
+  // Unknown times, and a start exactly 1 ns before the enqueue (whose offset is the special
+  // value), still read back as they were.
+  entries[3].time_discovered_started_ns = kUnknown;
+  entries[4].time_discovered_started_ns = entries[4].time_created_ns - 1;
+  entries[5].time_discovered_completed_ns = entries[5].time_created_ns - 1;
+  entries[6].time_discovered_completed_ns = kUnknown;
+  EXPECT_EQ(PackedDifference(entries), "");
+}
+
 TEST(EntryStoreTest, DurationsRecordedAsFloatsTakeFourBytes) {
   // PyTorch keeps duration_ms as a float; the dump widens it to a double. Some ops never
   // completed and have none (NaN).

@@ -39,8 +39,14 @@ EntryStore::Row EntryStore::ColumnsOf(const Entry& e, size_t i, bool durations_a
   row[kP2pSeqId] = FromSigned(e.p2p_seq_id);
   row[kOpId] = FromSigned(e.op_id);
   row[kTimeCreated] = FromSigned(e.time_created_ns);
-  row[kTimeStarted] = FromSigned(e.time_discovered_started_ns);
-  row[kTimeCompleted] = FromSigned(e.time_discovered_completed_ns);
+  // Start and completion as offsets from the enqueue (a queue wait, an op's duration: a few bytes
+  // where the times themselves need five or more). kUnknown stays the column's special value; a
+  // time exactly 1 ns before the enqueue, whose offset would read as that, sets a flag instead.
+  bool started_at_minus_one = false, completed_at_minus_one = false;
+  row[kTimeStarted] =
+      TimeOffset(e.time_discovered_started_ns, e.time_created_ns, &started_at_minus_one);
+  row[kTimeCompleted] =
+      TimeOffset(e.time_discovered_completed_ns, e.time_created_ns, &completed_at_minus_one);
   row[kTimeoutMs] = FromSigned(e.timeout_ms);
   row[kDurationMs] = std::bit_cast<uint64_t>(e.duration_ms);
   if (durations_as_float && row[kDurationMs] != SpecialOf(kDurationMs)) {
@@ -61,7 +67,8 @@ EntryStore::Row EntryStore::ColumnsOf(const Entry& e, size_t i, bool durations_a
   const uint64_t op = static_cast<uint8_t>(e.op);
   const uint64_t state = static_cast<uint8_t>(e.state);
   row[kFlags] = uint64_t{e.retired} | uint64_t{e.is_p2p} << 1 | uint64_t{e.state_from_batch} << 2 |
-                (state & 0x3) << 3 | (op & 0x1f) << 5 | (state & 0xfc) << 14 | (op & 0xe0) << 17;
+                (state & 0x3) << 3 | (op & 0x1f) << 5 | uint64_t{started_at_minus_one} << 10 |
+                uint64_t{completed_at_minus_one} << 11 | (state & 0xfc) << 14 | (op & 0xe0) << 17;
   return row;
 }
 

@@ -81,9 +81,10 @@ class EntryStore {
 
  private:
   // One per Entry field. Record ids are stored less their row (they count up by one, so the
-  // column is constant); the flags column holds the three booleans, then op and state with
-  // their usual low bits first (every op kind and state fits in 10 bits; the rest of each byte
-  // sits above, so any value survives).
+  // column is constant), start and completion times less the enqueue time (TimeOffset); the
+  // flags column holds the three booleans, then op and state with their usual low bits first
+  // (every op kind and state fits in 10 bits; the rest of each byte sits above, so any value
+  // survives), and at bits 10 and 11 TimeOffset's two flags.
   enum Column : int {
     kRecordId,
     kPgId,
@@ -118,6 +119,21 @@ class EntryStore {
   static uint64_t FromSigned(int64_t v) { return static_cast<uint64_t>(v) ^ kSignFlip; }
   static int64_t ToSigned(uint64_t v) { return static_cast<int64_t>(v ^ kSignFlip); }
   static Row ColumnsOf(const Entry& entry, size_t row, bool durations_as_float);
+  // A time column's value for `time`, stored as its offset from `created` (modulo 2^64, so any
+  // values come back); kUnknown as the special value. `*minus_one`: the time is created - 1, whose
+  // offset is the special value too (the flags column tells them apart).
+  static uint64_t TimeOffset(int64_t time, int64_t created, bool* minus_one) {
+    if (time == kUnknown) return FromSigned(kUnknown);
+    const int64_t offset =
+        static_cast<int64_t>(static_cast<uint64_t>(time) - static_cast<uint64_t>(created));
+    *minus_one = offset == kUnknown;
+    return FromSigned(offset);
+  }
+  static int64_t TimeFromOffset(uint64_t value, int64_t created, bool minus_one) {
+    const int64_t offset = ToSigned(value);
+    if (offset == kUnknown && !minus_one) return kUnknown;
+    return static_cast<int64_t>(static_cast<uint64_t>(created) + static_cast<uint64_t>(offset));
+  }
   // The value each column most often holds apart from its ordinary range (kUnknown, kNoStack,
   // NaN): a column that mixes it with a narrow range stores it as offset 0 instead of widening.
   static constexpr uint64_t SpecialOf(int column) {
@@ -191,9 +207,12 @@ class EntryStore {
     e.collective_seq_id = ToSigned(value(kCollectiveSeqId));
     e.p2p_seq_id = ToSigned(value(kP2pSeqId));
     e.op_id = ToSigned(value(kOpId));
+    const uint64_t flags = value(kFlags);
     e.time_created_ns = ToSigned(value(kTimeCreated));
-    e.time_discovered_started_ns = ToSigned(value(kTimeStarted));
-    e.time_discovered_completed_ns = ToSigned(value(kTimeCompleted));
+    e.time_discovered_started_ns =
+        TimeFromOffset(value(kTimeStarted), e.time_created_ns, (flags >> 10) & 1);
+    e.time_discovered_completed_ns =
+        TimeFromOffset(value(kTimeCompleted), e.time_created_ns, (flags >> 11) & 1);
     e.timeout_ms = ToSigned(value(kTimeoutMs));
     e.duration_ms = DurationOf(layout, value(kDurationMs));
     e.peer_rank = ToSigned(value(kPeerRank));
@@ -208,7 +227,6 @@ class EntryStore {
     e.input_dtypes = static_cast<DtypeListId>(value(kInputDtypes));
     e.output_dtypes = static_cast<DtypeListId>(value(kOutputDtypes));
     e.stack = static_cast<StackId>(value(kStack));
-    const uint64_t flags = value(kFlags);
     e.retired = flags & 1;
     e.is_p2p = (flags >> 1) & 1;
     e.state_from_batch = (flags >> 2) & 1;
