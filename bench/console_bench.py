@@ -12,7 +12,10 @@ noisy: a ratio against a baseline of the same run, or the server's own time).
    started and warmed up (its first page and a small upload) before the clock starts. The
    baseline, in the same run and interleaved with the uploads: `fr-analyze analyze DIR --format
    json -o FILE` on the unpacked dumps. Page cache warm for both. Target: the upload at most 2x
-   the baseline (median of --repeats each). Both must name the stuck rank.
+   the baseline (median of --repeats each). Both must name the stuck rank. After each upload,
+   on the same console, the downloads the console makes on demand: the HTML report and the
+   Perfetto timeline, each fetched twice (the first makes it from the stored inputs, after
+   their compression that follows the answer; the second is the kept file).
 2. History and fleet pages with 10,000 stored analyses. The store is filled through
    Store.save, as the console writes it after an analysis: failed and healthy jobs over 8-64
    hosts (8 GPUs each) of a 1024-host fleet spread over 90 days, root-cause kinds spread as
@@ -30,10 +33,11 @@ noisy: a ratio against a baseline of the same run, or the server's own time).
    database you give (its tables are created, and 10,000 rows added).
 
 When the upload misses its target (or with --breakdown), the stages of an upload are timed one
-by one in this process with the console's own code (the console overlaps storing the inputs
-with the analysis): multipart parsing to disk, unpacking, the worker process, inside the worker
-load / analyze / JSON / protobuf / HTML / Perfetto timeline, storing the inputs (SHA-256 and
-zstd), and the row's transaction.
+by one in this process with the console's own code: before the answer, multipart parsing to
+disk, unpacking (with SHA-256 as the members are written), the worker process (inside it: load,
+analyze, JSON, protobuf), the row's transaction; after the answer, the inputs' zstd compression
+into the blob store; on the first downloads, restoring the inputs and the worker making the
+HTML report and the Perfetto timeline (inside it: HTML, timeline).
 
     PYTHONPATH=$PWD/build/dev/python FR_ANALYZE_CLI=$PWD/build/dev/tools/fr-analyze \\
         FR_ANALYZE_PYTHON=$PWD/build/venv/bin/python build/venv/bin/python bench/console_bench.py
@@ -303,6 +307,7 @@ def measure_upload(args, workdir):
     run_cli(args.cli, job, report)  # warm-up
     cli_times = []
     uploads = {form: {"client_s": [], "server_s": []} for form in args.formats}
+    downloads = {}
     for repeat in range(args.repeats):
         seconds, culprits = run_cli(args.cli, job, report)
         if culprits != expected:
@@ -317,6 +322,9 @@ def measure_upload(args, workdir):
                 warm(archive)
                 status, answer, client_s, server_s = console.post_file(
                     archive, os.path.basename(archive))
+                if status == 201:
+                    for name, seconds in time_downloads(console, answer["id"]).items():
+                        downloads.setdefault(name, []).append(seconds)
             finally:
                 console.stop()
                 shutil.rmtree(data, ignore_errors=True)
@@ -333,7 +341,8 @@ def measure_upload(args, workdir):
                   f"(server {server_s:.2f} s)", flush=True)
     cli_s = median(cli_times)
     result = {"ranks": args.ranks, "job_bytes": job_bytes, "expected_culprits": expected,
-              "cli_s": cli_times, "cli_median_s": cli_s, "uploads": {}}
+              "cli_s": cli_times, "cli_median_s": cli_s, "uploads": {},
+              "downloads_s": {name: median(times) for name, times in downloads.items()}}
     for form, u in uploads.items():
         upload_s = median(u["client_s"])
         result["uploads"][form] = {
@@ -344,11 +353,23 @@ def measure_upload(args, workdir):
     return result
 
 
+def time_downloads(console, analysis_id):
+    """Seconds of each download the console makes on demand, fetched twice in a row."""
+    times = {}
+    for name in ("report.html", "timeline.perfetto-trace"):
+        for attempt in ("first", "second"):
+            status, _, client_ms = console.get(f"/analyses/{analysis_id}/{name}")
+            if status != 200:
+                raise BenchError(f"GET /analyses/{analysis_id}/{name} answered {status}")
+            times[f"{name}, {attempt}"] = client_ms / 1000
+    return times
+
+
 def breakdown(workdir, archive):
     """The stages of one upload, one after another, with the console's own code."""
     import fr_analyze
     from fr_analyze.console import _analysis
-    from fr_analyze.console._store import Analysis, Store
+    from fr_analyze.console._store import Analysis, InputFile, Store
     from fr_analyze.console._uploads import Limits, MultipartWriter, UploadFolder, unpack_archive
 
     stages = []
@@ -375,7 +396,9 @@ def breakdown(workdir, archive):
     started = time.perf_counter()
     for path, sent in writer.uploaded:
         unpack_archive(folder, folder.root / path, sent)
-    stages.append(("unpack the archive", time.perf_counter() - started))
+    stages.append(("unpack the archive (SHA-256 as the members are written)",
+                   time.perf_counter() - started))
+    inputs = [InputFile(path, sha, size) for path, sha, size in folder.hashed_files()]
 
     env = dict(os.environ)
     started = time.perf_counter()
@@ -385,45 +408,60 @@ def breakdown(workdir, archive):
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "fr_analyze.console._worker", str(folder.root), out],
                    check=True, env=env)
-    worker_s = time.perf_counter() - started
-    stages.append(("worker process, all of it", worker_s))
+    stages.append(("worker process: report.json + report.pb", time.perf_counter() - started))
     stages.append(("  of which: start Python, import fr_analyze", python_s))
-    timeline_bytes = os.path.getsize(os.path.join(out, "timeline.json")) \
-        if os.path.exists(os.path.join(out, "timeline.json")) else 0
+    with open(os.path.join(out, "report.json")) as f:
+        text = f.read()
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     trace = fr_analyze.load(str(folder.root), progress=False)
     t_load = time.perf_counter()
     report = trace.analyze()
     t_analyze = time.perf_counter()
-    text = report.to_json()
+    report.to_json()
     t_json = time.perf_counter()
     report.to_proto_bytes()
     t_proto = time.perf_counter()
     report.to_html()
     t_html = time.perf_counter()
-    timeline = os.path.join(root, "timeline.json")
+    timeline = os.path.join(root, "timeline.perfetto-trace")
     trace.write_timeline(timeline)
     t_timeline = time.perf_counter()
+    timeline_bytes = os.path.getsize(timeline)
     os.remove(timeline)
     stages += [("  of which: load the dumps", t_load - started),
                ("  of which: analyze", t_analyze - t_load),
                ("  of which: report.json", t_json - t_analyze),
-               ("  of which: report.pb", t_proto - t_json),
-               ("  of which: report.html", t_html - t_proto),
-               (f"  of which: timeline.json ({timeline_bytes / 1e6:.0f} MB)", t_timeline - t_html)]
+               ("  of which: report.pb", t_proto - t_json)]
     store = Store(pathlib.Path(root) / "data")
     store.migrate()
-    started = time.perf_counter()
-    inputs, blobs = _analysis.store_inputs(store, folder.root, {})
-    stages.append(("store the inputs: SHA-256 + zstd (beside the worker)",
-                   time.perf_counter() - started))
     analysis = Analysis(id=_analysis.new_id(), created_ms=int(time.time() * 1000),
                         report=text, inputs=inputs)
     _analysis.summarize(analysis, json.loads(text))
     started = time.perf_counter()
-    store.save(analysis, blobs)
+    store.save(analysis)
     stages.append(("save the row (one transaction)", time.perf_counter() - started))
+    started = time.perf_counter()
+    _analysis.store_staged_inputs(store, analysis, folder.root)
+    stages.append(("after the answer: the inputs into the blob store (zstd)",
+                   time.perf_counter() - started))
+    restored = pathlib.Path(root) / "restored"
+    started = time.perf_counter()
+    _analysis.restore_inputs(store, analysis, restored)
+    stages.append(("first download: restore the inputs from the blob store",
+                   time.perf_counter() - started))
+    for what, names, parts in (
+            ("the HTML report", "report.html,report.pb", [("report.html", t_html - t_proto)]),
+            ("the timeline", "timeline.perfetto-trace",
+             [(f"timeline.perfetto-trace ({timeline_bytes / 1e6:.0f} MB)",
+               t_timeline - t_html)])):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "fr_analyze.console._worker", str(restored),
+                        out, "--outputs", names], check=True, env=env)
+        stages.append((f"first download of {what}: worker process",
+                       time.perf_counter() - started))
+        stages += [(f"  of which: {label}", seconds) for label, seconds in parts]
+        shutil.rmtree(out, ignore_errors=True)
     store.engine.dispose()
     shutil.rmtree(root, ignore_errors=True)
     return stages
@@ -747,6 +785,8 @@ def print_upload(upload, quick):
               f"ratio {u['ratio']:.1f}x  target {UPLOAD_TARGET_RATIO:g}x"
               + ("  (not checked in --quick)" if quick else
                  "" if u["ratio"] <= UPLOAD_TARGET_RATIO else "  MISSED"))
+    for name, seconds in upload["downloads_s"].items():
+        print(f"  {'GET ' + name + ' download':44s} {seconds:6.2f} s")
 
 
 def print_pages(result):
@@ -810,8 +850,8 @@ def main():
                 form = args.formats[0]
                 stages = breakdown(workdir, archives[form])
                 figures["upload_breakdown"] = stages
-                print(f"\nwhere an upload's time goes ({form}, one run, stages one after another;"
-                      " the console stores the inputs while the worker runs):")
+                print(f"\nwhere an upload's time goes ({form}, one run, stages one after another"
+                      " in this process, with the console's code):")
                 for label, seconds in stages:
                     print(f"  {label:58s} {seconds:6.2f} s")
             shutil.rmtree(job, ignore_errors=True)

@@ -151,6 +151,15 @@ def _answers(port: int) -> bool:
         return False
 
 
+def eventually(check, what: str, seconds: float = 60.0) -> None:
+    """Waits until check() is true: for what the console does after its answer (storing the
+    inputs, then retention). The deadline only bounds a test that fails."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.05)
+
+
 # --- PostgreSQL --------------------------------------------------------------------------------
 def postgres_bin() -> pathlib.Path:
     """The folder of initdb and pg_ctl: on PATH, or Debian's /usr/lib/postgresql/N/bin."""
@@ -247,8 +256,9 @@ _slow_job: Optional[pathlib.Path] = None
 
 @pytest.fixture(scope="session")
 def slow_job(cli, tmp_path_factory):
-    """512 ranks of zstd-compressed dumps (18 MB) whose rank 5 hangs: an analysis of about two
-    seconds, for the time limit and for a kill mid-analysis. Made once per session."""
+    """512 ranks of zstd-compressed dumps (18 MB) whose rank 5 hangs: an analysis of a few
+    tenths of a second (more with its outputs), for the time and memory limits, a kill
+    mid-analysis and a kill right after the answer. Made once per session."""
     global _slow_job
     if _slow_job is None:
         directory = tmp_path_factory.mktemp("slow") / "slow"

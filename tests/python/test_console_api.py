@@ -11,6 +11,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import sqlite3
@@ -28,7 +29,8 @@ import zstandard
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
 import logsim  # noqa: E402
-from console_fixtures import fresh_database, postgres, slow_job, start_server  # noqa: E402,F401
+from console_fixtures import (eventually, fresh_database, postgres, slow_job,  # noqa: E402,F401
+                              start_server)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TORCH_DATA = ROOT / "tests" / "data" / "torch"
@@ -404,18 +406,147 @@ def test_a_hostile_line_is_escaped_on_every_page(server, tmp_path):
     assert escaped in page
 
 
+# --- downloads made on demand ------------------------------------------------------------------
+def outputs_kept(data, analysis_id):
+    """The output files the console keeps for an analysis, beside its row."""
+    folder = data / "outputs" / analysis_id[:2] / analysis_id
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def download(server, analysis_id, name):
+    answer = requests.get(server.url + f"/analyses/{analysis_id}/{name}", timeout=TIMEOUT)
+    assert answer.status_code == 200, (name, answer.text[:500])
+    return answer
+
+
+def cli_outputs(cli, job, dump_time_ns, tmp_path):
+    """What the CLI writes for the files the console stored: named as they were uploaded (the
+    CLI runs from the folder's parent) and dated as the console's report dates the dumps."""
+    copy = stage_fresh(job, tmp_path / "cli" / job.name)
+    for path in copy.rglob("*"):
+        os.utime(path, ns=(dump_time_ns, dump_time_ns))
+    commands = {"timeline": ["timeline", job.name, "-o", "out.perfetto-trace"],
+                "html": ["report", job.name, "-o", "out.html"],
+                "proto": ["analyze", job.name, "--format", "proto", "-o", "out.pb"]}
+    written = {}
+    for what, args in commands.items():
+        proc = subprocess.run([cli, *args], capture_output=True, cwd=copy.parent, timeout=TIMEOUT)
+        assert proc.returncode in (0, 1), proc.stderr
+        written[what] = (copy.parent / args[-1]).read_bytes()
+    return written
+
+
+def perfetto_ranks(trace):
+    """The ranks of a Perfetto trace's thread tracks, decoded by protoc against the trace.proto
+    the timeline is written to (Perfetto's field numbers): bytes that are no Perfetto trace
+    fail here."""
+    proc = subprocess.run(["protoc", f"--proto_path={ROOT / 'proto'}",
+                           "--decode=perfetto.protos.Trace", "perfetto/trace.proto"],
+                          input=trace, capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    text = proc.stdout.decode()
+    assert "track_event {" in text
+    return sorted(int(r) for r in re.findall(r'thread_name: "rank (\d+)[ "]', text))
+
+
+def stored_blob(data, sha256):
+    """A stored input's bytes, from the blob store."""
+    with open(data / "blobs" / sha256[:2] / f"{sha256}.zst", "rb") as f:
+        return zstandard.ZstdDecompressor().stream_reader(f).read()
+
+
+def test_the_html_report_and_timeline_are_made_on_first_download_then_kept(database, cli,
+                                                                           simulated_job,
+                                                                           tmp_path):
+    from fr_analyze import _report_pb2
+
+    data = tmp_path / "data"
+    with start_server(data, *database) as server:
+        answer = post_files(server, folder_files(simulated_job))
+        assert answer.status_code == 201, answer.text
+        analysis_id, report = answer.json()["id"], answer.json()["report"]
+        # The upload made what its answer needed, not the HTML report nor the timeline.
+        assert outputs_kept(data, analysis_id) == ["report.pb"]
+        page = requests.get(server.url + f"/analyses/{analysis_id}", timeout=TIMEOUT).text
+        for name in ("report.json", "report.pb", "timeline.perfetto-trace", "report.html"):
+            assert f'"/analyses/{analysis_id}/{name}"' in page, name  # offered all the same
+
+        # The JSON and protobuf downloads are the answer's report.
+        assert download(server, analysis_id, "report.json").json() == report
+        proto = _report_pb2.Report.FromString(download(server, analysis_id, "report.pb").content)
+        assert list(proto.verdict.culprit_ranks) == report["verdict"]["culprit_ranks"] == [5]
+        assert proto.inputs.dump_time_ns == report["inputs"]["dump_time_ns"]
+
+        # The first downloads make the timeline and the HTML report from the stored inputs:
+        # what the CLI writes for the same files.
+        timeline = download(server, analysis_id, "timeline.perfetto-trace")
+        assert "attachment" in timeline.headers["Content-Disposition"]
+        assert perfetto_ranks(timeline.content) == list(range(8))
+        html = download(server, analysis_id, "report.html")
+        assert "sandbox" in html.headers["Content-Security-Policy"]
+        expected = cli_outputs(cli, simulated_job, report["inputs"]["dump_time_ns"], tmp_path)
+        assert timeline.content == expected["timeline"]
+        assert html.content == expected["html"]
+        assert outputs_kept(data, analysis_id) == ["report.html", "report.pb",
+                                                   "timeline.perfetto-trace"]
+
+        # The inputs were stored whole (after the answer, before anything was made of them).
+        stored = get(server, f"/api/analyses/{analysis_id}")
+        for item in stored["inputs"]:
+            content = stored_blob(data, item["sha256"])
+            assert (hashlib.sha256(content).hexdigest(), len(content)) == (item["sha256"],
+                                                                           item["size"])
+
+        # The second downloads are the kept files: with the stored inputs gone, nothing could
+        # be made again, and the same files answer, unchanged.
+        folder = data / "outputs" / analysis_id[:2] / analysis_id
+        kept = {name: (folder / name).stat() for name in outputs_kept(data, analysis_id)}
+        for blob in (data / "blobs").glob("*/*"):
+            blob.unlink()
+        assert download(server, analysis_id, "timeline.perfetto-trace").content == \
+            timeline.content
+        assert download(server, analysis_id, "report.html").content == html.content
+        for name, before in kept.items():
+            after = (folder / name).stat()
+            assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), name
+
+
+def test_a_pasted_log_has_an_html_report_and_no_timeline(server, tmp_path):
+    injected = simulate_logs(tmp_path / "logs", "segfault", gpus_per_host=2)
+    answer = post_log(server, (tmp_path / "logs" / "pasted.log").read_bytes())
+    assert answer.status_code == 201, answer.text
+    analysis_id = answer.json()["id"]
+    page = requests.get(server.url + f"/analyses/{analysis_id}", timeout=TIMEOUT).text
+    assert "timeline.perfetto-trace" not in page  # no dumps were read: no timeline to offer
+    missing = requests.get(server.url + f"/analyses/{analysis_id}/timeline.perfetto-trace",
+                           timeout=TIMEOUT)
+    assert missing.status_code == 404
+    html = download(server, analysis_id, "report.html").text
+    assert injected["culprit_hosts"][0] in html
+    # A finished report posted without inputs has nothing to make an HTML report from.
+    posted = requests.post(server.url + "/api/analyses", json=answer.json()["report"],
+                           timeout=TIMEOUT)
+    assert posted.status_code == 201, posted.text
+    for name in ("report.html", "timeline.perfetto-trace", "report.pb"):
+        assert requests.get(server.url + f"/analyses/{posted.json()['id']}/{name}",
+                            timeout=TIMEOUT).status_code == 404, name
+
+
 # --- crash safety and retention ----------------------------------------------------------------
-def worker_processes(data):
-    """The analysis workers of the console on `data` (their command line names its folder)."""
+def worker_processes(data, busy=False):
+    """The analysis workers of the console on `data` (their command line names its folder);
+    busy=True: only those at work on an upload (moved into its folder), not the one waiting."""
     found = []
     for proc in pathlib.Path("/proc").iterdir():
         try:
             line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            folder = os.readlink(proc / "cwd") if busy else ""
         except (OSError, ValueError, IndexError):
             continue
         if "console._worker" in line and str(data) in line and state != "Z":
-            found.append(int(proc.name))
+            if not busy or folder.startswith(str(data / "uploads") + "/"):
+                found.append(int(proc.name))
     return found
 
 
@@ -435,16 +566,17 @@ def test_a_server_killed_mid_analysis_keeps_every_stored_analysis_whole(database
             lambda: post_files(server, folder_files(slow_job))), daemon=True)
         thread.start()
         deadline = time.monotonic() + 60
-        while not worker_processes(data) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        workers = worker_processes(data)
+        while not worker_processes(data, busy=True) and time.monotonic() < deadline:
+            time.sleep(0.005)  # the analysis lasts a few tenths of a second: catch it early
+        workers = worker_processes(data, busy=True)
         assert workers, "the slow analysis never started"
         # Held still, the worker cannot finish on its own before the check below.
         for pid in workers:
             os.kill(pid, signal.SIGSTOP)
         server.kill()
         thread.join(timeout=30)
-        # Its worker goes with it: nothing keeps running for a server that is gone.
+        # Its workers go with it (the busy one and the one started ahead): nothing keeps
+        # running for a server that is gone.
         deadline = time.monotonic() + 5
         while worker_processes(data) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -472,6 +604,44 @@ def test_a_server_killed_mid_analysis_keeps_every_stored_analysis_whole(database
         assert list((data / "uploads").iterdir()) == []
 
 
+def test_the_answer_comes_before_the_inputs_are_stored_and_a_kill_then_loses_none(
+        database, slow_job, tmp_path):
+    """A 512-file upload is answered once its row is saved: compressing its inputs into the
+    blob store follows. kill -9 the moment the answer's status line arrives: the inputs are not
+    all stored yet, and the next start stores them from the upload's folder."""
+    data = tmp_path / "data"
+    sent = folder_files(slow_job)
+    server = start_server(data, *database)
+    try:
+        answer = requests.post(server.url + "/api/analyses", files=sent, timeout=TIMEOUT,
+                               stream=True)
+        server.kill()
+        assert answer.status_code == 201
+        analysis_id = answer.headers["Location"].rsplit("/", 1)[1]
+        answer.close()
+    finally:
+        server.stop()
+    # What the kill left: the answered upload's files, not yet all in the blob store.
+    staged = data / "uploads" / analysis_id / "files"
+    assert sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*")
+                  if p.is_file()) == sorted(name for _, (name, _) in sent)
+    assert len(blob_files(data)) < len(sent), "the answer waited for the inputs' compression"
+
+    with start_server(data, *database) as again:
+        stored = get(again, f"/api/analyses/{analysis_id}")
+        assert stored["status"] == "done"
+        assert stored["report"]["verdict"]["culprit_ranks"] == [5]
+        # Every input is stored, byte for byte as sent, and the upload's folder is gone.
+        contents = {name: content for _, (name, content) in sent}
+        assert sorted(i["path"] for i in stored["inputs"]) == sorted(contents)
+        for item in stored["inputs"]:
+            assert stored_blob(data, item["sha256"]) == contents[item["path"]], item["path"]
+        assert list((data / "uploads").iterdir()) == []
+        rerun = requests.post(again.url + f"/api/analyses/{analysis_id}/rerun", timeout=TIMEOUT)
+        assert rerun.status_code == 200, rerun.text
+        assert rerun.json()["report"]["verdict"]["culprit_ranks"] == [5]
+
+
 def _swallow(action):
     try:
         action()
@@ -492,11 +662,14 @@ def test_max_bytes_removes_the_oldest_analyses_and_their_blobs(database, tmp_pat
             answer = post_log(server, (tmp_path / fault / "pasted.log").read_bytes())
             assert answer.status_code == 201, answer.text
             ids.append(answer.json()["id"])
-        # Over the limit: the older went with its blob; the newest is always kept.
-        assert requests.get(server.url + f"/api/analyses/{ids[0]}",
-                            timeout=TIMEOUT).status_code == 404
+        # Over the limit: the older went with its blob (once the newest's inputs are stored,
+        # which follows its answer); the newest is always kept.
+        eventually(lambda: requests.get(server.url + f"/api/analyses/{ids[0]}",
+                                        timeout=TIMEOUT).status_code == 404,
+                   "retention removes the older analysis")
         newest = get(server, f"/api/analyses/{ids[1]}")
-        assert blob_files(data) == [newest["inputs"][0]["sha256"] + ".zst"]
+        eventually(lambda: blob_files(data) == [newest["inputs"][0]["sha256"] + ".zst"],
+                   "only the newest analysis's blob is left")
         assert history_total(server) == 1
         assert not list((data / "outputs").glob(f"*/{ids[0]}"))
 
@@ -531,3 +704,70 @@ def test_keep_days_and_reanalyze(cli, tmp_path):
         assert again["report"] == originals["segfault"]["report"]
         assert again["created"] == originals["segfault"]["created"]
         assert blob_files(data) == [again["inputs"][0]["sha256"] + ".zst"]
+
+
+# --- schema migrations -------------------------------------------------------------------------
+def test_a_first_schema_database_is_upgraded_in_place(database, tmp_path):
+    """A console's database from before the fleet's index (revision 0001), an analysis in it:
+    the console upgrades it as it starts, and the analysis, the history and the fleet read as
+    before, the fleet's query now over its covering index."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from fr_analyze.console import _schema
+    from fr_analyze.console._store import MIGRATIONS, database_url
+
+    data = tmp_path / "data"
+    data.mkdir()
+    url = database_url(database[1] if database else None, data)
+    engine = sa.create_engine(url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    report = {"verdict": {"failure_class": "missing_participant", "culprit_ranks": [3]}}
+    with engine.begin() as c:
+        config.attributes["connection"] = c
+        command.upgrade(config, "0001")
+        c.execute(sa.text(
+            "INSERT INTO analyses (id, created_ms, name, label, status, error, failure_class,"
+            " root_kind, confidence, culprit_text, hosts_text, host_count, input_bytes, seconds,"
+            " fr_version, report) VALUES ('00000000000000aa', 1764000000000, 'old job', '',"
+            " 'done', '', 'missing_participant', 'xid', 'high', '3', 'node-a', 2, 0, 1.5,"
+            " '0.0.9', :report)"), {"report": json.dumps(report)})
+        c.execute(sa.text(
+            "INSERT INTO analysis_hosts (analysis_id, host, gpu, role, kind, created_ms) VALUES"
+            " ('00000000000000aa', 'node-a', '0000:18:00', 'initiated', 'xid', 1764000000000),"
+            " ('00000000000000aa', 'node-b', '', 'victim', '', 1764000000000)"))
+    engine.dispose()
+
+    with start_server(data, *database) as server:
+        stored = get(server, "/api/analyses/00000000000000aa")
+        assert (stored["name"], stored["report"]) == ("old job", report)
+        assert [r["id"] for r in get(server, "/api/analyses", host="node-a")["analyses"]] == [
+            "00000000000000aa"]
+        hosts = {h["host"]: h for h in get(server, "/api/fleet")["hosts"]}
+        assert (hosts["node-a"]["initiated"], hosts["node-a"]["gpus"]) == (1, {"0000:18:00": 1})
+        assert (hosts["node-b"]["victim"], hosts["node-b"]["initiated"]) == (1, 0)
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            assert c.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one() \
+                == "0002"
+            indexes = {ix["name"]: ix["column_names"]
+                       for ix in sa.inspect(c).get_indexes("analysis_hosts")}
+            # As the schema declares it: the fleet's index, whose first column serves host=.
+            assert indexes == {ix.name: [col.name for col in ix.columns]
+                               for ix in _schema.analysis_hosts.indexes}
+            assert indexes["ix_analysis_hosts_fleet"] == ["host", "gpu", "role", "kind",
+                                                          "created_ms", "analysis_id"]
+            if engine.dialect.name == "sqlite":
+                from fr_analyze.console._store import Store
+
+                query = Store.fleet_query()
+                plan = " ".join(str(row[-1]) for row in c.execute(sa.text(
+                    "EXPLAIN QUERY PLAN " + str(query.compile(
+                        c, compile_kwargs={"literal_binds": True})))))
+                assert "COVERING INDEX ix_analysis_hosts_fleet" in plan, plan
+    finally:
+        engine.dispose()

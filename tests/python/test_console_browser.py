@@ -314,6 +314,9 @@ def test_without_javascript_a_paste_reaches_its_analysis(server, chromium):
     wait_for_analysis(page)
     assert text(page, "#culprits") == ",".join(map(str, truth["ranks"]))
     assert text(page, "#root-kind") == truth["kind"]
+    # The full report, made when the page's frame first asks for it, shows without a script.
+    frame = page.frame_locator("iframe[title=report]")
+    assert frame.locator("#culprits").inner_text().strip() == text(page, "#culprits")
     t.quiet()
     t.close()
 

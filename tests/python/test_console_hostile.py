@@ -25,7 +25,7 @@ import requests
 import zstandard
 
 sys.path.insert(0, os.path.dirname(__file__))
-from console_fixtures import slow_job, start_server  # noqa: E402,F401
+from console_fixtures import eventually, slow_job, start_server  # noqa: E402,F401
 
 TIMEOUT = 60
 IDLE_SECONDS = 2
@@ -67,6 +67,8 @@ def expect_refused(server, send, status, *named):
     """Runs `send` (which returns a requests.Response), expects a JSON `status` answer whose
     error or file names each of `named`, then checks nothing was stored or left behind and that
     the server still answers."""
+    # Uploads answered earlier are stored after their answers: first let them be.
+    eventually(lambda: leftovers(server)[0] == [], "the earlier uploads' inputs are stored")
     total, left = history_total(server), leftovers(server)
     answer = send()
     assert answer.status_code == status, answer.text[:500]
@@ -155,6 +157,21 @@ def test_a_zip_entry_that_leaves_the_folder_or_is_a_link_refuses_the_upload(serv
     body = expect_refused(server, post_file(server, "job.zip", zip_with(name, data, mode)), 400,
                           "job.zip", name)
     assert body["file"] == f"job.zip:{name}"
+
+
+@pytest.mark.parametrize("names", [("job/a.log", "job/a.log"), ("job/a", "job/a/b.log"),
+                                   ("job/a/b.log", "job/a")], ids=["same", "file-then-folder",
+                                                                   "folder-then-file"])
+def test_a_path_given_twice_refuses_the_upload(server, names):
+    """Two files at one path, or a file where a folder must go: which one the analysis read
+    would be silent, so the upload is refused, as files and as archive members alike."""
+    first, second = names
+    files = [("files", (first, b"[rank0]: one\n")), ("files", (second, b"[rank0]: two\n"))]
+    expect_refused(server, lambda: requests.post(server.url + "/api/analyses", files=files,
+                                                 timeout=TIMEOUT), 400, "appears twice", second)
+    archive = tar_with((tarfile.TarInfo(first), b"one\n"), (tarfile.TarInfo(second), b"two\n"))
+    expect_refused(server, post_file(server, "job.tar.gz", archive), 400, "appears twice",
+                   f"job.tar.gz:{second}")
 
 
 def test_a_file_name_that_leaves_the_folder_refuses_the_upload(server):
@@ -490,11 +507,13 @@ def check_failed_with(server, answer, reason):
 
 
 def test_an_analysis_past_its_time_limit_is_stopped_and_marked_failed(slow_job, tmp_path):
-    with start_server(tmp_path / "data", "--analysis-seconds", "0.5") as server:
+    # 10 ms: less than any machine takes to read 512 dumps (the analysis takes a few tenths of
+    # a second here; its worker was started, Python imported, before the upload came).
+    with start_server(tmp_path / "data", "--analysis-seconds", "0.01") as server:
         started = time.monotonic()
         answer = requests.post(server.url + "/api/analyses", files=folder_files(slow_job),
                                timeout=TIMEOUT)
-        check_failed_with(server, answer, "time limit (0.5 s, --analysis-seconds)")
+        check_failed_with(server, answer, "time limit (0.01 s, --analysis-seconds)")
         assert time.monotonic() - started < 30
 
 
@@ -521,9 +540,13 @@ def test_concurrent_uploads_and_retention_keep_every_input(job_folder, tmp_path)
         for t in threads:
             t.join()
         assert [a.status_code for a in answers] == [201] * 6, [a.text[:200] for a in answers]
-        # Whatever retention kept is whole: its inputs analyse again.
+        # Retention follows the storing of each upload's inputs, after its answer: under a
+        # 1-byte limit it ends with the newest analysis alone.
+        eventually(lambda: requests.get(server.url + "/api/analyses",
+                                        timeout=TIMEOUT).json()["total"] == 1,
+                   "retention keeps the newest analysis alone")
+        # What retention kept is whole: its inputs analyse again.
         listing = requests.get(server.url + "/api/analyses", timeout=TIMEOUT).json()
-        assert listing["total"] >= 1
         for row in listing["analyses"]:
             rerun = requests.post(server.url + f"/api/analyses/{row['id']}/rerun",
                                   timeout=TIMEOUT)

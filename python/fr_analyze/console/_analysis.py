@@ -1,5 +1,8 @@
-"""Runs one analysis for the console: the worker process under its limits, the inputs into the
-blob store (at the same time), and the finished row into the database in one transaction.
+"""Runs one analysis for the console: the worker process under its limits, then the finished row
+into the database in one transaction. The upload's inputs were hashed as they were written; their
+compression into the blob store follows the answer (store_staged_inputs). The HTML report and
+the Perfetto timeline are made on their first download from the stored inputs (make_outputs), in
+a worker under the same limits, and kept.
 
 What the row says of hosts comes from the report alone: the initiating hosts are the root
 cause's hosts and the culprit ranks' hosts; every other host the report names was a victim.
@@ -19,7 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Dict, List, Optional
+from typing import List, Optional, Sequence
 
 from fr_analyze.console._store import Analysis, HostRole, InputFile, Store
 
@@ -102,30 +105,81 @@ def worker_source(files: pathlib.Path, paste: bool) -> str:
     return "."
 
 
-async def run_worker(files: pathlib.Path, output: pathlib.Path, paste: bool,
-                     limits: WorkerLimits) -> Optional[str]:
-    """Runs the worker on the upload's folder; returns None when it wrote its outputs, else why
-    it failed (what the analysis page and the API show)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [package_parent()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    # glibc reserves 64 MiB of address space per thread's arena: under RLIMIT_AS that counts as
-    # used, so the limit would hit on a many-core machine before the memory is.
-    env.setdefault("MALLOC_ARENA_MAX", "2")
-    argv = [sys.executable, "-m", "fr_analyze.console._worker", worker_source(files, paste),
-            str(output.resolve())]
-    if paste:
-        argv.append("--paste")
-    parent = os.getpid()
+class Workers:
+    """Starts the analysis workers of one console. Each runs one job, read from its stdin
+    (_worker.wait_for_job), under the limits. One is kept started ahead of need, Python and
+    fr_analyze already imported (0.05 s and about 40 MB), so that an analysis does not wait for
+    an interpreter to start."""
+
+    def __init__(self, limits: WorkerLimits, home: pathlib.Path):
+        self.limits = limits
+        self.home = home  # the uploads folder: the workers' folder until they get a job
+        self._spare: Optional[asyncio.Task] = None
+
+    async def _start(self) -> asyncio.subprocess.Process:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [package_parent()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        # glibc reserves 64 MiB of address space per thread's arena: under RLIMIT_AS that
+        # counts as used, so the limit would hit on a many-core machine before the memory is.
+        env.setdefault("MALLOC_ARENA_MAX", "2")
+        # The folder on the command line says whose worker it is (ps, and the tests).
+        argv = [sys.executable, "-m", "fr_analyze.console._worker", "--wait", str(self.home)]
+        parent, memory = os.getpid(), self.limits.memory_bytes
+        return await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE, env=env, cwd=str(self.home),
+            preexec_fn=lambda: _limit_worker(memory, parent))
+
+    def prepare(self) -> None:
+        """Starts the spare worker, unless one is started or starting."""
+        if self._spare is None:
+            self._spare = asyncio.ensure_future(self._start())
+
+    async def take(self) -> asyncio.subprocess.Process:
+        """A started worker waiting for its job (the spare when it is alive), and a new spare
+        behind it. Raises OSError or SubprocessError when no process can start."""
+        spare, self._spare = self._spare, None
+        process = None
+        if spare is not None:
+            try:
+                process = await spare
+            except (OSError, subprocess.SubprocessError):
+                process = None
+            if process is not None and process.returncode is not None:
+                process = None  # it died waiting (killed from outside)
+        if process is None:
+            process = await self._start()
+        self.prepare()
+        return process
+
+    def close(self) -> None:
+        """Stops the spare (the server is stopping)."""
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return
+        if spare.done() and spare.exception() is None:
+            _kill_group(spare.result().pid)
+        else:
+            spare.cancel()
+
+
+async def run_worker(workers: Workers, files: pathlib.Path, output: pathlib.Path, paste: bool,
+                     outputs: Optional[Sequence[str]] = None) -> Optional[str]:
+    """Runs a worker on the upload's folder; returns None when it wrote its outputs, else why
+    it failed (what the analysis page and the API show). `outputs`: the outputs to make
+    instead of an upload's report (_worker.LATER). The time limit counts from the job's
+    handing over."""
+    limits = workers.limits
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE, env=env, cwd=str(files),
-            preexec_fn=lambda: _limit_worker(limits.memory_bytes, parent))
+        process = await workers.take()
     except (OSError, subprocess.SubprocessError) as error:  # no process (fork failed, EAGAIN)
         return f"the analysis process could not start: {error}"
+    job = {"folder": str(files.resolve()), "source": worker_source(files, paste),
+           "output": str(output.resolve()), "paste": paste, "outputs": list(outputs or [])}
     try:
-        _, stderr = await asyncio.wait_for(process.communicate(), timeout=limits.seconds)
+        _, stderr = await asyncio.wait_for(
+            process.communicate((json.dumps(job) + "\n").encode()), timeout=limits.seconds)
     except asyncio.TimeoutError:
         _kill_group(process.pid)
         await process.wait()
@@ -151,6 +205,9 @@ async def run_worker(files: pathlib.Path, output: pathlib.Path, paste: bool,
     error_file = output / "error.json"
     if error_file.exists():
         return json.loads(error_file.read_text())["error"]
+    if not outputs and not (output / "report.json").exists():
+        # A worker whose stdin closed before its job came exits quietly without a report.
+        return "the analysis process ended without a report"
     return None
 
 
@@ -161,20 +218,37 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def store_inputs(store: Store, root: pathlib.Path, skipped: Dict[str, str],
-                 held: Optional[List[str]] = None) -> tuple[List[InputFile], List[tuple]]:
-    """Every file of the upload into the blob store (in path order). With `held`, each blob is
-    kept from retention (its hash added to `held`) until the caller's store.release(held)."""
-    inputs, blobs = [], []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-        relative = path.relative_to(root).as_posix()
-        if held is None:
-            sha, size, stored = store.blobs.put(path)
-        else:
-            sha, size, stored = store.put_blob(path, held)
-        inputs.append(InputFile(relative, sha, size, skipped.get(relative, "")))
-        blobs.append((sha, size, stored))
-    return inputs, blobs
+def store_staged_inputs(store: Store, analysis: Analysis, files: pathlib.Path) -> None:
+    """Compresses the inputs of a saved analysis from its upload's folder into the blob store
+    (hashed already, as they were written), then records the blobs. What the answer does not
+    wait for; a server killed before the end finishes it when it starts (Store.finish_storing)."""
+    held: List[str] = []  # every blob being written is kept from collection until recorded
+    try:
+        blobs = [store.put_blob(files / item.path, held, sha256=item.sha256)
+                 for item in analysis.inputs]
+        store.add_blobs(blobs)
+    finally:
+        store.release(held)
+
+
+def is_paste(analysis: Analysis) -> bool:
+    """Whether the analysis read one pasted log (analysed as such, not as a job's folder)."""
+    return [i.path for i in analysis.inputs] == ["pasted.log"]
+
+
+def restore_inputs(store: Store, analysis: Analysis, files: pathlib.Path) -> None:
+    """Writes a stored analysis's inputs back under `files` as they were uploaded. When the
+    analysis dated the dumps by their files' times, the files get that time again, so that what
+    is made from them (a re-run, the HTML report) says the same dump time as the stored report.
+    Raises FileNotFoundError when a blob is gone."""
+    mtime_ns = None
+    if analysis.report:
+        read = json.loads(analysis.report).get("inputs", {})
+        if (read.get("dump_time_source") == "file modification time"
+                and int(read.get("dump_time_ns", 0) or 0) > 0):
+            mtime_ns = int(read["dump_time_ns"])
+    for item in analysis.inputs:
+        store.blobs.restore(item.sha256, files / item.path, mtime_ns)
 
 
 def summarize(analysis: Analysis, report: dict) -> None:
@@ -238,11 +312,11 @@ def _ranges(ranks: List[int]) -> str:
 
 
 async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: bool,
-                  limits: WorkerLimits, semaphore: asyncio.Semaphore,
-                  skipped: Optional[Dict[str, str]] = None,
+                  inputs: List[InputFile], workers: Workers, semaphore: asyncio.Semaphore,
                   created_ms: Optional[int] = None) -> Analysis:
-    """Analyses the files under `upload` (or the one pasted log in it), stores inputs and the
-    row, removes the upload folder; returns the stored analysis."""
+    """Analyses the files under `upload`/files (or the one pasted log in it) and saves the row
+    with `inputs` (their bytes are the caller's to store, or stored already); returns it. The
+    upload's folder stays: the caller removes it, once its inputs are stored."""
     import fr_analyze
 
     output = upload.parent / (upload.name + ".out")
@@ -250,16 +324,11 @@ async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: b
                         name=running.name, label=running.label,
                         fr_version=fr_analyze.__version__)
     started = time.monotonic()
-    held: List[str] = []  # blobs kept from retention until the row naming them is saved
     try:
         running.stage = "waiting for a worker"
         async with semaphore:
             running.stage = "analysing"
-            # The inputs are stored while the worker reads them: two cores, two jobs.
-            storing = asyncio.to_thread(store_inputs, store, upload / "files", skipped or {},
-                                        held)
-            failure, (inputs, blobs) = await asyncio.gather(
-                run_worker(upload / "files", output, paste, limits), storing)
+            failure = await run_worker(workers, upload / "files", output, paste)
         analysis.inputs = inputs
         analysis.input_bytes = sum(i.size for i in inputs)
         analysis.seconds = round(time.monotonic() - started, 3)
@@ -270,34 +339,77 @@ async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: b
             analysis.report = text
             summarize(analysis, json.loads(text))
         running.stage = "saving"
-        await asyncio.to_thread(store.save, analysis, blobs)
-        # After the row: a server killed in between leaves a row without its HTML report (the
-        # page then offers the JSON), never files no row names.
-        await asyncio.to_thread(_keep_outputs, store, analysis.id,
-                                output if failure is None else None)
+        await asyncio.to_thread(_save, store, analysis, output if failure is None else None)
         return analysis
     finally:
-        store.release(held)
         shutil.rmtree(output, ignore_errors=True)
-        shutil.rmtree(upload, ignore_errors=True)
 
 
 def outputs_dir(store: Store, analysis_id: str) -> pathlib.Path:
     return store.outputs_dir(analysis_id)
 
 
-def _keep_outputs(store: Store, analysis_id: str, output: Optional[pathlib.Path]) -> None:
-    """The HTML, protobuf and Perfetto outputs beside the database (the JSON is in the row);
-    with no output (the analysis failed), those of an earlier run go: they would contradict it."""
-    target = outputs_dir(store, analysis_id)
-    if output is None:
-        shutil.rmtree(target, ignore_errors=True)
-        return
-    staging = target.with_name(target.name + ".new")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name in ("report.html", "report.pb", "timeline.perfetto-trace"):
-        if (output / name).exists():
-            shutil.move(str(output / name), staging / name)
+def _save(store: Store, analysis: Analysis, output: Optional[pathlib.Path]) -> None:
+    """The row, then its outputs beside the database. Outputs of an earlier run (a re-run's
+    analysis) go: they would contradict it, and are made again from the inputs when asked
+    for. A server killed between the row and the outputs leaves a row without its report.pb,
+    which is then made on its first download, like the HTML and the timeline."""
+    store.save(analysis)
+    target = outputs_dir(store, analysis.id)
     shutil.rmtree(target, ignore_errors=True)
-    os.replace(staging, target)
+    if output is not None and (output / "report.pb").exists():
+        place_output(output / "report.pb", target / "report.pb")
+
+
+def place_output(source: pathlib.Path, target: pathlib.Path) -> None:
+    """Moves a finished output into the analysis's outputs folder in one rename (a reader sees
+    it whole or not at all)."""
+    for attempt in range(3):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(source, target)
+            return
+        except FileNotFoundError:
+            # The folder went between the two calls (a re-run clearing its outputs): again.
+            if attempt == 2 or not source.exists():
+                raise
+
+
+async def make_outputs(store: Store, analysis: Analysis, names: Sequence[str],
+                       work: pathlib.Path, workers: Workers,
+                       semaphore: asyncio.Semaphore) -> Optional[str]:
+    """Makes the outputs `names` of a stored analysis (_worker.LATER) from its stored inputs,
+    in a worker under the same limits as an analysis, and keeps them in its outputs folder.
+    `work` is a new folder for the restored inputs. Returns None, or why they could not be
+    made."""
+    files, output = work / "files", work.with_name(work.name + ".out")
+    held: List[str] = []
+    try:
+        # The blobs are read outside any transaction: retention must not collect them now.
+        store.hold([i.sha256 for i in analysis.inputs], held)
+        try:
+            await asyncio.to_thread(restore_inputs, store, analysis, files)
+        except FileNotFoundError:
+            return "the analysis's stored inputs are gone (removed by retention?)"
+        async with semaphore:
+            failure = await run_worker(workers, files, output, is_paste(analysis),
+                                       outputs=names)
+        if failure is not None:
+            return failure
+        target = outputs_dir(store, analysis.id)
+
+        def keep():
+            for name in names:
+                if (output / name).exists():
+                    place_output(output / name, target / name)
+
+        await asyncio.to_thread(keep)
+        if not await asyncio.to_thread(store.exists, analysis.id):
+            # Retention removed the analysis meanwhile: its outputs would be nobody's.
+            await asyncio.to_thread(shutil.rmtree, target, True)
+            return "the analysis was removed (retention) while its outputs were made"
+        return None
+    finally:
+        store.release(held)
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(output, ignore_errors=True)

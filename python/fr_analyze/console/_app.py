@@ -2,22 +2,27 @@
 every request passes (token, cross-site POSTs, size and time limits).
 
 Requests only read and write files and rows; every analysis runs in a worker process
-(_analysis.py), so a large or crafted upload never holds the event loop.
+(_analysis.py), so a large or crafted upload never holds the event loop. An upload is answered
+once its row is saved: its inputs are compressed into the blob store after the answer, and its
+HTML report and Perfetto timeline are made on their first download, then kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hmac
 import json
 import math
 import pathlib
 import secrets
+import re
 import shutil
+import sys
 import time
 import urllib.parse
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import jinja2
 from starlette.applications import Starlette
@@ -27,8 +32,8 @@ from starlette.responses import (FileResponse, HTMLResponse, JSONResponse, Redir
                                  Response)
 from starlette.routing import Route
 
-from fr_analyze.console import _analysis
-from fr_analyze.console._store import Analysis, Store, iso_time
+from fr_analyze.console import _analysis, _worker
+from fr_analyze.console._store import Analysis, InputFile, Store, iso_time
 from fr_analyze.console._uploads import (Limits, MultipartWriter, UploadError, UploadFolder,
                                          is_archive, unpack_archive)
 
@@ -77,19 +82,49 @@ class ConsoleApp:
         self.store.migrate()
         self.uploads = settings.data / "uploads"
         if sweep_uploads:
-            # Uploads left by a server that was killed: never stored, so nothing refers to them.
             # (Not from `serve --reanalyze`, which may run beside a server using them.)
-            shutil.rmtree(self.uploads, ignore_errors=True)
+            self.recover_uploads()
         self.uploads.mkdir(parents=True, exist_ok=True)
+        self.workers = _analysis.Workers(settings.worker, self.uploads)
         self.running: Dict[str, _analysis.Running] = {}
         self.semaphore: Optional[asyncio.Semaphore] = None
         self.tasks: set = set()
+        # Analyses answered whose inputs are still being compressed into the blob store: what
+        # reads the stored inputs (a re-run, making an output) waits for them.
+        self.storing: Dict[str, asyncio.Task] = {}
+        # Outputs being made, by (analysis, name): a second download waits for the first's.
+        self.making: Dict[Tuple[str, str], asyncio.Task] = {}
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                                  autoescape=True, undefined=jinja2.StrictUndefined)
         env.filters["pct"] = lambda v: f"{100 * v:.0f}%"
         self.templates = env
 
     # --- plumbing -------------------------------------------------------------------------
+    def recover_uploads(self) -> None:
+        """What a server that stopped (killed, crashed) left in uploads/. A folder named after
+        a saved analysis holds inputs that were answered for but not yet all compressed into
+        the blob store: they are stored now, before any request is served. Every other folder
+        is an upload that never got its row (nothing refers to it): removed."""
+        if not self.uploads.is_dir():
+            return
+        for entry in sorted(self.uploads.iterdir()):
+            if (_ANALYSIS_ID.fullmatch(entry.name) and entry.is_dir()
+                    and (entry / "files").is_dir()):
+                lost = self.store.finish_storing(entry.name, entry / "files")
+                for path in lost:
+                    print(f"fr-analyze serve: analysis {entry.name}: input {path!r} was lost "
+                          "before it was stored", file=sys.stderr, flush=True)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+    async def inputs_stored(self, analysis_id: str) -> None:
+        """Returns once the analysis's inputs are all in the blob store."""
+        task = self.storing.get(analysis_id)
+        if task is not None:
+            await asyncio.shield(task)
+
     def sem(self) -> asyncio.Semaphore:
         if self.semaphore is None:
             self.semaphore = asyncio.Semaphore(self.settings.worker.concurrent)
@@ -181,7 +216,7 @@ class ConsoleApp:
 
     async def read_upload(self, request: Request, analysis_id: str):
         """Writes the request's evidence to uploads/<id>/files; returns (folder, is paste,
-        fields, files set aside)."""
+        fields, inputs: every file kept, hashed as it was written)."""
         upload = self.uploads / analysis_id
         upload.mkdir()
         folder = UploadFolder(upload / "files", self.settings.limits)
@@ -227,15 +262,17 @@ class ConsoleApp:
         else:
             raise UploadError(415, f"send text/plain (a pasted log) or multipart/form-data "
                               f"(files), not {content_type.split(';')[0]!r}")
-        if not any(p.is_file() for p in folder.root.rglob("*")):
+        if not folder.digests:
             raise UploadError(400, "the upload holds no file and no pasted log")
-        return upload, paste, fields
+        inputs = [InputFile(path, sha, size)
+                  for path, sha, size in await asyncio.to_thread(folder.hashed_files)]
+        return upload, paste, fields, inputs
 
     async def start_analysis(self, request: Request, wait: bool):
         """Reads the upload and starts its analysis; returns (Running, task)."""
         analysis_id = _analysis.new_id()
         try:
-            upload, paste, fields = await self.read_upload(request, analysis_id)
+            upload, paste, fields, inputs = await self.read_upload(request, analysis_id)
         except BaseException as error:
             shutil.rmtree(self.uploads / analysis_id, ignore_errors=True)
             if isinstance(error, UploadError):
@@ -246,24 +283,58 @@ class ConsoleApp:
         running = _analysis.Running(analysis_id, name, label, time.time(),
                                     done=asyncio.Event())
         self.running[analysis_id] = running
-        task = asyncio.create_task(self._analyse(running, upload, paste))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        task = self.keep_task(self._analyse(running, upload, paste, inputs, staged=True))
         return running, task
 
+    def keep_task(self, coroutine) -> asyncio.Task:
+        """A task that outlives the request that started it (held until it ends)."""
+        task = asyncio.create_task(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
     async def _analyse(self, running: _analysis.Running, upload: pathlib.Path, paste: bool,
+                       inputs: List[InputFile], staged: bool,
                        created_ms: Optional[int] = None) -> Analysis:
+        """`staged`: the upload's folder is the only copy of the inputs (a new upload), to be
+        stored once the row is saved; else (a re-run) they are stored already."""
         try:
-            analysis = await _analysis.analyse(self.store, running, upload, paste,
-                                               self.settings.worker, self.sem(),
-                                               created_ms=created_ms)
-            if self.settings.keep_days is not None or self.settings.max_bytes is not None:
-                await asyncio.to_thread(self.store.retain, self.settings.keep_days,
-                                        self.settings.max_bytes)
-            return analysis
+            analysis = await _analysis.analyse(self.store, running, upload, paste, inputs,
+                                               self.workers, self.sem(), created_ms=created_ms)
+        except BaseException:
+            shutil.rmtree(upload, ignore_errors=True)
+            raise
         finally:
             self.running.pop(running.id, None)
             running.done.set()
+        if staged:
+            self.storing[analysis.id] = self.keep_task(self._store_inputs(analysis, upload))
+        else:
+            await asyncio.to_thread(shutil.rmtree, upload, True)
+            await self.retain()
+        return analysis
+
+    async def _store_inputs(self, analysis: Analysis, upload: pathlib.Path) -> None:
+        """After the answer: the upload's files into the blob store, then the folder goes and
+        retention runs (it counts the new blobs). On failure the folder stays, and the next
+        start of the server stores it (recover_uploads)."""
+        try:
+            await asyncio.to_thread(_analysis.store_staged_inputs, self.store, analysis,
+                                    upload / "files")
+            await asyncio.to_thread(shutil.rmtree, upload, True)
+        except Exception as error:  # disk full, database gone: said, and retried at start
+            print(f"fr-analyze serve: analysis {analysis.id}: storing its inputs failed "
+                  f"({error}); the next start of the server stores them", file=sys.stderr,
+                  flush=True)
+            return
+        finally:
+            self.storing.pop(analysis.id, None)
+        await self.retain()
+
+    async def retain(self) -> None:
+        if self.settings.keep_days is not None or self.settings.max_bytes is not None:
+            await asyncio.to_thread(self.store.retain, self.settings.keep_days,
+                                    self.settings.max_bytes)
 
     async def rerun(self, analysis_id: str) -> Optional[Analysis]:
         """Analyses a stored analysis's inputs again with this fr-analyze, in place."""
@@ -273,18 +344,67 @@ class ConsoleApp:
         if not old.inputs:
             raise UploadError(409, "this analysis was posted as a finished report: it has no "
                               "inputs to analyse again")
+        await self.inputs_stored(analysis_id)
         upload = self.uploads / f"{analysis_id}-rerun-{secrets.token_hex(4)}"
-        files = upload / "files"
-
-        def restore():
-            for item in old.inputs:
-                self.store.blobs.restore(item.sha256, files / item.path)
-
-        await asyncio.to_thread(restore)
-        paste = [i.path for i in old.inputs] == ["pasted.log"]
+        try:
+            await asyncio.to_thread(_analysis.restore_inputs, self.store, old, upload / "files")
+        except FileNotFoundError:
+            shutil.rmtree(upload, ignore_errors=True)
+            raise UploadError(500, "the analysis's stored inputs are incomplete: it cannot "
+                              "run again") from None
         running = _analysis.Running(analysis_id, old.name, old.label, time.time(),
                                     done=asyncio.Event())
-        return await self._analyse(running, upload, paste, created_ms=old.created_ms)
+        return await self._analyse(running, upload, _analysis.is_paste(old), old.inputs,
+                                   staged=False, created_ms=old.created_ms)
+
+    async def output(self, analysis: Analysis, name: str) -> Tuple[Optional[pathlib.Path], str]:
+        """The file of an output of a stored analysis (report.pb, report.html, the timeline),
+        made from its stored inputs on the first request and kept: (path, "") or (None, why
+        not). Requests for one output while it is being made wait for that one making."""
+        path = _analysis.outputs_dir(self.store, analysis.id) / name
+        if path.exists():
+            return path, ""
+        if not can_make(analysis, name):
+            return None, "no such download"
+        key = (analysis.id, name)
+        task = self.making.get(key)
+        if task is None:
+            task = self.keep_task(self._make_output(analysis, name))
+            self.making[key] = task
+            task.add_done_callback(lambda _: self.making.pop(key, None))
+        # Shielded: a client that goes away does not stop what the next one will want.
+        failure = await asyncio.shield(task)
+        if failure is not None:
+            return None, failure
+        if not path.exists():  # the worker wrote none: a job with no dumps has no timeline
+            return None, "no such download"
+        return path, ""
+
+    async def _make_output(self, analysis: Analysis, name: str) -> Optional[str]:
+        await self.inputs_stored(analysis.id)
+        names = [name]
+        kept = _analysis.outputs_dir(self.store, analysis.id)
+        if name == "report.html" and not (kept / "report.pb").exists():
+            # Made with it at almost no cost. One kept already stays: it was written with the
+            # analysis itself, from the files as uploaded (their own times).
+            names.append("report.pb")
+        work = self.uploads / f"{analysis.id}-outputs-{secrets.token_hex(4)}"
+        return await _analysis.make_outputs(self.store, analysis, names, work, self.workers,
+                                            self.sem())
+
+
+_ANALYSIS_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def can_make(analysis: Analysis, name: str) -> bool:
+    """Whether an output can be made for this analysis: it is done and has inputs (a posted
+    report has none), and for the timeline, dumps were read."""
+    if analysis.status != "done" or not analysis.inputs or name not in _worker.LATER:
+        return False
+    if name == "timeline.perfetto-trace":
+        report = json.loads(analysis.report) if analysis.report else {}
+        return bool(report.get("inputs", {}).get("ranks_loaded"))
+    return True
 
 
 def wants_json(request: Request) -> bool:
@@ -405,9 +525,11 @@ def build_app(settings: Settings) -> Starlette:
             return console.error(request, 404, f"no analysis {analysis_id!r}")
         report = json.loads(analysis.report) if analysis.report else {}
         outputs = _analysis.outputs_dir(console.store, analysis_id)
+        # What can be downloaded: kept already, or made on the first download.
         return console.page(request, "analysis.html", a=analysis, report=report,
                             created=iso_time(analysis.created_ms),
-                            has=lambda name: (outputs / name).exists(),
+                            has=lambda name: (outputs / name).exists() or can_make(analysis,
+                                                                                     name),
                             skipped=report.get("inputs", {}).get("files_skipped", []),
                             rejected=report.get("inputs", {}).get("files_rejected", []))
 
@@ -425,7 +547,14 @@ def build_app(settings: Settings) -> Starlette:
             return console.error(request, 404, "no such download")
         path = _analysis.outputs_dir(console.store, analysis_id) / name
         if not path.exists():
-            return console.error(request, 404, "no such download")
+            analysis = await asyncio.to_thread(console.store.get, analysis_id)
+            if analysis is None:
+                return console.error(request, 404, "no such download")
+            path, why = await console.output(analysis, name)
+            if path is None:
+                status = 404 if why == "no such download" else 500
+                return console.error(request, status, why if status == 404 else
+                                     f"the {name} could not be made: {why}")
         headers = {}
         if name == "report.html":
             # The report is shown in a frame of the analysis page: no scripts, no network.
@@ -563,7 +692,18 @@ def build_app(settings: Settings) -> Starlette:
         Route("/api/analyses/{id}/rerun", _rerun, methods=["POST"]),
         Route("/api/fleet", api_fleet),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(Guard)])
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        console.workers.prepare()  # the first upload finds a worker started
+        yield
+        # A clean stop first finishes storing the inputs of analyses already answered for (a
+        # kill leaves that to the next start: recover_uploads).
+        pending = list(console.storing.values())
+        if pending:
+            await asyncio.wait(pending, timeout=120)
+        console.workers.close()
+
+    app = Starlette(routes=routes, middleware=[Middleware(Guard)], lifespan=lifespan)
     app.state.console = console
     return app
 

@@ -32,6 +32,7 @@ def maintain(settings, *, reanalyze: bool, keep_days: Optional[float],
                 done += 1
             else:
                 failed += 1
+        console.workers.close()
         print(f"fr-analyze serve: re-analysed {done}, failed {failed}, without inputs "
               f"{skipped}", file=sys.stderr)
 

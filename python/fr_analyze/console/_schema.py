@@ -73,9 +73,13 @@ analysis_hosts = sa.Table(
     metadata,
     sa.Column("analysis_id", sa.String(32), sa.ForeignKey("analyses.id", ondelete="CASCADE"),
               nullable=False, index=True),
-    sa.Column("host", sa.Text, nullable=False, index=True),
+    sa.Column("host", sa.Text, nullable=False),
     sa.Column("gpu", sa.Text, nullable=False, default=""),
-    sa.Column("role", sa.String(16), nullable=False),  # initiated | victim
+    sa.Column("role", sa.String(16), nullable=False),  # initiated | victim | healthy
     sa.Column("kind", sa.String(64), nullable=False, default=""),
     sa.Column("created_ms", sa.BigInteger, nullable=False),
+    # Covers the fleet query (grouped by the first four, reads the last two) and the history's
+    # host= filter (its first column): migration 0002.
+    sa.Index("ix_analysis_hosts_fleet", "host", "gpu", "role", "kind", "created_ms",
+             "analysis_id"),
 )

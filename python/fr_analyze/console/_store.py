@@ -2,8 +2,11 @@
 --db) and their inputs as content-addressed, zstd-compressed blobs on disk.
 
 Writes are atomic at the grain a reader sees: a blob is written to a temporary name and renamed,
-and an analysis with its inputs, culprits and hosts is one transaction. A server killed at any
-point leaves stored analyses whole and at worst a blob no row names (removed by retention).
+and an analysis with its inputs, culprits and hosts is one transaction. An upload's inputs are
+compressed into blobs after its row is saved (the answer does not wait for it); until then the
+upload's folder (uploads/<id>/files) holds them, and a server killed in between finishes the
+job when it starts again (finish_storing). A server killed at any point leaves stored analyses
+whole and at worst a blob no row names (removed by retention).
 """
 
 from __future__ import annotations
@@ -102,16 +105,13 @@ class BlobStore:
     def path(self, sha256: str) -> pathlib.Path:
         return self.root / sha256[:2] / f"{sha256}.zst"
 
-    def put(self, source: pathlib.Path,
-            claim: Optional[Callable[[str], None]] = None) -> tuple[str, int, int]:
+    def put(self, source: pathlib.Path, claim: Optional[Callable[[str], None]] = None,
+            sha256: Optional[str] = None) -> tuple[str, int, int]:
         """Stores `source`; returns (sha256, size, stored size). A blob already present is not
         written again (the same dump uploaded twice costs its bytes once). `claim` is told the
-        hash before the blob is looked for, so that nothing removes it from then on."""
-        digest = hashlib.sha256()
-        with open(source, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        sha = digest.hexdigest()
+        hash before the blob is looked for, so that nothing removes it from then on. `sha256`:
+        the hash, when it was taken as the file was written (it is then not read twice)."""
+        sha = sha256 or file_sha256(source)
         if claim is not None:
             claim(sha)
         size = source.stat().st_size
@@ -129,10 +129,23 @@ class BlobStore:
             raise
         return sha, size, target.stat().st_size
 
-    def restore(self, sha256: str, destination: pathlib.Path) -> None:
+    def restore(self, sha256: str, destination: pathlib.Path,
+                mtime_ns: Optional[int] = None) -> None:
+        """Writes the blob's content to `destination`, dated `mtime_ns` when given."""
         destination.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path(sha256), "rb") as f, open(destination, "wb") as out:
-            zstandard.ZstdDecompressor().copy_stream(f, out)
+            zstandard.ZstdDecompressor().copy_stream(f, out, read_size=1 << 20,
+                                                     write_size=1 << 20)
+        if mtime_ns is not None:
+            os.utime(destination, ns=(mtime_ns, mtime_ns))
+
+
+def file_sha256(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class Store:
@@ -146,20 +159,28 @@ class Store:
         self.engine = sa.create_engine(self.url, future=True, pool_pre_ping=True)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        # Blobs of analyses in flight (stored before their rows are): never collected. The lock
-        # also makes a collection one step for them: a blob is claimed before or after it.
+        # Blobs being written or read outside a transaction (an answered upload's inputs being
+        # stored, inputs restored to make an output): never collected. The lock also makes a
+        # collection one step for them: a blob is claimed before or after it.
         self._lock = threading.Lock()
         self._pending: collections.Counter = collections.Counter()
 
-    def put_blob(self, source: pathlib.Path, held: List[str]) -> tuple[str, int, int]:
+    def put_blob(self, source: pathlib.Path, held: List[str],
+                 sha256: Optional[str] = None) -> tuple[str, int, int]:
         """BlobStore.put for an analysis in flight: the blob is held (its hash added to `held`)
-        until release(held), once the analysis's row is saved."""
+        until release(held), once the analysis's row and blob rows are saved."""
         def claim(sha: str) -> None:
-            with self._lock:
+            self.hold([sha], held)
+
+        return self.blobs.put(source, claim=claim, sha256=sha256)
+
+    def hold(self, shas: Iterable[str], held: List[str]) -> None:
+        """Keeps these blobs (and any blob being written) from collection until
+        release(held): for work that writes or reads them outside a row's protection."""
+        with self._lock:
+            for sha in shas:
                 self._pending[sha] += 1
                 held.append(sha)
-
-        return self.blobs.put(source, claim=claim)
 
     def release(self, shas: Iterable[str]) -> None:
         """The analysis that put these blobs is saved (or gone): they may be collected."""
@@ -197,11 +218,7 @@ class Store:
                 schema.analysis_hosts.c.analysis_id == analysis.id))
             c.execute(sa.delete(schema.analyses).where(schema.analyses.c.id == analysis.id))
             c.execute(sa.insert(schema.analyses), [row])
-            rows = {sha: {"sha256": sha, "size": size, "stored_size": stored}
-                    for sha, size, stored in stored_blobs}
-            if rows:
-                # Two analyses of the same file may save at once: the second row is no error.
-                c.execute(self._insert_blob(), list(rows.values()))
+            self._add_blob_rows(c, stored_blobs)
             if analysis.inputs:
                 c.execute(sa.insert(schema.inputs), [
                     {"analysis_id": analysis.id, "path": i.path, "sha256": i.sha256,
@@ -213,6 +230,44 @@ class Store:
                 c.execute(sa.insert(schema.analysis_hosts), [
                     {"analysis_id": analysis.id, "host": h.host, "gpu": h.gpu, "role": h.role,
                      "kind": h.kind, "created_ms": analysis.created_ms} for h in analysis.hosts])
+
+    def add_blobs(self, stored_blobs: Iterable[tuple[str, int, int]]) -> None:
+        """Records blobs written for an analysis already saved (its inputs name them)."""
+        with self.engine.begin() as c:
+            self._add_blob_rows(c, stored_blobs)
+
+    def _add_blob_rows(self, c, stored_blobs: Iterable[tuple[str, int, int]]) -> None:
+        rows = {sha: {"sha256": sha, "size": size, "stored_size": stored}
+                for sha, size, stored in stored_blobs}
+        if rows:
+            # Two analyses of the same file may save at once: the second row is no error.
+            c.execute(self._insert_blob(), list(rows.values()))
+
+    def finish_storing(self, analysis_id: str, files: pathlib.Path) -> List[str]:
+        """After a restart: stores the inputs of a saved analysis whose upload was still being
+        compressed when the server stopped, from the upload's folder `files`. Each file is
+        checked against its recorded hash first. Returns the paths that could not be stored
+        (gone or changed: that input is lost)."""
+        analysis = self.get(analysis_id)
+        if analysis is None:
+            return []
+        held: List[str] = []
+        lost, stored = [], []
+        try:
+            for item in analysis.inputs:
+                if self.blobs.path(item.sha256).exists():
+                    stored.append((item.sha256, item.size,
+                                   self.blobs.path(item.sha256).stat().st_size))
+                    continue
+                source = files / item.path
+                if not source.is_file() or file_sha256(source) != item.sha256:
+                    lost.append(item.path)
+                    continue
+                stored.append(self.put_blob(source, held, sha256=item.sha256))
+            self.add_blobs(stored)
+        finally:
+            self.release(held)
+        return lost
 
     def _insert_blob(self):
         dialect = self.engine.dialect.name
@@ -241,6 +296,11 @@ class Store:
                 sa.select(schema.analysis_hosts).where(
                     schema.analysis_hosts.c.analysis_id == analysis_id))]
             return analysis
+
+    def exists(self, analysis_id: str) -> bool:
+        with self.engine.connect() as c:
+            return c.execute(sa.select(schema.analyses.c.id).where(
+                schema.analyses.c.id == analysis_id)).first() is not None
 
     def history(self, *, kind: str = "", failure_class: str = "", host: str = "",
                 rank: Optional[int] = None, label: str = "", since_ms: Optional[int] = None,
@@ -273,11 +333,12 @@ class Store:
                 a.c.created_ms.desc(), a.c.id).limit(limit).offset(offset)).mappings().all()
         return [Analysis(**dict(r)) for r in rows], int(total)
 
-    def fleet(self) -> List[Dict[str, object]]:
-        """Per host (and per GPU where known): failures initiated, failures suffered as a
-        victim, by root-cause kind, in how many failed jobs, and the share expected by chance."""
+    @staticmethod
+    def fleet_query():
+        """The fleet's one query: host rows of failed jobs grouped by host, GPU, role and kind
+        (read from the index ix_analysis_hosts_fleet alone, in its order)."""
         h, a = schema.analysis_hosts, schema.analyses
-        query = sa.select(
+        return sa.select(
             h.c.host, h.c.gpu, h.c.role, h.c.kind, sa.func.count().label("n"),
             sa.func.sum(1.0 / sa.func.nullif(a.c.host_count, 0)).label("share"),
             sa.func.max(h.c.created_ms).label("last_ms"),
@@ -285,9 +346,13 @@ class Store:
             # Hosts of a job that did not fail ("healthy") took part in no failure.
             h.c.role.in_(["initiated", "victim"])).group_by(
             h.c.host, h.c.gpu, h.c.role, h.c.kind)
+
+    def fleet(self) -> List[Dict[str, object]]:
+        """Per host (and per GPU where known): failures initiated, failures suffered as a
+        victim, by root-cause kind, in how many failed jobs, and the share expected by chance."""
         hosts: Dict[str, Dict[str, object]] = {}
         with self.engine.connect() as c:
-            rows = c.execute(query).all()
+            rows = c.execute(self.fleet_query()).all()
         for row in rows:
             entry = hosts.setdefault(row.host, {
                 "host": row.host, "initiated": 0, "victim": 0, "by_kind": {}, "jobs": 0,

@@ -10,15 +10,18 @@ with the member named: a job's archive holds none of those, so one is a mistake 
 
 from __future__ import annotations
 
+import bz2
 import dataclasses
 import gzip
+import hashlib
+import lzma
 import os
 import pathlib
 import stat
 import tarfile
 import zipfile
 import zlib
-from typing import BinaryIO, Callable, List, Optional
+from typing import BinaryIO, Callable, Dict, List, Optional, Tuple
 
 import zstandard
 
@@ -77,35 +80,106 @@ def safe_relative_path(name: str, limits: Limits, what: str = "file",
     return pathlib.PurePosixPath(*parts)
 
 
+class HashingFile:
+    """A new file of the upload, written once from start to end: its SHA-256 is taken from the
+    bytes as they go to disk, so storing the upload needs no second read of it. On close, the
+    folder learns (hash, size)."""
+
+    def __init__(self, folder: "UploadFolder", relative: pathlib.PurePosixPath, fd: int,
+                 hashed: bool):
+        self._folder = folder
+        self._relative = relative
+        # A large buffer: a multipart body arrives in pieces of a few KB; archive members are
+        # copied in 1 MiB blocks, which pass straight through.
+        self._file = os.fdopen(fd, "wb", buffering=256 << 10)
+        self._hash = hashlib.sha256() if hashed else None
+        self._size = 0
+
+    def write(self, data) -> int:
+        if self._hash is not None:
+            self._hash.update(data)
+        self._size += len(data)
+        return self._file.write(data)
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        self._file.close()
+        digest = self._hash.hexdigest() if self._hash is not None else None
+        self._folder.digests[self._relative] = (digest, self._size)
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def __enter__(self) -> "HashingFile":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
+
+
 class UploadFolder:
-    """The folder one upload is written into, with the running counts its limits need."""
+    """The folder one upload is written into, with the running counts its limits need and the
+    SHA-256 and size of every file written into it."""
 
     def __init__(self, root: pathlib.Path, limits: Limits):
         self.root = root
         self.limits = limits
         self.files: List[pathlib.PurePosixPath] = []
+        # Relative path -> (SHA-256 hex, or None when not hashed while written; size).
+        self.digests: Dict[pathlib.PurePosixPath, Tuple[Optional[str], int]] = {}
         self.unpacked_bytes = 0
+        self._folders: set = set()  # folders (relative) this upload made
         root.mkdir(parents=True, exist_ok=False)
 
-    def new_file(self, name: str, what: str = "file",
-                 file: Optional[str] = None) -> tuple[pathlib.PurePosixPath, BinaryIO]:
-        """Creates the file `name` (checked) in the folder; `file` names it in refusals."""
+    def new_file(self, name: str, what: str = "file", file: Optional[str] = None,
+                 hashed: bool = True) -> tuple[pathlib.PurePosixPath, HashingFile]:
+        """Creates the file `name` (checked) in the folder; `file` names it in refusals.
+        hashed=False for a file that will not be kept as it is (an archive, to be unpacked)."""
         file = name if file is None else file
         relative = safe_relative_path(name, self.limits, what, file)
         if len(self.files) >= self.limits.max_files:
             raise UploadError(413, f"more than {self.limits.max_files} files in one upload "
                               "(--max-files)", file)
         target = self.root / relative
+        twice = UploadError(400, f"{what} {name!r} appears twice in the upload", file)
         # Two entries with the same name, or a file where a folder must go: the upload is
-        # ambiguous, and which copy won would be silent.
-        if target.exists() or any((self.root / p).is_file() for p in relative.parents
-                                  if str(p) != "."):
-            raise UploadError(400, f"{what} {name!r} appears twice in the upload", file)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        # ambiguous, and which copy won would be silent. A file or folder of the same name
+        # fails O_EXCL below; a file among the parents is looked for once per folder (a job's
+        # 512 dumps in one folder: one look, not 512).
+        if relative.parent not in self._folders:
+            if any((self.root / p).is_file() for p in relative.parents if str(p) != "."):
+                raise twice
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.update(relative.parents)
         self.files.append(relative)
-        # O_EXCL and O_NOFOLLOW: never through a link, never over something already there.
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        return relative, os.fdopen(fd, "wb")
+        # O_EXCL and O_NOFOLLOW: never through a link, never over something already there (a
+        # file or a folder of the same name).
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except (FileExistsError, IsADirectoryError):
+            raise twice from None
+        return relative, HashingFile(self, relative, fd, hashed)
+
+    def forget(self, path: pathlib.Path) -> None:
+        """`path` (an unpacked archive) was removed: it is no file of the upload any more."""
+        self.digests.pop(pathlib.PurePosixPath(path.relative_to(self.root).as_posix()), None)
+
+    def hashed_files(self) -> List[Tuple[str, str, int]]:
+        """(relative path, SHA-256, size) of every file in the folder, in path order. A file
+        written unhashed (an archive left packed) is read once here."""
+        found = []
+        for relative in sorted(self.digests):
+            sha, size = self.digests[relative]
+            if sha is None:
+                digest = hashlib.sha256()
+                with open(self.root / relative, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        digest.update(block)
+                sha = digest.hexdigest()
+            found.append((relative.as_posix(), sha, size))
+        return found
 
     def count_unpacked(self, n: int, name: str) -> None:
         self.unpacked_bytes += n
@@ -146,15 +220,17 @@ def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> No
             _unpack_tar(folder, archive, name, prefix, check_ratio)
     except UploadError:
         raise
-    except (tarfile.TarError, zipfile.BadZipFile, zstandard.ZstdError, zlib.error, EOFError,
-            OSError, ValueError, RuntimeError, NotImplementedError) as error:
-        # zlib.error: damaged deflate data in a zip; RuntimeError: an encrypted zip member;
-        # NotImplementedError: a compression method zipfile lacks.
+    except (tarfile.TarError, zipfile.BadZipFile, zstandard.ZstdError, zlib.error,
+            lzma.LZMAError, EOFError, OSError, ValueError, RuntimeError,
+            NotImplementedError) as error:
+        # zlib.error: damaged deflate data in a zip; LZMAError: damaged xz data; RuntimeError:
+        # an encrypted zip member; NotImplementedError: a compression method zipfile lacks.
         raise UploadError(400, f"archive {name!r} is truncated or unreadable: {error}", name)
     archive.unlink()
+    folder.forget(archive)
 
 
-def _copy_member(folder: UploadFolder, source: BinaryIO, target: BinaryIO, name: str,
+def _copy_member(folder: UploadFolder, source: BinaryIO, target: HashingFile, name: str,
                  member: str, check_ratio: Callable[[str], None]) -> None:
     with target:
         while True:
@@ -179,42 +255,105 @@ def _member_path(folder: UploadFolder, name: str, prefix: str, member: str,
     return prefix + member
 
 
+class _ForwardStream:
+    """A decompressing stream as tarfile's seeking mode ("r:") reads it, in one pass: whole
+    reads, tell(), and seeks forward only (by reading and dropping). With it the members' data
+    is read straight from the decompressor in 1 MiB blocks; tarfile's stream mode ("r|") reads
+    in 10 KB pieces and joins and slices them, which cost more than the decompression itself."""
+
+    # The most tarfile reads at once for a header and its extensions (pax records, GNU long
+    # names: a few KB in real archives): past it, the archive is refused, not held in memory.
+    MAX_HEADER_READ = 16 << 20
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+        self._position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0 or size > self.MAX_HEADER_READ:
+            raise tarfile.ReadError(f"a header of {size} bytes")
+        return self._read(size)
+
+    def _read(self, size: int) -> bytes:
+        pieces = []
+        while size > 0:
+            # A zstd reader may stop short at a frame's end: read until the size or the end.
+            piece = self._stream.read(size)
+            if not piece:
+                break
+            pieces.append(piece)
+            size -= len(piece)
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self._position += len(data)
+        return data
+
+    def read_block(self, size: int) -> bytes:
+        """Member data, at most 1 MiB at a time (the caller's loop bounds the total)."""
+        return self._read(min(size, 1 << 20))
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_CUR:
+            offset += self._position
+        elif whence != os.SEEK_SET:
+            raise OSError("an archive stream has no known end to seek from")
+        if offset < self._position:
+            raise tarfile.ReadError("the archive would be read backwards")
+        while self._position < offset and self.read_block(offset - self._position):
+            pass
+        return self._position
+
+
+def _open_tar_stream(raw: BinaryIO, name: str) -> BinaryIO:
+    """The archive's tar bytes, decompressed as they are read."""
+    if name.lower().endswith((".zst", ".zstd")):
+        # pzstd and concatenated files: many frames.
+        return zstandard.ZstdDecompressor().stream_reader(raw, read_size=1 << 20,
+                                                          read_across_frames=True)
+    magic = raw.read(6)
+    raw.seek(0)
+    if magic.startswith(b"\x1f\x8b"):
+        # gzip's own reader: tarfile's reads one gzip member only, and bgzip or
+        # `cat a.gz b.gz` write several.
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(raw, mode="rb")
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(raw, mode="rb")
+    return raw
+
+
 def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
                 check_ratio: Callable[[str], None]) -> None:
     with open(archive, "rb") as raw:
-        if name.lower().endswith((".zst", ".zstd")):
-            stream: BinaryIO = zstandard.ZstdDecompressor().stream_reader(
-                raw, read_across_frames=True)  # pzstd and concatenated files: many frames
-            mode = "r|"
-        elif raw.read(2) == b"\x1f\x8b":
-            raw.seek(0)
-            # gzip's own reader: tarfile's reads one gzip member only, and bgzip or
-            # `cat a.gz b.gz` write several.
-            stream = gzip.GzipFile(fileobj=raw, mode="rb")
-            mode = "r|"
-        else:
-            raw.seek(0)
-            stream = raw
-            mode = "r|*"  # plain, bzip2 or xz, found from the bytes
-        # Stream mode: one pass, members in order, nothing seeks or lists the whole archive.
-        with tarfile.open(fileobj=stream, mode=mode) as tar:
+        stream = _ForwardStream(_open_tar_stream(raw, name))
+        # One pass, members in order: nothing seeks back or lists the whole archive first.
+        with tarfile.open(fileobj=stream, mode="r:") as tar:
             for member in tar:
                 where = f"{name}:{member.name}"
                 path = _member_path(folder, name, prefix, member.name, member.isdir())
                 if member.isdir():
                     continue
-                if not member.isfile():
+                if not member.isfile() or member.issparse():
                     what = ("a symbolic link" if member.issym() else "a hard link"
-                            if member.islnk() else "a device or FIFO")
+                            if member.islnk() else "a sparse file" if member.isfile()
+                            else "a device or FIFO")
                     raise UploadError(400, f"archive {name!r} member {member.name!r} is {what}"
                                       "; only plain files are accepted", where)
                 _, target = folder.new_file(path, "archive member", where)
-                source = tar.extractfile(member)
-                if source is None:
-                    target.close()
-                    raise UploadError(400, f"archive {name!r} member {member.name!r} has no "
-                                      "data", where)
-                _copy_member(folder, source, target, name, member.name, check_ratio)
+                with target:
+                    stream.seek(member.offset_data)
+                    left = member.size
+                    while left > 0:
+                        block = stream.read_block(left)
+                        if not block:
+                            raise tarfile.ReadError(f"unexpected end of data in {member.name!r}")
+                        left -= len(block)
+                        folder.count_unpacked(len(block), where)
+                        check_ratio(member.name)
+                        target.write(block)
 
 
 def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
@@ -266,7 +405,7 @@ class MultipartWriter:
         self._header_bytes = 0
         self._field_bytes = 0
         self._field: Optional[str] = None
-        self._file: Optional[BinaryIO] = None
+        self._file: Optional[HashingFile] = None
         self._error: Optional[UploadError] = None
         callbacks = {
             "on_part_begin": self._part_begin,
@@ -339,7 +478,8 @@ class MultipartWriter:
                 if filename == "":
                     self._field = "_ignored_empty_file"  # a file input left empty by a browser
                     return
-                path, self._file = self.folder.new_file(filename)
+                path, self._file = self.folder.new_file(filename,
+                                                        hashed=not is_archive(filename))
                 self.uploaded.append((path, filename))
                 self._field = None
             else:

@@ -1,13 +1,19 @@
-"""One analysis, in its own process: `python -m fr_analyze.console._worker INPUT OUTPUT [--paste]`,
-run in the upload's folder with INPUT relative to it, so that the report names the files as they
-were uploaded (job/logs/node1.log), never the server's temporary folder.
+"""One analysis, in its own process:
+`python -m fr_analyze.console._worker INPUT OUTPUT [--paste] [--outputs NAME,...]`, run in the
+upload's folder with INPUT relative to it, so that the report names the files as they were
+uploaded (job/logs/node1.log), never the server's temporary folder. The console starts it as
+`python -m fr_analyze.console._worker --wait UPLOADS` ahead of need: it imports fr_analyze, then
+reads its one job from stdin, a JSON line {"folder", "source", "output", "paste", "outputs"},
+moves into the folder and runs as above.
 
-The console starts one per analysis with limits on its time and memory (analysis.py), so a large
-or crafted upload costs that process, never the server. It writes into OUTPUT what the analysis
-pages serve: report.json (exactly `fr-analyze analyze --format json`), report.pb (`--format
-proto`), report.html (`fr-analyze report`) and, when dumps were read, timeline.perfetto-trace (Perfetto);
-or error.json ({"error": ...}) when there was nothing to analyse. Exit status 0 either way; any
-other status means the process itself failed (killed, out of memory).
+The console starts one per analysis with limits on its time and memory (_analysis.py), so a
+large or crafted upload costs that process, never the server. Without --outputs it writes what
+an upload's answer needs: report.json (exactly `fr-analyze analyze --format json`) and report.pb
+(`--format proto`). With --outputs it writes only the outputs named, which the console makes on
+their first download from the stored inputs: report.html (`fr-analyze report`), report.pb, and
+timeline.perfetto-trace (Perfetto; only when dumps were read). When there is nothing to analyse
+it writes error.json ({"error": ...}) instead. Exit status 0 either way; any other status means
+the process itself failed (killed, out of memory).
 """
 
 from __future__ import annotations
@@ -17,8 +23,11 @@ import os
 import pathlib
 import sys
 
+ANSWER = ("report.json", "report.pb")
+LATER = ("report.html", "report.pb", "timeline.perfetto-trace")
 
-def run(source: pathlib.Path, output: pathlib.Path, paste: bool) -> None:
+
+def run(source: pathlib.Path, output: pathlib.Path, paste: bool, outputs=ANSWER) -> None:
     import fr_analyze
     from fr_analyze.errors import Error
 
@@ -35,11 +44,18 @@ def run(source: pathlib.Path, output: pathlib.Path, paste: bool) -> None:
         # message names the files as they were uploaded.
         (output / "error.json").write_text(json.dumps({"error": str(error)}))
         return
-    _write(output / "report.json", report.to_json().encode())
-    _write(output / "report.pb", report.to_proto_bytes())
-    _write(output / "report.html", report.to_html().encode())
-    if trace is not None and trace.rank_ids:
-        trace.write_timeline(str(output / "timeline.perfetto-trace"))
+    if "report.json" in outputs:
+        _write(output / "report.json", report.to_json().encode())
+    if "report.pb" in outputs:
+        _write(output / "report.pb", report.to_proto_bytes())
+    if "report.html" in outputs:
+        _write(output / "report.html", report.to_html().encode())
+    if "timeline.perfetto-trace" in outputs and trace is not None and trace.rank_ids:
+        # The timeline is the largest output by far (hundreds of MB for a 512-rank job):
+        # written to its temporary name directly, never held twice.
+        temporary = output / "timeline.perfetto-trace.part"
+        trace.write_timeline(str(temporary))
+        os.replace(temporary, output / "timeline.perfetto-trace")
 
 
 def _write(path: pathlib.Path, data: bytes) -> None:
@@ -48,12 +64,41 @@ def _write(path: pathlib.Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
+def wait_for_job() -> int:
+    """Imports what an analysis needs, then waits for the job on stdin (the console hands it
+    over when an upload is in). No job (stdin closed: the server stopped) is no error."""
+    import fr_analyze  # noqa: F401 (the import is what is done ahead of the job)
+
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    job = json.loads(line)
+    os.chdir(job["folder"])
+    outputs = tuple(job.get("outputs") or ()) or ANSWER
+    run(pathlib.Path(job["source"]), pathlib.Path(job["output"]), bool(job["paste"]), outputs)
+    return 0
+
+
 def main(argv: list) -> int:
-    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--paste"):
-        print("usage: python -m fr_analyze.console._worker INPUT OUTPUT [--paste]",
-              file=sys.stderr)
+    usage = "usage: python -m fr_analyze.console._worker INPUT OUTPUT [--paste] [--outputs N,...]"
+    if len(argv) == 2 and argv[0] == "--wait":
+        return wait_for_job()
+    if len(argv) < 2:
+        print(usage, file=sys.stderr)
         return 2
-    run(pathlib.Path(argv[0]), pathlib.Path(argv[1]), len(argv) == 3)
+    source, output, rest = pathlib.Path(argv[0]), pathlib.Path(argv[1]), argv[2:]
+    paste = "--paste" in rest
+    rest = [a for a in rest if a != "--paste"]
+    outputs = ANSWER
+    if len(rest) == 2 and rest[0] == "--outputs":
+        outputs = tuple(rest[1].split(","))
+        if not outputs or any(name not in LATER for name in outputs):
+            print(f"--outputs takes {', '.join(LATER)}", file=sys.stderr)
+            return 2
+    elif rest:
+        print(usage, file=sys.stderr)
+        return 2
+    run(source, output, paste, outputs)
     return 0
 
 
