@@ -654,7 +654,8 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     MonitorSnapshots monitor = ReadMonitorsBeside(*trace, path, &logs);
     analyze.monitors = &monitor;
     analyze.stacks = &stacks;
-    report::Report report = Analyze(*trace, &logs, analyze);
+    Diagnosis diagnosis = Diagnose(*trace, &logs, analyze);
+    const report::Report& report = diagnosis.report;
     Timeline timeline = BuildTimeline(*trace, logs, report, &monitor, analyze.jobs);
     int status =
         mode == Mode::kTimeline && args.format == "perfetto"
@@ -665,7 +666,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
                                               : WriteChromeTraceJson(timeline),
                           output, inputs);
     if (status != kExitOk) return status;
-    return IsFailure(report) ? kExitFailureFound : kExitOk;
+    return diagnosis.failed ? kExitFailureFound : kExitOk;
   }
   if (mode == Mode::kEntries) {
     EntriesViewOptions entries;
@@ -689,11 +690,12 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   AnalyzeTimings stage_timings;
   if (args.timings) analyze.timings = &stage_timings;
   auto analysis_started = std::chrono::steady_clock::now();
-  report::Report report = Analyze(*trace, &logs, analyze);
+  Diagnosis diagnosis = Diagnose(*trace, &logs, analyze);
+  const report::Report& report = diagnosis.report;
   auto analysis_ended = std::chrono::steady_clock::now();
   // Dumps were there and none could be read: logs that show no failure do not make the job
   // healthy (the dumps may hold the failure), so this is the same error as without the logs.
-  if (trace->ranks.empty() && !trace->rejected.empty() && !IsFailure(report)) {
+  if (trace->ranks.empty() && !trace->rejected.empty() && !diagnosis.failed) {
     return no_readable_dump();
   }
   std::string text;
@@ -709,7 +711,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   } else {
     text = FormatReportText(report);
     if (cli::ShouldColor(args.color, output.empty() && ::isatty(STDOUT_FILENO) == 1)) {
-      text = cli::ColorHeadline(text, IsFailure(report));
+      text = cli::ColorHeadline(text, diagnosis.failed);
     }
   }
   int status = WriteOutput(text, output, inputs);
@@ -746,7 +748,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
     }
     if (int posted = PostToConsole(args.post_url, path); posted != kExitOk) return posted;
   }
-  return IsFailure(report) ? kExitFailureFound : kExitOk;
+  return diagnosis.failed ? kExitFailureFound : kExitOk;
 }
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -878,10 +880,10 @@ int RunLive(LiveArgs& args, const std::string& master) {
       analyze.source = dir;
       analyze.stacks = &stacks;
       analyze.stacks_stalled_ns = args.trace.stacks_stalled_ns;
-      report::Report report = Analyze(*trace, analyze);
-      std::string line = PollLine(poll, report, stacks);
+      Diagnosis diagnosis = Diagnose(*trace, analyze);
+      std::string line = PollLine(poll, diagnosis.report, stacks);
       std::fwrite(line.data(), 1, line.size(), stderr);
-      stuck = IsFailure(report);
+      stuck = diagnosis.failed;
     }
     if (stuck) {
       if (!args.html.empty()) {

@@ -3,7 +3,7 @@
 // byte of the report when colour is off, is left as FormatReportText wrote it.
 //
 //   if (ShouldColor(color_flag, /*to_terminal=*/output.empty() && isatty(STDOUT_FILENO))) {
-//     text = ColorHeadline(text, IsFailure(report));
+//     text = ColorHeadline(text, Diagnose(trace, &logs, options).failed);
 //   }
 #ifndef FR_TOOLS_HEADLINE_COLOR_H_
 #define FR_TOOLS_HEADLINE_COLOR_H_

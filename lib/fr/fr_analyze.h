@@ -12,13 +12,14 @@
 //   // 3. Analyze: index, match, the wait-for graph, the verdict, the root cause from the logs.
 //   fr::AnalyzeOptions options;
 //   options.source = "/shared/job42";
-//   fr::report::Report report = fr::Analyze(trace, &logs, options);
+//   fr::Diagnosis diagnosis = fr::Diagnose(trace, &logs, options);
+//   const fr::report::Report& report = diagnosis.report;   // or fr::Analyze: the report alone
 //   // 4. Write: text, JSON (the contract of proto/fr/report.proto), protobuf, pictures.
 //   std::string text = fr::FormatReportText(report);
 //   fr::Timeline timeline = fr::BuildTimeline(trace, logs, report);
 //   std::string perfetto = fr::WritePerfettoTrace(timeline);
 //   std::string html = fr::WriteHtmlReport(report, timeline);
-//   bool failed = fr::IsFailure(report);   // exit status 1 of `fr-analyze analyze`
+//   bool failed = diagnosis.failed;   // exit status 1 of `fr-analyze analyze`
 //
 // Errors are absl::Status values naming the file and the byte offset or key; one bad file among
 // many is a RejectedFile in the trace, never an error of the load. Nothing here executes code from
@@ -43,7 +44,7 @@
 
 // Analysis.
 #include "fr/index/job_index.h"  // BuildJobIndex: groups across ranks, by seq
-#include "fr/verdict/analyze.h"  // Analyze, ReadLogsBeside, IsFailure
+#include "fr/verdict/analyze.h"  // Analyze, Diagnose, ReadLogsBeside
 
 // Output.
 #include "fr/html/html_report.h"         // WriteHtmlReport

@@ -210,10 +210,10 @@ class Trace:
         status 2).
         """
     
-        core, events = _core.analyze_with_logs(self._loaded, self._core_source(),
-                                               _args.names(pg_filter, "pg_filter"),
-                                               _args.dump_time_ns(dump_time_ns))
-        report = Report(core, trace=self, events=events)
+        core, failed, events = _core.analyze_with_logs(self._loaded, self._core_source(),
+                                                       _args.names(pg_filter, "pg_filter"),
+                                                       _args.dump_time_ns(dump_time_ns))
+        report = Report(core, failed, trace=self, events=events)
         # Dumps that could not be read are never outweighed by logs that show no failure.
         unreadable_and_quiet = bool(self.rejected) and not report.is_failure
         other_evidence = report._fields.get("log_files") or report._fields.get("live_stacks")
@@ -254,9 +254,11 @@ class Report:
     pandas views: ranks_df(), findings_df(), collectives_df(), events_df().
     """
 
-    def __init__(self, core: "_core.Report", trace: Optional[Trace] = None,
+    def __init__(self, core: "_core.Report", failed: bool, trace: Optional[Trace] = None,
                  events: Optional[dict] = None):
         self._core = core
+        # Decided by the analysis on its typed verdict, not read back from the report's words.
+        self._failed = failed
         self._trace = trace
         self._events = events or {}
         # The typed message from its serialized bytes; the schema (proto/fr/report.proto) says
@@ -302,7 +304,7 @@ class Report:
     @property
     def is_failure(self) -> bool:
         """True when the verdict is a failure (the CLI then exits with status 1)."""
-        return self._core.is_failure()
+        return self._failed
 
     @property
     def exit_status(self) -> int:
@@ -464,5 +466,5 @@ def analyze_log(text: str) -> "Report":
     `text` is a str, or the bytes of a log file (read like one: UTF-16 and NUL padding too)."""
 
     text = _args.log_text(text, "text")
-    core, events = _core.analyze_with_logs(_core.LoadedTrace(), "<pasted>", [], -1, text)
-    return Report(core, events=events)
+    core, failed, events = _core.analyze_with_logs(_core.LoadedTrace(), "<pasted>", [], -1, text)
+    return Report(core, failed, events=events)

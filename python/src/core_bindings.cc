@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "fr/fr_analyze.h"
 
@@ -193,18 +194,17 @@ report::Report RunAnalyze(const LoadedTrace& trace, const std::string& source,
 }
 
 // The dumps with the logs beside them (or `pasted`, one log's text, with no dumps): the report,
-// and the parsed events as columns for events_df (one list per column, rows in file order).
-std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
-                                                       const std::string& source,
-                                                       const std::vector<std::string>& pg_filter,
-                                                       int64_t dump_time_ns,
-                                                       std::optional<std::string> pasted) {
+// whether it shows a failure, and the parsed events as columns for events_df (one list per
+// column, rows in file order).
+std::tuple<report::Report, bool, py::dict> RunAnalyzeWithLogs(
+    const LoadedTrace& trace, const std::string& source, const std::vector<std::string>& pg_filter,
+    int64_t dump_time_ns, std::optional<std::string> pasted) {
   AnalyzeOptions options;
   options.source = source;
   options.pg_filter = pg_filter;
   options.dump_time_ns = dump_time_ns;
   LogSet logs;
-  report::Report report;
+  Diagnosis diagnosis;
   if (pasted.has_value()) {
     absl::Status text = CheckPastedLog("<pasted>", *pasted, HasVisibleText(*pasted));
     if (!text.ok()) ThrowStatus(text);
@@ -222,7 +222,7 @@ std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
     StackSnapshots stacks;
     if (!pasted.has_value()) stacks = ReadStacksBeside(trace);
     options.stacks = &stacks;
-    report = Analyze(trace, &logs, options);
+    diagnosis = Diagnose(trace, &logs, options);
   }
   py::list time_ns, raw_time, rank, host, kind, file, line, text;
   for (const LogEvent& event : logs.events) {
@@ -245,7 +245,7 @@ std::pair<report::Report, py::dict> RunAnalyzeWithLogs(const LoadedTrace& trace,
   columns["file"] = file;
   columns["line"] = line;
   columns["text"] = text;
-  return {std::move(report), std::move(columns)};
+  return {std::move(diagnosis.report), diagnosis.failed, std::move(columns)};
 }
 
 // The job's timeline (dumps, the logs beside them, the verdict's waits) as a Perfetto trace or
@@ -515,8 +515,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<report::Report>(m, "Report")
       .def("text", &FormatReportText)
       .def("json", [](const report::Report& r) { return ValueOrThrow(FormatReportJson(r)); })
-      .def("proto_bytes", [](const report::Report& r) { return py::bytes(FormatReportProto(r)); })
-      .def("is_failure", &IsFailure);
+      .def("proto_bytes", [](const report::Report& r) { return py::bytes(FormatReportProto(r)); });
 
   py::class_<CollectiveRow>(m, "CollectiveRow")
       .def_readonly("group", &CollectiveRow::group)

@@ -365,11 +365,12 @@ TEST(AnalyzeTest, NothingStuckButADumpMissingIsNotCalledHealthy) {
   ASSERT_TRUE(job.ok()) << job.status();
   absl::StatusOr<LoadedTrace> trace = WriteAndLoad(*job, "one_missing", {0, 1, 2, 3, 4, 6, 7});
   ASSERT_TRUE(trace.ok()) << trace.status();
-  report::Report report = Analyze(*trace, {});
+  Diagnosis diagnosis = Diagnose(*trace, {});
+  const report::Report& report = diagnosis.report;
   EXPECT_EQ(report.verdict().failure_class(), "insufficient_evidence");
   EXPECT_EQ(report.verdict().confidence(), "low");
   EXPECT_THAT(report.verdict().summary(), HasSubstr("rank 5 left no dump"));
-  EXPECT_FALSE(IsFailure(report));
+  EXPECT_FALSE(diagnosis.failed);
 }
 
 TEST(AnalyzeTest, SameInputGivesTheSameBytes) {

@@ -75,10 +75,14 @@ class JobLogs {
   }
 
   report::Report Explain(const Judgment* dumps = nullptr) {
-    JobClock clock = AlignClocks(&logs_, {});
     report::Report report;
-    ExplainFromLogs(logs_, clock, dumps, &report);
+    Answer(dumps, &report);
     return report;
+  }
+
+  LogsAnswer Answer(const Judgment* dumps, report::Report* report) {
+    JobClock clock = AlignClocks(&logs_, {});
+    return ExplainFromLogs(logs_, clock, dumps, report);
   }
 
  private:
@@ -132,6 +136,25 @@ TEST(RootCauseTest, TheEarliestFaultWinsOverTheMostFrequentOne) {
   EXPECT_EQ(report.verdict().root_cause().kind(), "python_exception");
   EXPECT_THAT(Ranks(report.verdict().root_cause()), ElementsAre(9));
   EXPECT_EQ(report.verdict().root_cause().detail().at("exception"), "KeyError");
+}
+
+TEST(RootCauseTest, TheAnswerAsValuesIsWhatTheReportSays) {
+  // The exit status is decided on these values: they must say what the report says.
+  JobLogs failed({0});
+  failed.Add(LogEventKind::kSegfault, 3, Noon());
+  report::Report report;
+  LogsAnswer answer = failed.Answer(nullptr, &report);
+  EXPECT_EQ(answer.kind, RootCauseKind::kSegfault);
+  EXPECT_EQ(report.verdict().root_cause().kind(), "segfault");
+  EXPECT_EQ(answer.failure_class, FailureClass::kMissingParticipant);
+  EXPECT_EQ(report.verdict().failure_class(), "missing_participant");
+
+  JobLogs healthy({0});
+  report::Report quiet;
+  LogsAnswer none = healthy.Answer(nullptr, &quiet);
+  EXPECT_EQ(none.kind, RootCauseKind::kNone);
+  EXPECT_EQ(none.failure_class, FailureClass::kNone);
+  EXPECT_EQ(quiet.verdict().failure_class(), "none");
 }
 
 TEST(RootCauseTest, OnlyTimeoutsVisibleTheRankThatNeverReachedTheCollectiveIsTheCulprit) {

@@ -260,14 +260,15 @@ report::Report AnalyzeInto(const LoadedTrace& trace, const AnalyzeOptions& optio
 }
 
 report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options) {
-  Judgment judgment;
-  return AnalyzeInto(trace, options, &judgment);
+  return Diagnose(trace, options).report;
 }
 
-bool IsFailure(const report::Report& report) {
-  std::optional<FailureClass> c = ParseFailureClass(report.verdict().failure_class());
-  const std::string& root = report.verdict().root_cause().kind();
-  return (c.has_value() && IsFailureClass(*c)) || (!root.empty() && root != "none");
+Diagnosis Diagnose(const LoadedTrace& trace, const AnalyzeOptions& options) {
+  Judgment judgment;
+  Diagnosis diagnosis;
+  diagnosis.report = AnalyzeInto(trace, options, &judgment);
+  diagnosis.failed = IsFailureClass(judgment.verdict.failure_class);
+  return diagnosis;
 }
 
 }  // namespace fr

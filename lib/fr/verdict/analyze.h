@@ -74,6 +74,18 @@ report::Report Analyze(const LoadedTrace& trace, const AnalyzeOptions& options);
 // and the logs read to the dumps' report (root_cause.h says how the two answers are joined).
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options);
 
+// A report and whether it shows a failure: the verdict's class is one, or the logs name a root
+// cause (exit status 1 of `fr-analyze analyze`). Decided on the typed verdict and the logs'
+// answer, never on the report's words.
+struct Diagnosis {
+  report::Report report;
+  bool failed = false;
+};
+
+// Analyze, with the decision beside the report.
+Diagnosis Diagnose(const LoadedTrace& trace, const AnalyzeOptions& options);
+Diagnosis Diagnose(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options);
+
 // The logs among the files that discovery set aside as not being dumps, recognized by their
 // content (lib/fr/logs LooksLikeLog; compressed files named like logs too), parsed. Links out of
 // the input, hidden files, pipes and core files are never read.
@@ -94,10 +106,6 @@ MonitorSnapshots ReadMonitorsBeside(const LoadedTrace& trace, const std::string&
 // The debug server's stacks snapshots among the files beside the dumps (`stacks_<time>.txt`, by
 // content: lib/fr/stacks), oldest first.
 StackSnapshots ReadStacksBeside(const LoadedTrace& trace);
-
-// True when the verdict is a failure, or the logs show one (exit status 1 of
-// `fr-analyze analyze`).
-bool IsFailure(const report::Report& report);
 
 }  // namespace fr
 

@@ -374,6 +374,10 @@ void SayWhatSkippedFilesWereReadAs(const LoadedTrace& trace, const LogSet* logs,
 }  // namespace
 
 report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {
+  return Diagnose(trace, logs, options).report;
+}
+
+Diagnosis Diagnose(const LoadedTrace& trace, LogSet* logs, const AnalyzeOptions& options) {
   AnalyzeOptions with_deaths = options;
   if (logs != nullptr && !trace.ranks.empty() && !logs->events.empty()) {
     // Who died is known before the dumps are judged: a death ends the op its peers were in.
@@ -381,11 +385,14 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
     with_deaths.died_ranks = RanksTheLogsSayDied(*logs);
   }
   Judgment judgment;
-  report::Report report = AnalyzeInto(trace, with_deaths, &judgment);
+  Diagnosis diagnosis;
+  report::Report& report = diagnosis.report;
+  report = AnalyzeInto(trace, with_deaths, &judgment);
+  diagnosis.failed = IsFailureClass(judgment.verdict.failure_class);
   judgment.first_record_ns = FirstRecordNs(trace);
   judgment.last_completed_ns = LastCompletedNs(trace);
   SayWhatSkippedFilesWereReadAs(trace, logs, options.monitors, options.stacks, &report);
-  if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return report;
+  if (logs == nullptr || (logs->files.empty() && logs->errors.empty())) return diagnosis;
   ClockHints hints;
   // The dumps' own newest record dates year-less log lines when no log line carries a year: it
   // is the job's content. Their file times come next: a copy (cp without -p, an archive
@@ -414,8 +421,9 @@ report::Report Analyze(const LoadedTrace& trace, LogSet* logs, const AnalyzeOpti
   // Live stacks decide a verdict as dumps do: the logs then join it rather than replace it.
   bool have_verdict =
       !trace.ranks.empty() || (options.stacks != nullptr && !options.stacks->snapshots.empty());
-  ExplainFromLogs(*logs, clock, have_verdict ? &judgment : nullptr, &report);
-  return report;
+  LogsAnswer answer = ExplainFromLogs(*logs, clock, have_verdict ? &judgment : nullptr, &report);
+  diagnosis.failed = IsFailureClass(answer.failure_class) || answer.kind != RootCauseKind::kNone;
+  return diagnosis;
 }
 
 }  // namespace fr

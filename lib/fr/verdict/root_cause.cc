@@ -19,7 +19,7 @@
 namespace fr {
 namespace root_cause_internal {
 
-void Explainer::Run() {
+LogsAnswer Explainer::Run() {
   FillInputs();
   FillTimeline();
   FindVictims();
@@ -57,6 +57,7 @@ void Explainer::Run() {
   for (report::EvidenceLine& line : lines) *cause->add_evidence() = std::move(line);
   Join(cause);
   FillLauncher(*cause);
+  return {kind_, failure_class_};
 }
 
 const std::string& Explainer::PathOf(const LogEvent& event) const {
@@ -339,15 +340,16 @@ std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs) {
   return {died.begin(), died.end()};
 }
 
-void ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
-                     report::Report* report) {
-  Explainer(logs, clock, dumps, report).Run();
+LogsAnswer ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
+                           report::Report* report) {
+  LogsAnswer answer = Explainer(logs, clock, dumps, report).Run();
   // Everything the logs added or rewrote.
   MakeValidUtf8(report->mutable_verdict());
   MakeValidUtf8(report->mutable_timeline());
   MakeValidUtf8(report->mutable_launcher());
   for (report::LogFileRead& file : *report->mutable_log_files()) MakeValidUtf8(&file);
   for (std::string& error : *report->mutable_log_errors()) error = ValidUtf8(error);
+  return answer;
 }
 
 }  // namespace fr

@@ -55,14 +55,21 @@ std::string_view RootCauseKindName(RootCauseKind kind);
 // or OOM kill. Ascending.
 std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs);
 
+// What the logs decided, as values: the root cause's kind and the verdict's class after the
+// join (the report holds the same, as words for people).
+struct LogsAnswer {
+  RootCauseKind kind = RootCauseKind::kNone;
+  FailureClass failure_class = FailureClass::kNone;
+};
+
 // Fills report->verdict().root_cause(), report->timeline() and report->log_files(), and joins
 // the logs' answer with the verdict the dumps gave (`dumps`, the judgment `report` was written
 // from; nullptr when there are no dumps): with logs alone the verdict's culprits, victims, class
 // and summary come from the logs; with both, the culprits are kept when the two agree (the
 // summary then says why the culprit stopped), and a disagreement is stated. The join decides on
 // the judgment's values, never on what the report says.
-void ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
-                     report::Report* report);
+LogsAnswer ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
+                           report::Report* report);
 
 }  // namespace fr
 

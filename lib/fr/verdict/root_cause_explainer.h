@@ -97,9 +97,14 @@ class Explainer {
  public:
   Explainer(const LogSet& logs, const JobClock& clock, const Judgment* dumps,
             report::Report* report)
-      : logs_(logs), clock_(clock), dumps_(dumps), report_(report) {}
+      : logs_(logs),
+        clock_(clock),
+        dumps_(dumps),
+        report_(report),
+        failure_class_(dumps != nullptr ? dumps->verdict.failure_class : FailureClass::kNone) {}
 
-  void Run();
+  // What the logs' answer, joined with the dumps', decided.
+  LogsAnswer Run();
 
  private:
   const std::string& PathOf(const LogEvent& event) const;
@@ -189,6 +194,12 @@ class Explainer {
   void SetKind(report::RootCause* cause, RootCauseKind kind) {
     kind_ = kind;
     cause->set_kind(std::string(RootCauseKindName(kind)));
+  }
+
+  // The verdict's class after the join, kept as a value (what decides the exit status).
+  void SetFailureClass(report::Verdict* verdict, FailureClass failure_class) {
+    failure_class_ = failure_class;
+    verdict->set_failure_class(std::string(FailureClassName(failure_class)));
   }
 
   void SetConfidence(report::RootCause* cause, Confidence confidence) {
@@ -296,6 +307,8 @@ class Explainer {
   // What the root cause was set to (SetKind, SetConfidence).
   RootCauseKind kind_ = RootCauseKind::kUnknown;
   Confidence confidence_ = Confidence::kHigh;
+  // The verdict's class: the dumps' until the join changes it (SetFailureClass).
+  FailureClass failure_class_ = FailureClass::kNone;
   std::set<int64_t> victims_;
   const LogEvent* first_timeout_ = nullptr;
   std::map<std::string, std::string> host_of_address_;

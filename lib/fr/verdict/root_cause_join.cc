@@ -29,21 +29,21 @@ void Explainer::Join(report::RootCause* cause) {
     for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
     verdict->clear_victim_ranks();
     for (int64_t rank : victims_) verdict->add_victim_ranks(rank);
-    std::string failure_class = "insufficient_evidence";
+    FailureClass failure_class = FailureClass::kInsufficientEvidence;
     if (kind == RootCauseKind::kNone) {
-      failure_class = "none";
+      failure_class = FailureClass::kNone;
     } else if (kind == RootCauseKind::kTransportError && log_ranks.empty()) {
-      failure_class = "stuck_collective";
+      failure_class = FailureClass::kStuckCollective;
     } else if (!log_ranks.empty()) {
-      failure_class =
-          kind == RootCauseKind::kTransportError ? "stuck_collective" : "missing_participant";
+      failure_class = kind == RootCauseKind::kTransportError ? FailureClass::kStuckCollective
+                                                             : FailureClass::kMissingParticipant;
     }
     if (kind == RootCauseKind::kHostKill || kind == RootCauseKind::kInitFailure) {
       // Nothing ran that the collectives' classes describe: no culprit rank.
-      failure_class = "insufficient_evidence";
+      failure_class = FailureClass::kInsufficientEvidence;
       verdict->clear_culprit_ranks();
     }
-    verdict->set_failure_class(failure_class);
+    SetFailureClass(verdict, failure_class);
     verdict->set_confidence(std::string(ConfidenceName(confidence_)));
     verdict->set_summary(cause->summary());
     verdict->clear_next_actions();
@@ -89,7 +89,7 @@ void Explainer::Join(report::RootCause* cause) {
              std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
                            dump_culprits.end())) {
     // The dumps could not tell a rank that left no dump from a victim; the logs say it died.
-    verdict->set_failure_class("missing_participant");
+    SetFailureClass(verdict, FailureClass::kMissingParticipant);
     verdict->clear_culprit_ranks();
     for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
     verdict->set_confidence(std::string(ConfidenceName(Confidence::kMedium)));
@@ -109,8 +109,8 @@ void Explainer::Join(report::RootCause* cause) {
       cause->set_disagreement(fmt::format(
           "The dumps blame rank(s) {} ({}); the logs' earliest fault is on rank(s) {} ({}). "
           "Check whether the fault on {} made {} stop.",
-          Ranks(dump_culprits), verdict->failure_class(), Ranks(log_ranks), kind_name,
-          Ranks(log_ranks), Ranks(dump_culprits)));
+          Ranks(dump_culprits), dump_class_name, Ranks(log_ranks), kind_name, Ranks(log_ranks),
+          Ranks(dump_culprits)));
     }
   } else if (log_names_ranks && dump_culprits.empty() && dump_class != FailureClass::kNone) {
     verdict->clear_culprit_ranks();
@@ -119,7 +119,7 @@ void Explainer::Join(report::RootCause* cause) {
              InFlightOps() > 0) {
     // The dumps were written while the peers still waited, in ops younger than their timeout;
     // the logs say the rank those ops need is dead, so they will never complete.
-    verdict->set_failure_class("missing_participant");
+    SetFailureClass(verdict, FailureClass::kMissingParticipant);
     verdict->clear_culprit_ranks();
     for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
     verdict->set_confidence(std::string(ConfidenceName(
