@@ -30,10 +30,8 @@ ray[train], which are not in scripts/venv.sh: a separate venv,
 golden copy.
 """
 
-import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
@@ -41,7 +39,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from test_torchrun_jobs import analyze, analyze_golden, check, check_launcher, stage  # noqa: E402
+from test_torchrun_jobs import analyze_golden, capture_live, check, check_launcher  # noqa: E402
 
 DATA = HERE.parent / "data"
 # The launcher whose own words the console holds: accelerate's is torchrun's agent; Lightning
@@ -73,13 +71,8 @@ def test_golden_launcher_job_is_diagnosed(cli, tmp_path, case):
 @pytest.mark.parametrize("launcher", ["lightning", "accelerate", "ray_retry", "deepspeed"])
 def test_live_launcher_job_is_diagnosed(cli, tmp_path, launcher):
     python = os.environ.get("FR_LAUNCHERS_PYTHON", sys.executable)
-    out = tmp_path / "capture"
-    proc = subprocess.run([python, str(HERE / "launcher_capture.py"), str(out), "--launcher",
-                           launcher], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    expected = json.loads((out / "expected.json").read_text())
-    job = stage(out, tmp_path / "job")
-    status, report = analyze(cli, job)
+    expected, status, report = capture_live(
+        cli, tmp_path, [python, HERE / "launcher_capture.py", "--launcher", launcher], timeout=600)
     check(status, report, expected)
     if launcher in WORDS_OF:
         check_launcher(report, expected, WORDS_OF[launcher],

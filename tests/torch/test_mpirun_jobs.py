@@ -10,11 +10,9 @@ segfault and the hang are also captured live when mpirun is installed (scripts/i
 installs it; FR_MPIRUN_ALL=1: every scenario).
 """
 
-import json
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -23,7 +21,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import mpirun_capture  # noqa: E402
-from test_torchrun_jobs import analyze, analyze_golden, check, check_launcher, stage  # noqa: E402
+from test_torchrun_jobs import analyze_golden, capture_live, check, check_launcher  # noqa: E402
 
 GOLDEN = HERE.parent / "data" / "mpirun"
 GOLDEN_CASES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.json"))
@@ -48,12 +46,7 @@ LIVE = mpirun_capture.SCENARIOS if os.environ.get("FR_MPIRUN_ALL") else ["segfau
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun (openmpi-bin) not installed")
 @pytest.mark.parametrize("scenario", LIVE)
 def test_live_mpirun_job_is_diagnosed(cli, tmp_path, scenario):
-    out = tmp_path / "capture"
-    proc = subprocess.run([sys.executable, str(HERE / "mpirun_capture.py"), str(out),
-                           "--scenario", scenario], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    expected = json.loads((out / "expected.json").read_text())
-    job = stage(out, tmp_path / "job")
-    status, report = analyze(cli, job)
+    expected, status, report = capture_live(
+        cli, tmp_path, [sys.executable, HERE / "mpirun_capture.py", "--scenario", scenario])
     check(status, report, expected)
     check_launcher(report, expected, "mpirun")

@@ -64,6 +64,18 @@ def analyze(cli, job):
     return proc.returncode, report
 
 
+def capture_live(cli, tmp_path, command, timeout=300):
+    """Runs a capture script (`command`: its argv, writing into tmp_path/capture), then analyses
+    what it left as a user would: (expected.json of the injected fault, exit status, report)."""
+    out = tmp_path / "capture"
+    proc = subprocess.run([*command[:2], str(out), *command[2:]], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    expected = json.loads((out / "expected.json").read_text())
+    status, report = analyze(cli, stage(out, tmp_path / "job"))
+    return expected, status, report
+
+
 def describe(verdict):
     root = verdict.get("root_cause") or {}
     return (f"failure_class={verdict.get('failure_class')} "
@@ -150,13 +162,8 @@ LIVE = (torchrun_capture.SCENARIOS if os.environ.get("FR_TORCHRUN_ALL")
 
 @pytest.mark.parametrize("scenario", LIVE)
 def test_live_torchrun_job_is_diagnosed(cli, tmp_path, scenario):
-    out = tmp_path / "capture"
-    proc = subprocess.run([sys.executable, str(HERE / "torchrun_capture.py"), str(out),
-                           "--scenario", scenario], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    expected = json.loads((out / "expected.json").read_text())
-    job = stage(out, tmp_path / "job")
-    status, report = analyze(cli, job)
+    expected, status, report = capture_live(
+        cli, tmp_path, [sys.executable, HERE / "torchrun_capture.py", "--scenario", scenario])
     check(status, report, expected)
     check_launcher(report, expected, "torchrun")
 

@@ -16,6 +16,7 @@
 #include "fmt/format.h"
 #include "fr/base/byte_order.h"
 #include "fr/decode/pickle_opcodes.h"
+#include "fr/decode/utf8_check.h"
 #include "simdjson.h"
 
 namespace fr {
@@ -63,24 +64,6 @@ struct MixedIdHash {
     return static_cast<size_t>(x ^ (x >> 31));
   }
 };
-
-// Nearly every string in a dump is ASCII (names, paths, dtypes); checking 8 bytes at a time avoids
-// the cost of a full validator call per short string.
-inline bool IsAscii(const uint8_t* p, size_t n) {
-  uint64_t acc = 0;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    acc |= w;
-  }
-  for (; i < n; ++i) acc |= p[i];
-  return (acc & 0x8080808080808080ull) == 0;
-}
-
-inline bool IsValidUtf8(const uint8_t* p, size_t n) {
-  return IsAscii(p, n) || simdjson::validate_utf8(reinterpret_cast<const char*>(p), n);
-}
 
 std::string OpcodeLabel(uint8_t op) {
   return fmt::format("{} (0x{:02x})", PickleOpcodeInfo(op).name, op);
@@ -294,7 +277,7 @@ ValueId PickleMachine::AddString(const uint8_t* op, const uint8_t* text, uint64_
     }
     return FailValue(Truncated(op, text, length));
   }
-  if (!IsValidUtf8(text, length)) [[unlikely]] {
+  if (!IsStrictUtf8(text, length)) [[unlikely]] {
     return FailValue(Invalid(op, fmt::format("{} string at byte {} is not valid UTF-8",
                                              PickleOpcodeInfo(*op).name, Offset(text))));
   }

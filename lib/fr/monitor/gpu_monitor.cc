@@ -11,6 +11,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "fr/base/lines.h"
 #include "fr/monitor/monitor_snapshots.h"
 
 namespace fr {
@@ -137,17 +138,6 @@ GpuSeries& SeriesOf(const std::string& path, const std::string& host, const std:
   return snapshots->gpus[it->second];
 }
 
-std::vector<std::string_view> Lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    lines.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
-    start = end == std::string_view::npos ? text.size() : end + 1;
-  }
-  return lines;
-}
-
 size_t Indent(std::string_view line) {
   size_t n = 0;
   while (n < line.size() && line[n] == ' ') ++n;
@@ -222,11 +212,7 @@ absl::Status ParseNvidiaSmiCsv(const std::string& path, std::string_view text,
   bool any_header = false;
   std::map<std::tuple<std::string, int32_t>, size_t> series_of;  // (bus id, index) -> gpus index
   int64_t line_number = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    std::string_view line = text.substr(start, end == std::string_view::npos ? end : end - start);
-    start = end == std::string_view::npos ? text.size() : end + 1;
+  for (std::string_view line : Lines(text)) {
     ++line_number;
     ++monitor->lines;
     if (Trim(line).empty()) continue;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "fr/base/lines.h"
 #include "fr/monitor/monitor_snapshots.h"
 
 namespace fr {
@@ -63,14 +64,10 @@ bool IsLauncher(std::string_view command) {
 
 bool LooksLikeProcessListing(std::string_view head) {
   // The header is the first line, or follows a line or two (a `date`, a hostname).
-  size_t start = 0;
-  for (int line = 0; line < 3 && start < head.size(); ++line) {
-    size_t end = head.find('\n', start);
-    std::string_view text =
-        head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (IsHeader(Words(text))) return true;
-    if (end == std::string_view::npos) break;
-    start = end + 1;
+  int read = 0;
+  for (std::string_view line : Lines(head)) {
+    if (IsHeader(Words(line))) return true;
+    if (++read == 3) break;
   }
   return false;
 }
@@ -80,11 +77,7 @@ absl::Status ParseProcessListing(const std::string& path, std::string_view text,
   std::vector<std::string_view> columns;
   ProcessListing* listing = nullptr;
   int64_t line_number = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    std::string_view line = text.substr(start, end == std::string_view::npos ? end : end - start);
-    start = end == std::string_view::npos ? text.size() : end + 1;
+  for (std::string_view line : Lines(text)) {
     ++line_number;
     ++snapshots->lines;
     std::vector<std::string_view> words = Words(line);

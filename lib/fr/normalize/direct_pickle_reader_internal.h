@@ -24,6 +24,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "fr/base/byte_order.h"
+#include "fr/decode/utf8_check.h"
 #include "fr/model/rank_dump.h"
 #include "fr/model/shared_ranks.h"
 #include "fr/normalize/entry_keys.h"
@@ -52,20 +53,6 @@ constexpr int kMaxLayoutsLearned = 16;  // as the normalizer's
 using Field = EntryField;
 constexpr uint8_t kNotClassified = 0xff;
 static_assert(static_cast<size_t>(Field::kCount) < 32, "fields are kept in a 32-bit mask");
-
-// The decoder's rule for strings: strict UTF-8, checked 8 ASCII bytes at a time first.
-inline bool IsValidUtf8(const uint8_t* p, size_t n) {
-  uint64_t acc = 0;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    acc |= w;
-  }
-  for (; i < n; ++i) acc |= p[i];
-  if ((acc & 0x8080808080808080ull) == 0) return true;
-  return simdjson::validate_utf8(reinterpret_cast<const char*>(p), n);
-}
 
 // What a memo slot holds. Strings are memoized by value (every one, once), containers only when
 // shared: of those only frame dicts may be named again.
@@ -274,7 +261,7 @@ class Reader {
       uint64_t length = LoadLe32(p_ + 1);
       const uint8_t* text = p_ + 5;
       if (length > static_cast<uint64_t>(end_ - text)) return Decline("truncated string");
-      if (!IsValidUtf8(text, length)) return Decline("string is not valid UTF-8");
+      if (!IsStrictUtf8(text, length)) return Decline("string is not valid UTF-8");
       p_ = text + length;
       *slot = static_cast<uint32_t>(memo_.size());
       return MemoPut(SlotKind::kString, static_cast<uint32_t>(text - begin_),

@@ -6,6 +6,7 @@
 #include "fr/base/rank_set.h"
 #include "fr/base/utf8.h"
 #include "fr/report/proto_json.h"
+#include "fr/verdict/message_strings.h"
 
 namespace fr {
 namespace {
@@ -15,41 +16,6 @@ using report::Report;
 // Groups with problems are listed in full; of the healthy ones only this many, then a count.
 constexpr int kHealthyGroupsShown = 8;
 constexpr int kStatesPerGroupShown = 6;
-
-// Every string of `message` and its submessages replaced by `rewrite` of it: TerminalSafe for the
-// text report, which quotes frame names, group descs and paths from files that anyone could have
-// written; ValidUtf8 for the binary message, whose strings readers require to be UTF-8.
-void RewriteStrings(google::protobuf::Message* message, std::string (*rewrite)(std::string_view)) {
-  const google::protobuf::Reflection* reflection = message->GetReflection();
-  std::vector<const google::protobuf::FieldDescriptor*> fields;
-  reflection->ListFields(*message, &fields);
-  for (const google::protobuf::FieldDescriptor* field : fields) {
-    using google::protobuf::FieldDescriptor;
-    if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-      if (field->is_repeated()) {
-        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          reflection->SetRepeatedString(message, field, i,
-                                        rewrite(reflection->GetRepeatedString(*message, field, i)));
-        }
-      } else {
-        reflection->SetString(message, field, rewrite(reflection->GetString(*message, field)));
-      }
-    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      if (field->is_map()) {
-        // Maps hold counters keyed by oddity names, which may quote a key from a file.
-        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          RewriteStrings(reflection->MutableRepeatedMessage(message, field, i), rewrite);
-        }
-      } else if (field->is_repeated()) {
-        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          RewriteStrings(reflection->MutableRepeatedMessage(message, field, i), rewrite);
-        }
-      } else {
-        RewriteStrings(reflection->MutableMessage(message, field), rewrite);
-      }
-    }
-  }
-}
 
 std::vector<int64_t> Ranks(const google::protobuf::RepeatedField<int32_t>& field) {
   return std::vector<int64_t>(field.begin(), field.end());

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "fr/base/lines.h"
 
 namespace fr {
 namespace {
@@ -184,11 +185,8 @@ absl::Status ParseStackSnapshot(const std::string& path, std::string_view text,
   bool in_header = false;
   int64_t line_number = 0;
   int64_t unparsed = 0;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = Trim(text.substr(start, end - start));
-    start = end + 1;
+  for (std::string_view raw : Lines(text)) {
+    std::string_view line = Trim(raw);
     ++line_number;
     if (line.empty()) {
       thread = nullptr;

@@ -14,6 +14,7 @@
 #include "fr/base/rank_set.h"
 #include "fr/base/utf8.h"
 #include "fr/logs/xid_catalog.h"
+#include "fr/verdict/message_strings.h"
 #include "fr/verdict/root_cause_explainer.h"
 
 namespace fr {
@@ -291,34 +292,6 @@ using root_cause_internal::IsAbruptDeath;
 using root_cause_internal::IsCascadeException;
 using root_cause_internal::kKeptRunningLines;
 
-// Log lines, hosts and paths are bytes; report strings must be UTF-8 (lib/fr/base/utf8.h).
-void MakeValidUtf8(google::protobuf::Message* message) {
-  const google::protobuf::Reflection* reflection = message->GetReflection();
-  std::vector<const google::protobuf::FieldDescriptor*> fields;
-  reflection->ListFields(*message, &fields);
-  for (const google::protobuf::FieldDescriptor* field : fields) {
-    using google::protobuf::FieldDescriptor;
-    if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-      if (field->is_repeated()) {
-        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          reflection->SetRepeatedString(
-              message, field, i, ValidUtf8(reflection->GetRepeatedString(*message, field, i)));
-        }
-      } else {
-        reflection->SetString(message, field, ValidUtf8(reflection->GetString(*message, field)));
-      }
-    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      if (field->is_repeated()) {  // map entries too
-        for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
-          MakeValidUtf8(reflection->MutableRepeatedMessage(message, field, i));
-        }
-      } else {
-        MakeValidUtf8(reflection->MutableMessage(message, field));
-      }
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<int64_t> RanksTheLogsSayDied(const LogSet& logs) {
@@ -344,10 +317,11 @@ LogsAnswer ExplainFromLogs(const LogSet& logs, const JobClock& clock, const Judg
                            report::Report* report) {
   LogsAnswer answer = Explainer(logs, clock, dumps, report).Run();
   // Everything the logs added or rewrote.
-  MakeValidUtf8(report->mutable_verdict());
-  MakeValidUtf8(report->mutable_timeline());
-  MakeValidUtf8(report->mutable_launcher());
-  for (report::LogFileRead& file : *report->mutable_log_files()) MakeValidUtf8(&file);
+  // Log lines, hosts and paths are bytes; report strings must be UTF-8 (lib/fr/base/utf8.h).
+  RewriteStrings(report->mutable_verdict(), ValidUtf8);
+  RewriteStrings(report->mutable_timeline(), ValidUtf8);
+  RewriteStrings(report->mutable_launcher(), ValidUtf8);
+  for (report::LogFileRead& file : *report->mutable_log_files()) RewriteStrings(&file, ValidUtf8);
   for (std::string& error : *report->mutable_log_errors()) error = ValidUtf8(error);
   return answer;
 }
