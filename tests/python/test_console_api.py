@@ -771,3 +771,54 @@ def test_a_first_schema_database_is_upgraded_in_place(database, tmp_path):
                 assert "COVERING INDEX ix_analysis_hosts_fleet" in plan, plan
     finally:
         engine.dispose()
+
+
+def test_the_fleet_index_migration_goes_back_and_forth(database, tmp_path):
+    """An operator who rolls the console back runs `alembic downgrade 0001`: the host index of
+    the first schema returns with the rows untouched, and upgrading again restores the fleet's
+    index."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from fr_analyze.console._store import MIGRATIONS, database_url
+
+    data = tmp_path / "data"
+    data.mkdir()
+    engine = sa.create_engine(database_url(database[1] if database else None, data))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+
+    def state(c):
+        indexes = {ix["name"]: ix["column_names"]
+                   for ix in sa.inspect(c).get_indexes("analysis_hosts")}
+        rows = c.execute(sa.text(
+            "SELECT host, role FROM analysis_hosts ORDER BY host")).all()
+        version = c.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
+        return version, indexes, [tuple(r) for r in rows]
+
+    try:
+        with engine.begin() as c:
+            config.attributes["connection"] = c
+            command.upgrade(config, "0001")
+            first_indexes = state(c)[1]
+            assert "ix_analysis_hosts_host" in first_indexes
+            command.upgrade(config, "head")
+            c.execute(sa.text(
+                "INSERT INTO analyses (id, created_ms, name, label, status, error,"
+                " failure_class, root_kind, confidence, culprit_text, hosts_text, host_count,"
+                " input_bytes, seconds, fr_version, report) VALUES ('00000000000000bb',"
+                " 1764000000000, 'job', '', 'done', '', 'missing_participant', 'xid', 'high',"
+                " '3', 'node-c', 1, 0, 1.5, '0.0.9', '{}')"))
+            c.execute(sa.text(
+                "INSERT INTO analysis_hosts (analysis_id, host, gpu, role, kind, created_ms)"
+                " VALUES ('00000000000000bb', 'node-c', '', 'initiated', 'xid', 1764000000000)"))
+            command.downgrade(config, "0001")
+            assert state(c) == ("0001", first_indexes, [("node-c", "initiated")])
+            command.upgrade(config, "head")
+            version, indexes, rows = state(c)
+            assert version == "0002" and rows == [("node-c", "initiated")]
+            assert "ix_analysis_hosts_host" not in indexes
+            assert indexes["ix_analysis_hosts_fleet"][0] == "host"
+    finally:
+        engine.dispose()
