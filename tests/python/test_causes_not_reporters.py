@@ -260,3 +260,36 @@ def test_an_untimed_traceback_is_placed_between_its_files_timed_lines(tmp_path, 
     assert "between 10:00:00.000 UTC and 10:10:00.500 UTC" in cause["summary"], cause["summary"]
     traceback = [e for e in cause["evidence"] if "ValueError" in e["text"]]
     assert traceback and traceback[0]["raw_time"].startswith("(none: printed between "), traceback
+
+
+# PyTorch 2.4+'s watchdog line, as in tests/data/logs/real/illegal_memory_access.log
+# (github.com/pytorch/pytorch/issues/152780): "[PG ID 0 PG GUID 0(default_pg) Rank 0] Process
+# group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation
+# timeout: WorkNCCL(SeqNum=..., OpType=ALLREDUCE, ...)". Here with the groups of a TP 4 x DP 2
+# job (PG GUIDs named as new_group(group_desc=...) names them).
+def watchdog_line(rank, pg, seq, numel, second):
+    return (f"[rank{rank}]:[E823 11:14:{second:02d}.028280973 ProcessGroupNCCL.cpp:1595] "
+            f"[PG ID {pg.split('(')[0]} PG GUID {pg} Rank {rank}] Process group watchdog thread "
+            f"terminated with exception: [Rank {rank}] Watchdog caught collective operation "
+            f"timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={numel}, "
+            f"NumelOut={numel}, Timeout(ms)=600000) ran for 600067 milliseconds before timing "
+            f"out.\n")
+
+
+def test_timeouts_split_over_groups_name_the_one_rank_all_of_them_wait_on(cli):
+    # Rank 3 hangs before its TP group's all-reduce #57: its TP peers 0-2 time out in it; the
+    # other TP group went on to the DP all-reduce #20, where 4-7 wait for 0-3 and time out. No
+    # group's reporters are the cause: rank 3, silent in both, is.
+    tp_stuck, dp_stuck = [0, 1, 2], [4, 5, 6, 7]
+    log = "".join(watchdog_line(r, "1(TP)", 57, 4194304, 10 + r) for r in tp_stuck)
+    log += "".join(watchdog_line(r, "2(DP)", 20, 9801523, 12 + r) for r in dp_stuck)
+    report, status = analyze(cli, "-", stdin=log)
+    verdict = report["verdict"]
+    assert verdict["root_cause"]["kind"] == "collective_timeout"
+    assert verdict["culprit_ranks"] == [3], verdict["summary"]
+    assert sorted(verdict["victim_ranks"]) == tp_stuck + dp_stuck
+    # Each group (by its PG GUID) is described with its own collective, not the first one's.
+    summary = verdict["root_cause"]["summary"]
+    assert "3 rank(s) in ALLREDUCE SeqNum 57 of 1;" in summary, summary
+    assert "4 rank(s) in ALLREDUCE SeqNum 20 of 2)" in summary, summary
+    assert status == 1

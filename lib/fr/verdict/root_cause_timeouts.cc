@@ -251,22 +251,48 @@ bool Explainer::FromTimeouts(report::RootCause* cause) {
   AddCascadeEvidence(cause);
   FillDetail(cause, *first_timeout_);
   std::vector<int64_t> list(laggards.begin(), laggards.end());
-  std::string op = first_timeout_->op.empty() ? "a collective" : first_timeout_->op;
   // Ranks whose lines name none (torch 1.x's "[E ProcessGroupNCCL.cpp:458] [Rank 0] ...")
   // still count as timeouts seen.
   size_t timeouts_seen = 0;
   for (const LogEvent& event : logs_.events) {
     timeouts_seen += event.kind == LogEventKind::kWatchdogTimeout;
   }
-  std::string sentence = fmt::format(
-      "Only collective timeouts are visible: {} timed out in {}{}{} from {}.",
-      victims_.empty() ? fmt::format("{} timeout line(s)", timeouts_seen)
-                       : fmt::format("{} rank(s)", victims_.size()),
-      op, first_timeout_->seq >= 0 ? fmt::format(" SeqNum {}", first_timeout_->seq) : "",
-      first_timeout_->process_group.empty() ? "" : " of " + first_timeout_->process_group,
-      ClockTime(first_timeout_->time_ns));
+  auto in_collective = [](const LogEvent& event) {
+    return fmt::format("{}{}{}", event.op.empty() ? "a collective" : event.op,
+                       event.seq >= 0 ? fmt::format(" SeqNum {}", event.seq) : "",
+                       event.process_group.empty() ? "" : " of " + event.process_group);
+  };
+  // Timeouts in several groups (a TP group's members wait in its collective, their DP peers in
+  // theirs) are each a view of the same stop: every group is named with its own collective, so
+  // that no group's op is taken for the one all of them wait in.
+  std::map<std::string, std::pair<const LogEvent*, std::set<int64_t>>> by_group;
+  for (const LogEvent& event : logs_.events) {
+    if (event.kind != LogEventKind::kWatchdogTimeout) continue;
+    auto& [first, ranks] = by_group[event.process_group];
+    if (first == nullptr || Before(event, *first)) first = &event;
+    if (event.rank >= 0) ranks.insert(event.rank);
+  }
+  std::string where = in_collective(*first_timeout_);
+  if (by_group.size() > 1) {
+    std::vector<std::pair<const LogEvent*, size_t>> groups;
+    for (const auto& [name, group] : by_group)
+      groups.emplace_back(group.first, group.second.size());
+    std::sort(groups.begin(), groups.end(),
+              [](const auto& a, const auto& b) { return Before(*a.first, *b.first); });
+    std::vector<std::string> parts;
+    for (const auto& [first, ranks] : groups) {
+      parts.push_back(fmt::format("{} rank(s) in {}", ranks, in_collective(*first)));
+    }
+    where = fmt::format("{} process groups ({})", groups.size(), fmt::join(parts, "; "));
+  }
+  std::string sentence =
+      fmt::format("Only collective timeouts are visible: {} timed out in {} from {}.",
+                  victims_.empty() ? fmt::format("{} timeout line(s)", timeouts_seen)
+                                   : fmt::format("{} rank(s)", victims_.size()),
+                  where, ClockTime(first_timeout_->time_ns));
   if (!list.empty()) {
-    sentence += fmt::format(" {} never reached it: {}.", Who(laggards, hosts), how);
+    sentence += fmt::format(" {} never reached {}: {}.", Who(laggards, hosts),
+                            by_group.size() > 1 ? "them" : "it", how);
     SetConfidence(cause, named_by_own_lines ? Confidence::kHigh : Confidence::kMedium);
   } else if (silent_candidates > 0) {
     sentence += fmt::format(
