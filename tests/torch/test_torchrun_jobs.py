@@ -108,6 +108,13 @@ def check(status, report, expected):
         must_name = root.get("kind") in ("python_exception", "segfault", "collective_timeout")
         if ranks != want and (must_name or ranks):
             wrong.append(f"root_cause.ranks {ranks}, expected {want}")
+    # A rank the harness made die (an exception, a segfault) is shown dying: no next action may
+    # send the user looking for where it hangs or for an exception it swallowed.
+    if expected["scenario"].split("_")[0] in ("exception", "segfault"):
+        hanging = [a for a in verdict.get("next_actions", [])
+                   if "stuck outside communication" in a or "swallowed" in a]
+        if hanging:
+            wrong.append(f"next actions for a rank that hangs, yet it died: {hanging}")
     want = 0 if expected["failure_class"] == "none" else 1
     if status != want:
         wrong.append(f"exit status {status}, expected {want}"

@@ -35,6 +35,22 @@ TEST(NextActionsTest, CulpritStuckOutsideCommunicationGetsItsStackRead) {
   EXPECT_THAT(actions, Contains(HasSubstr("TORCH_NCCL_ENABLE_TIMING")));
 }
 
+TEST(NextActionsTest, ACulpritTheLogsShowDyingIsNotLookedForWhereItHangs) {
+  NextActionContext c;
+  c.failure_class = FailureClass::kMissingParticipant;
+  c.culprits = {2};
+  c.stop_explained = true;
+  for (bool dump_missing : {false, true}) {
+    c.culprit_dump_missing = dump_missing;
+    std::vector<std::string> actions = NextActions(c);
+    EXPECT_THAT(actions, Not(Contains(HasSubstr("stuck outside communication"))));
+    EXPECT_THAT(actions, Not(Contains(HasSubstr("swallowed"))));
+    EXPECT_THAT(actions, Not(Contains(HasSubstr("left no dump"))));
+  }
+  // What the dumps lacked is still said.
+  EXPECT_THAT(NextActions(c), Contains(HasSubstr("shared storage")));
+}
+
 TEST(NextActionsTest, TimingAdviceOnlyWhereTheBackendCanRecordIt) {
   NextActionContext c;
   c.failure_class = FailureClass::kStuckCollective;

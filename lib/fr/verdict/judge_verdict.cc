@@ -234,6 +234,7 @@ void Judge::JudgeVerdict(const WaitForGraph& graph) {
   context.ranks_missing = AbsentRanks();
   context.has_stragglers = !judgment_.stragglers.empty();
   verdict.next_actions = NextActions(context);
+  verdict.next_action_context = std::move(context);
   verdict.chains = Chains(graph, culprits);
 }
 

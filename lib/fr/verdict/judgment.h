@@ -22,6 +22,7 @@
 #include "fr/report.pb.h"
 #include "fr/stacks/python_stacks.h"
 #include "fr/verdict/failure_class.h"
+#include "fr/verdict/next_actions.h"
 #include "fr/verdict/stragglers.h"
 #include "fr/verdict/unrecorded_p2p.h"
 #include "fr/waitfor/wait_for_graph.h"
@@ -84,6 +85,9 @@ struct DumpVerdict {
   Confidence confidence = Confidence::kHigh;
   std::string summary;
   std::vector<std::string> next_actions;
+  // What next_actions were made from: the join with the logs makes them again when the logs
+  // know more (why the culprit stopped).
+  NextActionContext next_action_context;
   // The longest wait chains (waiter -> ... -> culprit), hops into Judgment::matched.blocks.
   std::vector<std::vector<WaitHop>> chains;
 };

@@ -11,7 +11,14 @@ std::vector<std::string> NextActions(const NextActionContext& c) {
                                        : fmt::format("rank{} {}", c.culprits.size() > 1 ? "s" : "",
                                                      FormatRankSet(c.culprits));
   const FailureClass fc = c.failure_class;
-  if (fc == FailureClass::kMissingParticipant && c.culprit_dump_missing) {
+  if (fc == FailureClass::kMissingParticipant && c.stop_explained) {
+    // The logs' own steps for the way it died come first; the dumps add what they lacked.
+    if (c.culprit_dump_missing) {
+      actions.push_back(
+          "Write dumps to shared storage (TORCH_FR_DUMP_TEMP_FILE on a network filesystem) so a "
+          "crashed node's file survives.");
+    }
+  } else if (fc == FailureClass::kMissingParticipant && c.culprit_dump_missing) {
     actions.push_back(fmt::format(
         "Find out why {} left no dump: look for a crash in its log (Python traceback, CUDA error, "
         "segfault), an OOM kill (dmesg) or a lost node.",

@@ -22,6 +22,9 @@ struct NextActionContext {
   bool buffer_wrapped = false;  // entries rolled out of a ring buffer
   std::vector<int64_t> ranks_missing;
   bool has_stragglers = false;
+  // The logs say why the culprit stopped (it died: an exception, a crash, an OOM kill): the
+  // steps that look for where it hangs or what it swallowed would contradict them.
+  bool stop_explained = false;
 };
 
 std::vector<std::string> NextActions(const NextActionContext& context);

@@ -162,8 +162,19 @@ void Explainer::Join(report::RootCause* cause) {
   } else if (!cause->disagreement().empty()) {
     verdict->set_summary(verdict->summary() + " " + cause->disagreement());
   }
+  std::vector<std::string> dump_actions(verdict->next_actions().begin(),
+                                        verdict->next_actions().end());
+  if (IsDeath(kind) && dump_class == FailureClass::kMissingParticipant && !dump_culprits.empty() &&
+      std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
+                    dump_culprits.end())) {
+    // The logs say how the culprit died: the dumps' steps for a rank that hangs somewhere (read
+    // where it is stuck, look for a swallowed exception) would contradict the traceback shown.
+    NextActionContext context = judged.next_action_context;
+    context.stop_explained = true;
+    dump_actions = NextActions(context);
+  }
   std::vector<std::string> merged = actions;
-  for (const std::string& action : verdict->next_actions()) merged.push_back(action);
+  for (const std::string& action : dump_actions) merged.push_back(action);
   verdict->clear_next_actions();
   for (const std::string& action : merged) verdict->add_next_actions(action);
 }
