@@ -293,3 +293,47 @@ def test_timeouts_split_over_groups_name_the_one_rank_all_of_them_wait_on(cli):
     assert "3 rank(s) in ALLREDUCE SeqNum 57 of 1;" in summary, summary
     assert "4 rank(s) in ALLREDUCE SeqNum 20 of 2)" in summary, summary
     assert status == 1
+
+
+# fast-reid's error (github.com/JDAI-CV/fast-reid/issues/170, tests/data/world/
+# fastreid_ddp_nan_iteration1), raised by each of four ranks under torchrun (its "[rankN]:"
+# prefixes), then torchrun's failure table (tests/data/logs/real/torchrun_table.log).
+def nan_traceback(rank):
+    return (f"[rank{rank}]:Traceback (most recent call last):\n"
+            f'[rank{rank}]:  File "/workspace/fastreid/engine/train_loop.py", line 238, in '
+            f"_detect_anomaly\n"
+            f"[rank{rank}]:    raise FloatingPointError(\n"
+            f"[rank{rank}]:FloatingPointError: Loss became infinite or NaN at iteration=1200!\n")
+
+
+def failure_table(first_rank):
+    return ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+            "============================================================\n"
+            "train.py FAILED\n"
+            "------------------------------------------------------------\n"
+            "Root Cause (first observed failure):\n"
+            "[0]:\n"
+            "  time      : 2023-05-19_16:39:58\n"
+            "  host      : node01\n"
+            f"  rank      : {first_rank} (local_rank: {first_rank})\n"
+            "  exitcode  : 1 (pid: 78971)\n"
+            "  error_file: <N/A>\n"
+            "  traceback : To enable traceback see: "
+            "https://pytorch.org/docs/stable/elastic/errors.html\n"
+            "============================================================\n")
+
+
+def test_a_loss_non_finite_on_every_rank_blames_no_rank(cli):
+    ranks = [0, 1, 2, 3]
+    report, status = analyze(cli, "-", stdin="".join(map(nan_traceback, ranks))
+                             + failure_table(0))
+    verdict = report["verdict"]
+    cause = verdict["root_cause"]
+    assert cause["kind"] == "non_finite", cause["summary"]
+    assert cause["ranks"] == ranks
+    assert cause["confidence"] != "high"
+    # No rank is the culprit of a loss that went NaN on all of them: not the one torchrun saw
+    # exit first, and no "stuck collective, suspect the network".
+    assert verdict.get("culprit_ranks", []) == []
+    assert verdict["failure_class"] not in ("stuck_collective", "missing_participant")
+    assert status == 1

@@ -277,6 +277,31 @@ TEST(RootCauseTest, ANanLossTheTrainingRecoveredFromIsNotTheCause) {
   EXPECT_EQ(stopped.Explain().verdict().root_cause().kind(), "non_finite");
 }
 
+TEST(RootCauseTest, TheSameNonFiniteReportOnEveryRankNamesNoneAsItsSource) {
+  // A loss reduced across ranks is NaN on all of them at the same step: each rank raises the
+  // same error (fast-reid's "Loss became infinite or NaN at iteration=N!").
+  auto nan_at = [](JobLogs& job, int rank, int64_t ns, int iteration) {
+    LogEvent& e = job.Add(LogEventKind::kNonFiniteLoss, rank, ns);
+    e.reason = "FloatingPointError";
+    e.text = "[rank" + std::to_string(rank) +
+             "]:FloatingPointError: Loss became infinite or NaN at iteration=" +
+             std::to_string(iteration) + "!";
+  };
+  JobLogs everywhere({0});
+  for (int rank = 0; rank < 4; ++rank) nan_at(everywhere, rank, Noon() + rank * kMs, 1200);
+  report::Report report = everywhere.Explain();
+  const report::RootCause& cause = report.verdict().root_cause();
+  EXPECT_EQ(cause.kind(), "non_finite");
+  EXPECT_THAT(Ranks(cause), ElementsAre(0, 1, 2, 3));
+  EXPECT_EQ(cause.confidence(), "medium");
+  EXPECT_THAT(report.verdict().culprit_ranks(), IsEmpty());
+  // One rank's loss going NaN steps before the others' is that rank's.
+  JobLogs one_first({0});
+  nan_at(one_first, 2, Noon(), 1100);
+  for (int rank : {0, 1, 3}) nan_at(one_first, rank, Noon() + 2 * kSecond, 1200);
+  EXPECT_THAT(Ranks(one_first.Explain().verdict().root_cause()), ElementsAre(2));
+}
+
 TEST(RootCauseTest, AStoreErrorTheJobGotPastIsNoInitFailure) {
   // A client that failed to connect once and retried: communicators came up after it, and the
   // job later lost rank 12 to a CUDA OOM.

@@ -18,6 +18,17 @@
 #include "fr/verdict/root_cause_explainer.h"
 
 namespace fr::root_cause_internal {
+namespace {
+
+// A non-finite loss report's words after whatever its line starts with (a rank's prefix, a time,
+// a host): from the exception's type, or from the trainer's dict of losses.
+std::string_view NonFiniteWords(const LogEvent& event) {
+  std::string_view text = event.text;
+  size_t at = event.reason.empty() ? text.find('{') : text.find(event.reason);
+  return at == std::string_view::npos ? text : text.substr(at);
+}
+
+}  // namespace
 
 void Explainer::DropStepCancelsAfterFailures(std::vector<Candidate>* candidates) const {
   auto bare_step_cancel = [](const Candidate& c) {
@@ -260,11 +271,12 @@ bool Explainer::FromFaults(report::RootCause* cause) {
         candidate.kind == first.kind && (event.time_ns == kNoTime || lead.time_ns == kNoTime ||
                                          event.time_ns - lead.time_ns <= kSameFaultWindowNs);
     // An exception is one rank's: a second rank raising later is not the same event.
-    // So is a loss gone non-finite: the first rank's, not every rank that printed the same
-    // all-reduced loss after it.
-    if ((first.kind == RootCauseKind::kPythonException ||
-         first.kind == RootCauseKind::kNonFinite) &&
-        event.rank != lead.rank) {
+    if (first.kind == RootCauseKind::kPythonException && event.rank != lead.rank) same = false;
+    // So is a loss gone non-finite on one rank first. The very same report on several ranks in
+    // the same window (a loss reduced across ranks is NaN on every one of them at the same
+    // step) has no first rank: each of them is named, none as its source.
+    if (first.kind == RootCauseKind::kNonFinite && event.rank != lead.rank &&
+        NonFiniteWords(event) != NonFiniteWords(lead)) {
       same = false;
     }
     // The peer's own report of the lead's lost connection is its consequence, not the cause.
@@ -343,6 +355,9 @@ bool Explainer::FromFaults(report::RootCause* cause) {
           (event.time_ns - lead.time_ns) / 1'000'000);
     }
     break;
+  }
+  if (first.kind == RootCauseKind::kNonFinite && ranks.size() > 1) {
+    confidence = std::min(confidence, Confidence::kMedium);
   }
   SetConfidence(cause, confidence);
   cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt + assumed + settled_by_);
@@ -584,6 +599,13 @@ std::string Explainer::FaultSentence(RootCauseKind kind, const LogEvent& lead,
   } else if (kind == RootCauseKind::kInitFailure) {
     sentence = fmt::format("The job never formed: {} could not {} {}{}.", who, InitStep(lead), when,
                            lead.reason.empty() ? "" : " (" + lead.reason + ")");
+  } else if (kind == RootCauseKind::kNonFinite && ranks.size() > 1) {
+    sentence = fmt::format(
+        "The loss went non-finite (NaN or inf) on {} ranks with the same report ({}), {}: a loss "
+        "reduced across ranks is non-finite on all of them at once, so no one of them is its "
+        "source; that step's data, the learning rate or the numerics (mixed precision, loss "
+        "scaling) are.",
+        ranks.size(), FormatRankSet({ranks.begin(), ranks.end()}), when);
   } else if (kind == RootCauseKind::kNonFinite) {
     sentence = fmt::format("{}'s loss went non-finite (NaN or inf) first, {}.", who, when);
   }

@@ -38,8 +38,10 @@ void Explainer::Join(report::RootCause* cause) {
       failure_class = kind == RootCauseKind::kTransportError ? FailureClass::kStuckCollective
                                                              : FailureClass::kMissingParticipant;
     }
-    if (kind == RootCauseKind::kHostKill || kind == RootCauseKind::kInitFailure) {
-      // Nothing ran that the collectives' classes describe: no culprit rank.
+    if (kind == RootCauseKind::kHostKill || kind == RootCauseKind::kInitFailure ||
+        (kind == RootCauseKind::kNonFinite && log_ranks.size() > 1)) {
+      // Nothing ran that the collectives' classes describe (or every rank named failed alike,
+      // as with a loss non-finite on all of them at once): no culprit rank.
       failure_class = FailureClass::kInsufficientEvidence;
       verdict->clear_culprit_ranks();
     }
@@ -273,10 +275,11 @@ std::vector<std::string> Explainer::KindActions(RootCauseKind kind, const report
   }
   if (kind == RootCauseKind::kNonFinite) {
     return {
-        "Find the step where the loss first went NaN/inf on that rank: check its data batch, "
-        "the learning rate and warmup, fp16 loss scaling or bf16 overflow, and gradient "
-        "clipping; torch.autograd.set_detect_anomaly(True) on a rerun of that step names the "
-        "operation."};
+        fmt::format("Find the step where the loss first went NaN/inf{}: check its data batch, "
+                    "the learning rate and warmup, fp16 loss scaling or bf16 overflow, and "
+                    "gradient clipping; torch.autograd.set_detect_anomaly(True) on a rerun of "
+                    "that step names the operation.",
+                    cause.ranks_size() == 1 ? " on that rank" : "")};
   }
   if (kind == RootCauseKind::kCollectiveTimeout) {
     return {
