@@ -25,12 +25,16 @@ def case_id(case):
 
 
 def stage(case, tmp_path, mtimes="recorded"):
-    """Copies a case's dumps to tmp_path/dumps with the recorded file times (or zeroed ones)."""
+    """Copies a case's dumps to tmp_path/dumps with the recorded file times, zeroed ones, or
+    ("copied") those of a `cp -r` a year later: the copy's own clock, 40 s between files, the
+    highest rank's file first."""
     dumps = tmp_path / "dumps"
     shutil.copytree(case / "dumps", dumps)
     recorded = json.loads((case / "file_times.json").read_text())
-    for name in os.listdir(dumps):
-        ns = 0 if mtimes == "zero" else recorded[name]
+    latest = max(recorded.values())
+    for i, name in enumerate(sorted(os.listdir(dumps), reverse=True)):
+        ns = {"zero": 0, "recorded": recorded[name],
+              "copied": latest + (365 * 86400 + 40 * i) * 10**9}[mtimes]
         os.utime(dumps / name, ns=(ns, ns))
     return dumps
 
@@ -73,6 +77,24 @@ def test_lost_file_times_change_no_verdict(cli, case, tmp_path):
     assert report["verdict"].get("culprit_ranks", []) == expected["culprit_ranks"]
     assert report["inputs"]["dump_time_source"].startswith("unknown")
     assert report["inputs"]["dump_time_confidence"] == "low"
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_later_copys_file_times_change_no_verdict(cli, case, tmp_path):
+    # `cp -r` without -p, or an archive unpacked a year later, gives every file the copy's time,
+    # one after another: times come from the dumps' content first, so the verdict is the one the
+    # recorded times give.
+    expected = json.loads((case / "expected.json").read_text())
+    stage(case, tmp_path / "original")
+    stage(case, tmp_path / "copy", mtimes="copied")
+    _, original = analyze(cli, tmp_path / "original")
+    _, copy = analyze(cli, tmp_path / "copy")
+    assert copy["verdict"]["failure_class"] == expected["failure_class"]
+    assert copy["verdict"].get("culprit_ranks", []) == expected["culprit_ranks"]
+    # (Victims may differ: a rank whose op was younger than its timeout when it dumped counts as
+    # one only once the dump time is known, and the copy's times do not tell it.)
+    for key in ("failure_class", "culprit_ranks", "confidence"):
+        assert copy["verdict"].get(key) == original["verdict"].get(key), key
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
