@@ -337,3 +337,25 @@ def test_a_loss_non_finite_on_every_rank_blames_no_rank(cli):
     assert verdict.get("culprit_ranks", []) == []
     assert verdict["failure_class"] not in ("stuck_collective", "missing_participant")
     assert status == 1
+
+
+# Gloo's size check as github.com/pytorch/gloo/pull/456 quotes it, printed by C++'s terminate on
+# rank 1; then torchrun's agent (tests/data/logs/real/torchrun_agent.log, pids and times edited)
+# stops the others and reports rank 1's SIGABRT.
+GLOO_ABORT = """\
+[rank1]:terminate called after throwing an instance of 'gloo::EnforceNotMet'
+[rank1]:  what():  [enforce fail at fbcode/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 194478720 vs 4
+W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 33051 closing signal SIGTERM
+E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -6) local_rank: 1 (pid: 33054) of binary: /home/ubuntu/pythonn3.11/bin/python3
+"""
+
+
+def test_gloos_size_check_is_the_cause_not_an_unexplained_abort(cli):
+    report, status = analyze(cli, "-", stdin=GLOO_ABORT)
+    cause = report["verdict"]["root_cause"]
+    # Was "unknown": the cascade with no initiating event, the abort's reason unread.
+    assert cause["kind"] == "python_exception", cause["summary"]
+    assert cause["ranks"] == [1]
+    assert "sizes differ across ranks" in cause["summary"]
+    assert "194478720" in cause["summary"]
+    assert status == 1

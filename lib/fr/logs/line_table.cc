@@ -123,6 +123,7 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
       // The worker's own crash, and its loss ("oss" rejects most lines; OnLoss looks closer).
       // A crash handler's report names its signal ("Caught signal 11 (Segmentation fault: ...)").
       {"Caught signal ", Call<&PythonLines::OnCaughtSignal>},
+      {"op.preamble.length <= op.nbytes", Call<&PythonLines::OnGlooSizeMismatch>},
       {"Segmentation fault", Call<&PythonLines::OnSegfault>},
       {"SIGSEGV", Call<&PythonLines::OnSegfault>},
       {"by peer [", Call<&PythonLines::OnBareException>},

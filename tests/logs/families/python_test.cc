@@ -49,6 +49,29 @@ TEST(Recognizers, PythonTracebackOneEventPerRank) {
   EXPECT_EQ(logs.events[1].bytes, 2LL << 30);
 }
 
+TEST(Recognizers, GloosSizeCheckIsACollectiveSizeMismatchWhereverItIsPrinted) {
+  // The message as github.com/pytorch/gloo/pull/456 quotes a user's post; once as C++'s
+  // terminate prints an uncaught exception (what():), once raised into Python.
+  constexpr std::string_view kEnforce =
+      "[enforce fail at fbcode/gloo/transport/tcp/pair.cc:456] op.preamble.length <= "
+      "op.nbytes. 194478720 vs 4";
+  LogSet logs = Parse(
+      "[rank1]:terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+      "[rank1]:  what():  " + std::string(kEnforce) + "\n" +
+      "[rank2]: Traceback (most recent call last):\n"
+      "[rank2]:   File \"train.py\", line 9, in step\n"
+      "[rank2]:     dist.all_reduce(t)\n"
+      "[rank2]: RuntimeError: " + std::string(kEnforce) + "\n" +
+      "[rank2]: next line\n");
+  ASSERT_THAT(Kinds(logs), ElementsAre("python_exception", "python_exception"));
+  for (int i : {0, 1}) {
+    EXPECT_EQ(logs.events[i].rank, i + 1);
+    EXPECT_EQ(logs.events[i].reason,
+              "gloo::EnforceNotMet (a collective's sizes differ across ranks: a peer sent "
+              "194478720 bytes where this rank's op takes 4)");
+  }
+}
+
 TEST(Recognizers, AnUntimedTracebackIsBoundedByTheTimedLinesAroundIt) {
   // The agent's line before it (tests/data/logs/real/torchrun_agent.log) and a watchdog line
   // after it (tests/data/logs/real/watchdog_default_pg.log), times edited. The traceback is

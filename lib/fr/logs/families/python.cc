@@ -68,6 +68,25 @@ std::optional<LogEventKind> GlooErrorKind(std::string_view message) {
   return std::nullopt;
 }
 
+// Gloo's enforce on a message longer than the receiving op ("op.preamble.length <= op.nbytes.
+// 6232 vs 4": what the peer sent, then what this rank's op holds) as a reason: the ranks are not
+// in the same collective with the same sizes. Empty when `message` is not that check.
+std::string GlooSizeMismatchReason(std::string_view message) {
+  constexpr std::string_view kCheck = "op.preamble.length <= op.nbytes";
+  size_t at = message.find(kCheck);
+  if (at == std::string_view::npos) return "";
+  std::string_view rest = message.substr(at + kCheck.size());
+  int64_t sent = IntAfter(rest, ". ");
+  int64_t expected = IntAfter(rest, " vs ");
+  std::string sizes =
+      sent >= 0 && expected >= 0
+          ? Cat({": a peer sent ", std::to_string(sent), " bytes where this rank's op takes ",
+                 std::to_string(expected)})
+          : "";
+  return EventText(Cat({"gloo::EnforceNotMet (a collective's sizes differ across ranks", sizes,
+                        ")"}));
+}
+
 // The timeout waited for, or the peer Gloo lost ("[10.0.0.5]:10895" -> "10.0.0.5:10895").
 void DescribeGlooError(std::string_view message, LogEvent* e) {
   if (e->kind == LogEventKind::kWatchdogTimeout) {
@@ -290,6 +309,9 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
     if (tb.time_after.kind != LogTime::Kind::kNone) context_->SetNextTime(e, tb.time_after);
   }
   e->reason = std::string(type);
+  if (std::string mismatch = GlooSizeMismatchReason(message); !mismatch.empty()) {
+    e->reason = mismatch;
+  }
   e->in_launcher = tb.in_launcher || Contains(tb.exception_line, "torch/distributed/elastic/");
   if (kind == LogEventKind::kPythonException && !context_->IsDropped(e)) {
     // What the writer prints after it tells a logged exception from a death.
@@ -378,6 +400,13 @@ bool PythonLines::OnCaughtSignal(std::string_view line, std::string_view body) {
       if (ConsumeInt(&t, &pid) && pid > 0) e->pid = ToInt32(pid);
     }
   }
+  return true;
+}
+
+bool PythonLines::OnGlooSizeMismatch(std::string_view line, std::string_view body) {
+  std::string reason = GlooSizeMismatchReason(body);
+  if (reason.empty()) return false;
+  context_->Emit(LogEventKind::kPythonException, line)->reason = std::move(reason);
   return true;
 }
 

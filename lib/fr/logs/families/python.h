@@ -54,6 +54,10 @@ class PythonLines {
   // they would under a traceback.
   bool OnBareException(std::string_view line, std::string_view body);
   bool OnCaughtSignal(std::string_view line, std::string_view body);
+  // Gloo's check that a peer sent no more than the op expects ("[enforce fail at
+  // gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 6232 vs 4"): the ranks ran a
+  // collective with different sizes, or different collectives; the process aborts on it.
+  bool OnGlooSizeMismatch(std::string_view line, std::string_view body);
   bool OnSegfault(std::string_view line, std::string_view body);
   bool OnLoss(std::string_view line, std::string_view body);
 
