@@ -78,13 +78,12 @@ std::string GlooSizeMismatchReason(std::string_view message) {
   std::string_view rest = message.substr(at + kCheck.size());
   int64_t sent = IntAfter(rest, ". ");
   int64_t expected = IntAfter(rest, " vs ");
-  std::string sizes =
-      sent >= 0 && expected >= 0
-          ? Cat({": a peer sent ", std::to_string(sent), " bytes where this rank's op takes ",
-                 std::to_string(expected)})
-          : "";
-  return EventText(Cat({"gloo::EnforceNotMet (a collective's sizes differ across ranks", sizes,
-                        ")"}));
+  std::string sizes = sent >= 0 && expected >= 0
+                          ? Cat({": a peer sent ", std::to_string(sent),
+                                 " bytes where this rank's op takes ", std::to_string(expected)})
+                          : "";
+  return EventText(
+      Cat({"gloo::EnforceNotMet (a collective's sizes differ across ranks", sizes, ")"}));
 }
 
 // The timeout waited for, or the peer Gloo lost ("[10.0.0.5]:10895" -> "10.0.0.5:10895").
