@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "fr/base/json_string.h"
 #include "fr/base/utf8.h"
 
 namespace fr {
@@ -14,51 +15,6 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
-
-void AppendString(std::string_view raw, std::string* out) {
-  // JSON is UTF-8: whatever a file or a worker's summary put into a string, what is written is
-  // valid (a reader such as Python's json fails on the first bad byte otherwise).
-  std::string repaired;
-  std::string_view text = raw;
-  if (!IsValidUtf8(raw)) {
-    repaired = ValidUtf8(raw);
-    text = repaired;
-  }
-  *out += '"';
-  for (char ch : text) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\b':
-        *out += "\\b";
-        break;
-      case '\f':
-        *out += "\\f";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          *out += fmt::format("\\u{:04x}", c);
-        } else {
-          *out += ch;
-        }
-    }
-  }
-  *out += '"';
-}
 
 void AppendDouble(double value, std::string* out) {
   // JSON has no NaN or infinities; protobuf's mapping writes them as strings.
@@ -103,7 +59,7 @@ class Writer {
     out_ += "{\n";
     for (size_t i = 0; i < fields.size(); ++i) {
       Indent(depth + 1);
-      AppendString(fields[i]->name(), &out_);
+      AppendJsonString(fields[i]->name(), &out_);
       out_ += ": ";
       WriteField(message, fields[i], depth + 1);
       out_ += i + 1 < fields.size() ? ",\n" : "\n";
@@ -160,7 +116,7 @@ class Writer {
     out_ += "{\n";
     for (size_t i = 0; i < entries.size(); ++i) {
       Indent(depth + 1);
-      AppendString(entries[i]->GetReflection()->GetString(*entries[i], key), &out_);
+      AppendJsonString(entries[i]->GetReflection()->GetString(*entries[i], key), &out_);
       out_ += ": ";
       WriteValue(*entries[i], value, -1, depth + 1);
       out_ += i + 1 < entries.size() ? ",\n" : "\n";
@@ -206,12 +162,12 @@ class Writer {
                     : "false";
         break;
       case FieldDescriptor::CPPTYPE_ENUM:
-        AppendString(repeated ? r->GetRepeatedEnum(message, field, index)->name()
-                              : r->GetEnum(message, field)->name(),
-                     &out_);
+        AppendJsonString(repeated ? r->GetRepeatedEnum(message, field, index)->name()
+                                  : r->GetEnum(message, field)->name(),
+                         &out_);
         break;
       case FieldDescriptor::CPPTYPE_STRING:
-        AppendString(
+        AppendJsonString(
             repeated ? r->GetRepeatedString(message, field, index) : r->GetString(message, field),
             &out_);
         break;

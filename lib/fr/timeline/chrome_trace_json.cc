@@ -5,38 +5,12 @@
 #include <string_view>
 
 #include "fmt/format.h"
+#include "fr/base/json_string.h"
 #include "fr/timeline/timeline.h"
 
 namespace fr {
 
 namespace {
-
-void AppendJsonString(std::string_view text, std::string* out) {
-  out->push_back('"');
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          *out += fmt::format("\\u{:04x}", c);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 std::string Micros(int64_t ns) { return fmt::format("{}.{:03}", ns / 1000, std::abs(ns % 1000)); }
 
