@@ -34,9 +34,9 @@ noisy: a ratio against a baseline of the same run, or the server's own time).
 
 When the upload misses its target (or with --breakdown), the stages of an upload are timed one
 by one in this process with the console's own code: before the answer, multipart parsing to
-disk, unpacking (with SHA-256 as the members are written), the worker process (inside it: load,
-analyze, JSON, protobuf), the row's transaction; after the answer, the inputs' zstd compression
-into the blob store; on the first downloads, restoring the inputs and the worker making the
+disk, unpacking, the worker process (inside it: load, analyze, JSON, protobuf), the row's
+transaction; after the answer, the inputs' SHA-256 and their zstd compression into the blob
+store; on the first downloads, restoring the inputs and the worker making the
 HTML report and the Perfetto timeline (inside it: HTML, timeline).
 
     PYTHONPATH=$PWD/build/dev/python FR_ANALYZE_CLI=$PWD/build/dev/tools/fr-analyze \\
@@ -369,7 +369,7 @@ def breakdown(workdir, archive):
     """The stages of one upload, one after another, with the console's own code."""
     import fr_analyze
     from fr_analyze.console import _analysis
-    from fr_analyze.console._store import Analysis, InputFile, Store
+    from fr_analyze.console._store import UNHASHED, Analysis, InputFile, Store
     from fr_analyze.console._uploads import Limits, MultipartWriter, UploadFolder, unpack_archive
 
     stages = []
@@ -396,9 +396,8 @@ def breakdown(workdir, archive):
     started = time.perf_counter()
     for path, sent in writer.uploaded:
         unpack_archive(folder, folder.root / path, sent)
-    stages.append(("unpack the archive (SHA-256 as the members are written)",
-                   time.perf_counter() - started))
-    inputs = [InputFile(path, sha, size) for path, sha, size in folder.hashed_files()]
+    stages.append(("unpack the archive", time.perf_counter() - started))
+    inputs = [InputFile(path, UNHASHED, size) for path, size in folder.listing()]
 
     env = dict(os.environ)
     started = time.perf_counter()
@@ -441,6 +440,9 @@ def breakdown(workdir, archive):
     started = time.perf_counter()
     store.save(analysis)
     stages.append(("save the row (one transaction)", time.perf_counter() - started))
+    started = time.perf_counter()
+    _analysis.hash_staged_inputs(store, analysis, folder.root)
+    stages.append(("after the answer: the inputs hashed (SHA-256)", time.perf_counter() - started))
     started = time.perf_counter()
     _analysis.store_staged_inputs(store, analysis, folder.root)
     stages.append(("after the answer: the inputs into the blob store (zstd)",

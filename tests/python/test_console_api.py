@@ -606,9 +606,9 @@ def test_a_server_killed_mid_analysis_keeps_every_stored_analysis_whole(database
 
 def test_the_answer_comes_before_the_inputs_are_stored_and_a_kill_then_loses_none(
         database, slow_job, tmp_path):
-    """A 512-file upload is answered once its row is saved: compressing its inputs into the
-    blob store follows. kill -9 the moment the answer's status line arrives: the inputs are not
-    all stored yet, and the next start stores them from the upload's folder."""
+    """A 512-file upload is answered once its row is saved: hashing its inputs and compressing
+    them into the blob store follow. kill -9 the moment the answer's status line arrives: the
+    inputs are not all stored yet, and the next start stores them from the upload's folder."""
     data = tmp_path / "data"
     sent = folder_files(slow_job)
     server = start_server(data, *database)
@@ -640,6 +640,42 @@ def test_the_answer_comes_before_the_inputs_are_stored_and_a_kill_then_loses_non
         rerun = requests.post(again.url + f"/api/analyses/{analysis_id}/rerun", timeout=TIMEOUT)
         assert rerun.status_code == 200, rerun.text
         assert rerun.json()["report"]["verdict"]["culprit_ranks"] == [5]
+
+
+def test_a_restart_hashes_and_stores_inputs_answered_before_they_were_hashed(database,
+                                                                            tmp_path):
+    """An upload's row is saved with its inputs unhashed; their hashes are recorded after the
+    answer, with their compression. A server killed before that (the row as it was saved, the
+    files in uploads/<id>/files) records the hashes at its next start and stores the files; a
+    file gone from the folder is the one input lost."""
+    from fr_analyze.console._store import UNHASHED, Analysis, InputFile, Store
+
+    data = tmp_path / "data"
+    db = database[1] if database else None
+    contents = {"job/rank_0.log": b"[rank0]: step 1\n", "job/rank_1.log": b"[rank1]: step 1\n",
+                "job/gone.log": b"never stored"}
+    store = Store(data, db)
+    store.migrate()
+    analysis_id = "0123456789abcdef"
+    store.save(Analysis(id=analysis_id, created_ms=int(time.time() * 1000), report="{}",
+                        inputs=[InputFile(path, UNHASHED, len(content))
+                                for path, content in contents.items()]))
+    store.engine.dispose()
+    staged = data / "uploads" / analysis_id / "files"
+    for path, content in contents.items():
+        if path != "job/gone.log":
+            (staged / path).parent.mkdir(parents=True, exist_ok=True)
+            (staged / path).write_bytes(content)
+
+    with start_server(data, *database) as server:
+        stored = get(server, f"/api/analyses/{analysis_id}")
+        hashes = {i["path"]: i["sha256"] for i in stored["inputs"]}
+        assert hashes == {path: hashlib.sha256(content).hexdigest() if path != "job/gone.log"
+                          else UNHASHED for path, content in contents.items()}
+        for path in ("job/rank_0.log", "job/rank_1.log"):
+            assert stored_blob(data, hashes[path]) == contents[path]
+        assert list((data / "uploads").iterdir()) == []
+    assert "input 'job/gone.log' was lost" in (tmp_path / "data.log").read_text()
 
 
 def _swallow(action):

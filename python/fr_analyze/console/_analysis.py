@@ -1,6 +1,6 @@
 """Runs one analysis for the console: the worker process under its limits, then the finished row
-into the database in one transaction. The upload's inputs were hashed as they were written; their
-compression into the blob store follows the answer (store_staged_inputs). The HTML report and
+into the database in one transaction. The upload's inputs are hashed and compressed into the blob
+store after the answer (hash_staged_inputs, store_staged_inputs). The HTML report and
 the Perfetto timeline are made on their first download from the stored inputs (make_outputs), in
 a worker under the same limits, and kept.
 
@@ -24,7 +24,8 @@ import time
 import uuid
 from typing import List, Optional, Sequence
 
-from fr_analyze.console._store import Analysis, HostRole, InputFile, Store
+from fr_analyze.console._store import (UNHASHED, Analysis, HostRole, InputFile, Store,
+                                       file_sha256)
 
 
 @dataclasses.dataclass
@@ -218,9 +219,20 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def hash_staged_inputs(store: Store, analysis: Analysis, files: pathlib.Path) -> None:
+    """Takes the SHA-256 of the inputs of a saved analysis that were saved UNHASHED, from its
+    upload's folder, and records them (in `analysis` too). What the answer does not wait for; a
+    server killed before the end does it when it starts (Store.finish_storing)."""
+    hashes = {}
+    for item in analysis.inputs:
+        if item.sha256 == UNHASHED:
+            item.sha256 = hashes[item.path] = file_sha256(files / item.path)
+    store.set_input_hashes(analysis.id, hashes)
+
+
 def store_staged_inputs(store: Store, analysis: Analysis, files: pathlib.Path) -> None:
     """Compresses the inputs of a saved analysis from its upload's folder into the blob store
-    (hashed already, as they were written), then records the blobs. What the answer does not
+    (hashed already: hash_staged_inputs), then records the blobs. What the answer does not
     wait for; a server killed before the end finishes it when it starts (Store.finish_storing)."""
     held: List[str] = []  # every blob being written is kept from collection until recorded
     try:

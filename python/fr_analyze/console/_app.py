@@ -3,8 +3,8 @@ every request passes (token, cross-site POSTs, size and time limits).
 
 Requests only read and write files and rows; every analysis runs in a worker process
 (_analysis.py), so a large or crafted upload never holds the event loop. An upload is answered
-once its row is saved: its inputs are compressed into the blob store after the answer, and its
-HTML report and Perfetto timeline are made on their first download, then kept.
+once its row is saved: its inputs are hashed and compressed into the blob store after the
+answer, and its HTML report and Perfetto timeline are made on their first download, then kept.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from starlette.responses import (FileResponse, HTMLResponse, JSONResponse, Redir
 from starlette.routing import Route
 
 from fr_analyze.console import _analysis, _worker
-from fr_analyze.console._store import Analysis, InputFile, Store, iso_time
+from fr_analyze.console._store import UNHASHED, Analysis, InputFile, Store, iso_time
 from fr_analyze.console._uploads import (Limits, MultipartWriter, UploadError, UploadFolder,
                                          is_archive, unpack_archive)
 
@@ -92,6 +92,9 @@ class ConsoleApp:
         # Analyses answered whose inputs are still being compressed into the blob store: what
         # reads the stored inputs (a re-run, making an output) waits for them.
         self.storing: Dict[str, asyncio.Task] = {}
+        # Those of them whose inputs' hashes are not recorded yet (set once they are): what
+        # shows the inputs' hashes (the API's analysis) waits for them.
+        self.hashing: Dict[str, asyncio.Event] = {}
         # Outputs being made, by (analysis, name): a second download waits for the first's.
         self.making: Dict[Tuple[str, str], asyncio.Task] = {}
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -118,6 +121,12 @@ class ConsoleApp:
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
+
+    async def inputs_hashed(self, analysis_id: str) -> None:
+        """Returns once the analysis's inputs have their SHA-256 recorded."""
+        hashed = self.hashing.get(analysis_id)
+        if hashed is not None:
+            await hashed.wait()
 
     async def inputs_stored(self, analysis_id: str) -> None:
         """Returns once the analysis's inputs are all in the blob store."""
@@ -216,7 +225,7 @@ class ConsoleApp:
 
     async def read_upload(self, request: Request, analysis_id: str):
         """Writes the request's evidence to uploads/<id>/files; returns (folder, is paste,
-        fields, inputs: every file kept, hashed as it was written)."""
+        fields, inputs: every file kept, with its size; hashed later)."""
         upload = self.uploads / analysis_id
         upload.mkdir()
         folder = UploadFolder(upload / "files", self.settings.limits)
@@ -262,10 +271,10 @@ class ConsoleApp:
         else:
             raise UploadError(415, f"send text/plain (a pasted log) or multipart/form-data "
                               f"(files), not {content_type.split(';')[0]!r}")
-        if not folder.digests:
+        if not folder.sizes:
             raise UploadError(400, "the upload holds no file and no pasted log")
-        inputs = [InputFile(path, sha, size)
-                  for path, sha, size in await asyncio.to_thread(folder.hashed_files)]
+        # Hashed after the answer, with their compression into the blob store (UNHASHED).
+        inputs = [InputFile(path, UNHASHED, size) for path, size in folder.listing()]
         return upload, paste, fields, inputs
 
     async def start_analysis(self, request: Request, wait: bool):
@@ -308,6 +317,7 @@ class ConsoleApp:
             self.running.pop(running.id, None)
             running.done.set()
         if staged:
+            self.hashing[analysis.id] = asyncio.Event()
             self.storing[analysis.id] = self.keep_task(self._store_inputs(analysis, upload))
         else:
             await asyncio.to_thread(shutil.rmtree, upload, True)
@@ -315,10 +325,15 @@ class ConsoleApp:
         return analysis
 
     async def _store_inputs(self, analysis: Analysis, upload: pathlib.Path) -> None:
-        """After the answer: the upload's files into the blob store, then the folder goes and
-        retention runs (it counts the new blobs). On failure the folder stays, and the next
-        start of the server stores it (recover_uploads)."""
+        """After the answer: the upload's files hashed, then into the blob store, then the
+        folder goes and retention runs (it counts the new blobs). On failure the folder stays,
+        and the next start of the server stores it (recover_uploads)."""
         try:
+            try:
+                await asyncio.to_thread(_analysis.hash_staged_inputs, self.store, analysis,
+                                        upload / "files")
+            finally:
+                self.hashing.pop(analysis.id).set()
             await asyncio.to_thread(_analysis.store_staged_inputs, self.store, analysis,
                                     upload / "files")
             await asyncio.to_thread(shutil.rmtree, upload, True)
@@ -338,13 +353,13 @@ class ConsoleApp:
 
     async def rerun(self, analysis_id: str) -> Optional[Analysis]:
         """Analyses a stored analysis's inputs again with this fr-analyze, in place."""
+        await self.inputs_stored(analysis_id)
         old = await asyncio.to_thread(self.store.get, analysis_id)
         if old is None:
             return None
         if not old.inputs:
             raise UploadError(409, "this analysis was posted as a finished report: it has no "
                               "inputs to analyse again")
-        await self.inputs_stored(analysis_id)
         upload = self.uploads / f"{analysis_id}-rerun-{secrets.token_hex(4)}"
         try:
             await asyncio.to_thread(_analysis.restore_inputs, self.store, old, upload / "files")
@@ -381,7 +396,10 @@ class ConsoleApp:
         return path, ""
 
     async def _make_output(self, analysis: Analysis, name: str) -> Optional[str]:
-        await self.inputs_stored(analysis.id)
+        if analysis.id in self.storing:
+            await self.inputs_stored(analysis.id)
+            # Read again: the inputs' hashes are recorded now.
+            analysis = await asyncio.to_thread(self.store.get, analysis.id) or analysis
         names = [name]
         kept = _analysis.outputs_dir(self.store, analysis.id)
         if name == "report.html" and not (kept / "report.pb").exists():
@@ -657,6 +675,7 @@ def build_app(settings: Settings) -> Starlette:
                         headers={"Location": f"/api/analyses/{analysis.id}"})
 
     async def api_get(request: Request):
+        await console.inputs_hashed(request.path_params["id"])
         analysis = await asyncio.to_thread(console.store.get, request.path_params["id"])
         if analysis is None:
             running = console.running.get(request.path_params["id"])

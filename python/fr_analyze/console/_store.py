@@ -3,9 +3,10 @@
 
 Writes are atomic at the grain a reader sees: a blob is written to a temporary name and renamed,
 and an analysis with its inputs, culprits and hosts is one transaction. An upload's inputs are
-compressed into blobs after its row is saved (the answer does not wait for it); until then the
-upload's folder (uploads/<id>/files) holds them, and a server killed in between finishes the
-job when it starts again (finish_storing). A server killed at any point leaves stored analyses
+hashed and compressed into blobs after its row is saved (the answer does not wait for it; the
+row names them UNHASHED until their hashes are recorded); until then the upload's folder
+(uploads/<id>/files) holds them, and a server killed in between finishes the job when it starts
+again (finish_storing). A server killed at any point leaves stored analyses
 whole and at worst a blob no row names (removed by retention).
 """
 
@@ -30,10 +31,15 @@ from fr_analyze.console import _schema as schema
 MIGRATIONS = pathlib.Path(__file__).resolve().parent / "migrations"
 
 
+# The hash of an input saved before its content was hashed: an upload's row is saved (and
+# answered) first; its inputs are hashed as they are stored, after the answer (set_input_hashes).
+UNHASHED = ""
+
+
 @dataclasses.dataclass
 class InputFile:
-    """One uploaded file: its path inside the upload, content hash, size, and why it was set
-    aside before analysis ("" when it was analysed)."""
+    """One uploaded file: its path inside the upload, content hash (UNHASHED until the upload's
+    inputs are stored), size, and why it was set aside before analysis ("" when analysed)."""
 
     path: str
     sha256: str
@@ -110,7 +116,7 @@ class BlobStore:
         """Stores `source`; returns (sha256, size, stored size). A blob already present is not
         written again (the same dump uploaded twice costs its bytes once). `claim` is told the
         hash before the blob is looked for, so that nothing removes it from then on. `sha256`:
-        the hash, when it was taken as the file was written (it is then not read twice)."""
+        the hash, when it is known already (the file is then not hashed again)."""
         sha = sha256 or file_sha256(source)
         if claim is not None:
             claim(sha)
@@ -231,6 +237,16 @@ class Store:
                     {"analysis_id": analysis.id, "host": h.host, "gpu": h.gpu, "role": h.role,
                      "kind": h.kind, "created_ms": analysis.created_ms} for h in analysis.hosts])
 
+    def set_input_hashes(self, analysis_id: str, hashes: Dict[str, str]) -> None:
+        """Records the SHA-256 of inputs saved UNHASHED, by path, in one transaction."""
+        i = schema.inputs
+        if not hashes:
+            return
+        with self.engine.begin() as c:
+            c.execute(sa.update(i).where(i.c.analysis_id == analysis_id).where(
+                i.c.path == sa.bindparam("input_path")).values(sha256=sa.bindparam("sha")),
+                [{"input_path": path, "sha": sha} for path, sha in hashes.items()])
+
     def add_blobs(self, stored_blobs: Iterable[tuple[str, int, int]]) -> None:
         """Records blobs written for an analysis already saved (its inputs name them)."""
         with self.engine.begin() as c:
@@ -244,23 +260,30 @@ class Store:
             c.execute(self._insert_blob(), list(rows.values()))
 
     def finish_storing(self, analysis_id: str, files: pathlib.Path) -> List[str]:
-        """After a restart: stores the inputs of a saved analysis whose upload was still being
-        compressed when the server stopped, from the upload's folder `files`. Each file is
-        checked against its recorded hash first. Returns the paths that could not be stored
-        (gone or changed: that input is lost)."""
+        """After a restart: hashes and stores the inputs of a saved analysis whose upload was
+        still being stored when the server stopped, from the upload's folder `files`. A file
+        hashed already is checked against its recorded hash first. Returns the paths that could
+        not be stored (gone or changed: that input is lost)."""
         analysis = self.get(analysis_id)
         if analysis is None:
             return []
+        hashes = {}
+        for item in analysis.inputs:
+            source = files / item.path
+            if item.sha256 == UNHASHED and source.is_file():
+                item.sha256 = hashes[item.path] = file_sha256(source)
+        self.set_input_hashes(analysis_id, hashes)
         held: List[str] = []
         lost, stored = [], []
         try:
             for item in analysis.inputs:
-                if self.blobs.path(item.sha256).exists():
+                if item.sha256 != UNHASHED and self.blobs.path(item.sha256).exists():
                     stored.append((item.sha256, item.size,
                                    self.blobs.path(item.sha256).stat().st_size))
                     continue
                 source = files / item.path
-                if not source.is_file() or file_sha256(source) != item.sha256:
+                if (item.sha256 == UNHASHED or not source.is_file()
+                        or (item.path not in hashes and file_sha256(source) != item.sha256)):
                     lost.append(item.path)
                     continue
                 stored.append(self.put_blob(source, held, sha256=item.sha256))

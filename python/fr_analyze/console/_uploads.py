@@ -13,12 +13,13 @@ from __future__ import annotations
 import bz2
 import dataclasses
 import gzip
-import hashlib
 import lzma
 import os
 import pathlib
+import queue
 import stat
 import tarfile
+import threading
 import zipfile
 import zlib
 from typing import BinaryIO, Callable, Dict, List, Optional, Tuple
@@ -80,39 +81,55 @@ def safe_relative_path(name: str, limits: Limits, what: str = "file",
     return pathlib.PurePosixPath(*parts)
 
 
-class HashingFile:
-    """A new file of the upload, written once from start to end: its SHA-256 is taken from the
-    bytes as they go to disk, so storing the upload needs no second read of it. On close, the
-    folder learns (hash, size)."""
+class UploadFile:
+    """A new file of the upload, written once from start to end; created (O_EXCL, O_NOFOLLOW)
+    by open(), or by its first write or its close. On close, the folder learns its size. (Its
+    SHA-256 is taken after the answer, as its bytes go to the blob store: the answer's report
+    does not need it.)"""
 
-    def __init__(self, folder: "UploadFolder", relative: pathlib.PurePosixPath, fd: int,
-                 hashed: bool):
+    def __init__(self, folder: "UploadFolder", relative: pathlib.PurePosixPath,
+                 twice: UploadError):
         self._folder = folder
         self._relative = relative
+        self._twice = twice  # what a name already taken on disk is refused with
+        self._file: Optional[BinaryIO] = None
+        self._size = 0
+
+    def open(self) -> None:
+        # O_EXCL and O_NOFOLLOW: never through a link, never over something already there (a
+        # file or a folder of the same name).
+        try:
+            fd = os.open(self._folder.root / self._relative,
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except (FileExistsError, IsADirectoryError):
+            raise self._twice from None
         # A large buffer: a multipart body arrives in pieces of a few KB; archive members are
         # copied in 1 MiB blocks, which pass straight through.
         self._file = os.fdopen(fd, "wb", buffering=256 << 10)
-        self._hash = hashlib.sha256() if hashed else None
-        self._size = 0
+
+    @property
+    def opened(self) -> bool:
+        return self._file is not None
 
     def write(self, data) -> int:
-        if self._hash is not None:
-            self._hash.update(data)
+        if self._file is None:
+            self.open()
         self._size += len(data)
         return self._file.write(data)
 
     def close(self) -> None:
+        if self._file is None:
+            self.open()  # an empty file
         if self._file.closed:
             return
         self._file.close()
-        digest = self._hash.hexdigest() if self._hash is not None else None
-        self._folder.digests[self._relative] = (digest, self._size)
+        self._folder.sizes[self._relative] = self._size
 
     @property
     def closed(self) -> bool:
-        return self._file.closed
+        return self._file is not None and self._file.closed
 
-    def __enter__(self) -> "HashingFile":
+    def __enter__(self) -> "UploadFile":
         return self
 
     def __exit__(self, *_) -> None:
@@ -121,65 +138,53 @@ class HashingFile:
 
 class UploadFolder:
     """The folder one upload is written into, with the running counts its limits need and the
-    SHA-256 and size of every file written into it."""
+    size of every file written into it."""
 
     def __init__(self, root: pathlib.Path, limits: Limits):
         self.root = root
         self.limits = limits
         self.files: List[pathlib.PurePosixPath] = []
-        # Relative path -> (SHA-256 hex, or None when not hashed while written; size).
-        self.digests: Dict[pathlib.PurePosixPath, Tuple[Optional[str], int]] = {}
+        self.sizes: Dict[pathlib.PurePosixPath, int] = {}  # relative path -> size, once closed
         self.unpacked_bytes = 0
         self._folders: set = set()  # folders (relative) this upload made
+        self._names: set = set()  # files (relative) this upload made
         root.mkdir(parents=True, exist_ok=False)
 
     def new_file(self, name: str, what: str = "file", file: Optional[str] = None,
-                 hashed: bool = True) -> tuple[pathlib.PurePosixPath, HashingFile]:
-        """Creates the file `name` (checked) in the folder; `file` names it in refusals.
-        hashed=False for a file that will not be kept as it is (an archive, to be unpacked)."""
+                 opened: bool = True) -> tuple[pathlib.PurePosixPath, UploadFile]:
+        """Makes the file `name` (checked) in the folder, and creates it unless `opened` is
+        False (then its first write or its close does: an archive's member, created in the
+        thread that writes it); `file` names it in refusals."""
         file = name if file is None else file
         relative = safe_relative_path(name, self.limits, what, file)
         if len(self.files) >= self.limits.max_files:
             raise UploadError(413, f"more than {self.limits.max_files} files in one upload "
                               "(--max-files)", file)
-        target = self.root / relative
         twice = UploadError(400, f"{what} {name!r} appears twice in the upload", file)
-        # Two entries with the same name, or a file where a folder must go: the upload is
-        # ambiguous, and which copy won would be silent. A file or folder of the same name
-        # fails O_EXCL below; a file among the parents is looked for once per folder (a job's
-        # 512 dumps in one folder: one look, not 512).
+        # Two entries with the same name, or a file where a folder must go (or the reverse):
+        # the upload is ambiguous, and which copy won would be silent. The folder is new, so
+        # what is in it is what this upload put there; O_EXCL when the file is created is the
+        # last word.
+        if (relative in self._names or relative in self._folders
+                or any(parent in self._names for parent in relative.parents)):
+            raise twice
         if relative.parent not in self._folders:
-            if any((self.root / p).is_file() for p in relative.parents if str(p) != "."):
-                raise twice
-            target.parent.mkdir(parents=True, exist_ok=True)
+            (self.root / relative).parent.mkdir(parents=True, exist_ok=True)
             self._folders.update(relative.parents)
         self.files.append(relative)
-        # O_EXCL and O_NOFOLLOW: never through a link, never over something already there (a
-        # file or a folder of the same name).
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except (FileExistsError, IsADirectoryError):
-            raise twice from None
-        return relative, HashingFile(self, relative, fd, hashed)
+        self._names.add(relative)
+        target = UploadFile(self, relative, twice)
+        if opened:
+            target.open()
+        return relative, target
 
     def forget(self, path: pathlib.Path) -> None:
         """`path` (an unpacked archive) was removed: it is no file of the upload any more."""
-        self.digests.pop(pathlib.PurePosixPath(path.relative_to(self.root).as_posix()), None)
+        self.sizes.pop(pathlib.PurePosixPath(path.relative_to(self.root).as_posix()), None)
 
-    def hashed_files(self) -> List[Tuple[str, str, int]]:
-        """(relative path, SHA-256, size) of every file in the folder, in path order. A file
-        written unhashed (an archive left packed) is read once here."""
-        found = []
-        for relative in sorted(self.digests):
-            sha, size = self.digests[relative]
-            if sha is None:
-                digest = hashlib.sha256()
-                with open(self.root / relative, "rb") as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        digest.update(block)
-                sha = digest.hexdigest()
-            found.append((relative.as_posix(), sha, size))
-        return found
+    def listing(self) -> List[Tuple[str, int]]:
+        """(relative path, size) of every file in the folder, in path order."""
+        return [(relative.as_posix(), self.sizes[relative]) for relative in sorted(self.sizes)]
 
     def count_unpacked(self, n: int, name: str) -> None:
         self.unpacked_bytes += n
@@ -230,16 +235,69 @@ def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> No
     folder.forget(archive)
 
 
-def _copy_member(folder: UploadFolder, source: BinaryIO, target: HashingFile, name: str,
-                 member: str, check_ratio: Callable[[str], None]) -> None:
-    with target:
+class _MemberWriter:
+    """Creates the members' files and writes their blocks in a second thread while the next
+    blocks are decompressed: inflating and the kernel's work for a file (a new inode, new
+    page-cache pages: slow on a virtual machine) both release the GIL, so they overlap on two
+    cores. Names and limits are checked before a member or a block is handed over; at most
+    MAX_QUEUED blocks (1 MiB each) wait, so a large member is never held in memory. The first
+    error writing stops the writing and is raised by the next call; leaving the `with` block
+    waits until every file handed over is closed."""
+
+    MAX_QUEUED = 8
+
+    def __init__(self):
+        self._queue: queue.Queue = queue.Queue(self.MAX_QUEUED)
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="fr-unpack-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, target: UploadFile, block: bytes) -> None:
+        self._raise_error()
+        self._queue.put((target, block))
+
+    def close(self, target: UploadFile) -> None:
+        self._queue.put((target, None))
+
+    def __enter__(self) -> "_MemberWriter":
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if kind is None:  # else the unpacking's own error is the one raised
+            self._raise_error()
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
         while True:
-            block = source.read(1 << 20)
-            if not block:
+            item = self._queue.get()
+            if item is None:
                 return
-            folder.count_unpacked(len(block), f"{name}:{member}")
-            check_ratio(member)
-            target.write(block)
+            target, block = item
+            try:
+                if block is not None:
+                    if self._error is None:
+                        target.write(block)
+                elif self._error is None or target.opened:
+                    target.close()
+            except BaseException as error:  # disk full: said by the unpacking thread
+                self._error = self._error or error
+
+
+def _copy_member(folder: UploadFolder, source: BinaryIO, target: UploadFile, name: str,
+                 member: str, check_ratio: Callable[[str], None],
+                 writer: _MemberWriter) -> None:
+    while True:
+        block = source.read(1 << 20)
+        if not block:
+            return
+        folder.count_unpacked(len(block), f"{name}:{member}")
+        check_ratio(member)
+        writer.write(target, block)
 
 
 def _member_path(folder: UploadFolder, name: str, prefix: str, member: str,
@@ -327,6 +385,12 @@ def _open_tar_stream(raw: BinaryIO, name: str) -> BinaryIO:
 
 def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
                 check_ratio: Callable[[str], None]) -> None:
+    with _MemberWriter() as writer:
+        _read_tar(folder, archive, name, prefix, check_ratio, writer)
+
+
+def _read_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
+              check_ratio: Callable[[str], None], writer: _MemberWriter) -> None:
     with open(archive, "rb") as raw:
         stream = _ForwardStream(_open_tar_stream(raw, name))
         # One pass, members in order: nothing seeks back or lists the whole archive first.
@@ -342,8 +406,8 @@ def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: 
                             else "a device or FIFO")
                     raise UploadError(400, f"archive {name!r} member {member.name!r} is {what}"
                                       "; only plain files are accepted", where)
-                _, target = folder.new_file(path, "archive member", where)
-                with target:
+                _, target = folder.new_file(path, "archive member", where, opened=False)
+                try:
                     stream.seek(member.offset_data)
                     left = member.size
                     while left > 0:
@@ -353,11 +417,19 @@ def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: 
                         left -= len(block)
                         folder.count_unpacked(len(block), where)
                         check_ratio(member.name)
-                        target.write(block)
+                        writer.write(target, block)
+                finally:
+                    writer.close(target)
 
 
 def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
                 check_ratio: Callable[[str], None]) -> None:
+    with _MemberWriter() as writer:
+        _read_zip(folder, archive, name, prefix, check_ratio, writer)
+
+
+def _read_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
+              check_ratio: Callable[[str], None], writer: _MemberWriter) -> None:
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
         if len(infos) > folder.limits.max_files:
@@ -375,9 +447,13 @@ def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: 
                 what = "a symbolic link" if kind == stat.S_IFLNK else "a device, FIFO or socket"
                 raise UploadError(400, f"archive {name!r} member {info.filename!r} is {what}; "
                                   "only plain files are accepted", where)
-            _, target = folder.new_file(path, "archive member", where)
-            with zf.open(info) as source:
-                _copy_member(folder, source, target, name, info.filename, check_ratio)
+            _, target = folder.new_file(path, "archive member", where, opened=False)
+            try:
+                with zf.open(info) as source:
+                    _copy_member(folder, source, target, name, info.filename, check_ratio,
+                                 writer)
+            finally:
+                writer.close(target)
 
 
 class MultipartWriter:
@@ -405,7 +481,7 @@ class MultipartWriter:
         self._header_bytes = 0
         self._field_bytes = 0
         self._field: Optional[str] = None
-        self._file: Optional[HashingFile] = None
+        self._file: Optional[UploadFile] = None
         self._error: Optional[UploadError] = None
         callbacks = {
             "on_part_begin": self._part_begin,
@@ -478,8 +554,7 @@ class MultipartWriter:
                 if filename == "":
                     self._field = "_ignored_empty_file"  # a file input left empty by a browser
                     return
-                path, self._file = self.folder.new_file(filename,
-                                                        hashed=not is_archive(filename))
+                path, self._file = self.folder.new_file(filename)
                 self.uploaded.append((path, filename))
                 self._field = None
             else:
