@@ -57,12 +57,13 @@ TEST(Recognizers, GloosSizeCheckIsACollectiveSizeMismatchWhereverItIsPrinted) {
       "op.nbytes. 194478720 vs 4";
   LogSet logs = Parse(
       "[rank1]:terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
-      "[rank1]:  what():  " + std::string(kEnforce) + "\n" +
+      "[rank1]:  what():  " +
+      std::string(kEnforce) + "\n" +
       "[rank2]: Traceback (most recent call last):\n"
       "[rank2]:   File \"train.py\", line 9, in step\n"
       "[rank2]:     dist.all_reduce(t)\n"
-      "[rank2]: RuntimeError: " + std::string(kEnforce) + "\n" +
-      "[rank2]: next line\n");
+      "[rank2]: RuntimeError: " +
+      std::string(kEnforce) + "\n" + "[rank2]: next line\n");
   ASSERT_THAT(Kinds(logs), ElementsAre("python_exception", "python_exception"));
   for (int i : {0, 1}) {
     EXPECT_EQ(logs.events[i].rank, i + 1);
