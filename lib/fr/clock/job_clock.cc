@@ -211,6 +211,27 @@ bool IsSingleAgentPaste(const LogSet& logs) {
   return local_only && hosts.size() <= 1;
 }
 
+bool IsTimeoutCascade(LogEventKind kind) {
+  return kind == LogEventKind::kWatchdogTimeout || kind == LogEventKind::kWatchdogStuck ||
+         kind == LogEventKind::kWorkTimeoutSeqs || kind == LogEventKind::kDumpSignal ||
+         kind == LogEventKind::kProcessTakenDown;
+}
+
+// Whether a group tag's rank ("[Rank 3]") may be read as the global rank: no line names a group
+// other than the default one, and every line whose rank is known otherwise (a "[rank3]:" prefix)
+// carries that same rank in its tag. Torch before 2.2 tags every group's lines with "[Rank N]"
+// alone, so in a job with several groups (FSDP, tensor parallelism) the tag is ambiguous.
+bool ShowsOnlyTheDefaultGroup(const LogSet& logs) {
+  bool any_tag = false;
+  for (const LogEvent& event : logs.events) {
+    if (event.group_rank < 0) continue;
+    any_tag = true;
+    if (event.group_tag == LogEvent::GroupTagKind::kOtherGroup) return false;
+    if (event.rank >= 0 && event.rank != event.group_rank) return false;
+  }
+  return any_tag;
+}
+
 }  // namespace
 
 void ResolveIdentities(LogSet* logs, int64_t world_size) {
@@ -260,6 +281,7 @@ void ResolveIdentities(LogSet* logs, int64_t world_size) {
     }
   }
   const bool single_agent = world_size < 2 && IsSingleAgentPaste(*logs);
+  const bool one_group = ShowsOnlyTheDefaultGroup(*logs);
   std::map<std::pair<std::string, int32_t>, int32_t> by_device, by_pid;
   std::map<std::pair<std::string, std::string>, int64_t> by_bus;
   std::map<int64_t, std::string> host_of_rank;
@@ -307,6 +329,12 @@ void ResolveIdentities(LogSet* logs, int64_t world_size) {
     if (event.rank < 0 && event.local_rank >= 0 && (one_launcher || single_agent)) {
       event.rank = event.local_rank;
       event.rank_assumed = !one_launcher;
+    }
+    // Only for a fault's line: a timeout's reporters are victims, and the ranks that printed
+    // none are read as the laggards, which one unresolved group would name wrongly.
+    if (event.rank < 0 && event.group_rank >= 0 && one_group && !IsTimeoutCascade(event.kind)) {
+      event.rank = event.group_rank;
+      event.rank_from_group_tag = true;
     }
     if (event.host.empty() && event.rank >= 0) {
       if (auto it = host_of_rank.find(event.rank); it != host_of_rank.end())

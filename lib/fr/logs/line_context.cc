@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "fr/base/utf8.h"
+#include "fr/logs/group_tag.h"
 #include "fr/logs/text_scan.h"
 
 namespace fr::logs_internal {
@@ -87,6 +88,16 @@ LogEvent* LineContext::EmitAs(LogEventKind kind, std::string_view text, const Li
     if (event != &scratch_) awaiting_next_time_.push_back(out_->events.size() - 1);
   }
   event->text = EventText(text);
+  // ProcessGroupNCCL's tag says whose line it is within its group; in the default group that is
+  // the global rank.
+  if (GroupTag tag; ParseGroupTag(text, &tag)) {
+    using Kind = LogEvent::GroupTagKind;
+    event->group_rank = RankOrUnknown(tag.rank);
+    event->group_tag = tag.is_default     ? Kind::kDefaultGroup
+                       : tag.name.empty() ? Kind::kUnnamedGroup
+                                          : Kind::kOtherGroup;
+    if (event->rank < 0 && tag.is_default) event->rank = event->group_rank;
+  }
   return event;
 }
 

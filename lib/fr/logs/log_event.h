@@ -124,6 +124,15 @@ struct LogEvent {
   // the logs show one torchrun agent and nothing else (no dumps, no second host): right for a
   // single-node job, wrong for one node's log of several, so a verdict on it is not certain.
   bool rank_assumed = false;
+  // The rank ProcessGroupNCCL's tag names ("[Rank 3]" before 2.2, "[PG ID 2 PG GUID 9 Rank 4]"
+  // after): the rank within that group, -1 when the line has no tag. Only in the default group
+  // is it the global rank.
+  enum class GroupTagKind : uint8_t { kNone, kUnnamedGroup, kDefaultGroup, kOtherGroup };
+  int64_t group_rank = -1;
+  GroupTagKind group_tag = GroupTagKind::kNone;
+  // Set by the clock stage: `rank` is the group tag's rank, taken as the global rank because the
+  // logs show no process group but the default one (a DDP job's); wrong when the job made others.
+  bool rank_from_group_tag = false;
   // The line as written (without a trailing newline), cut to at most 512 bytes.
   std::string text;
 

@@ -343,6 +343,17 @@ bool Explainer::FromFaults(report::RootCause* cause) {
         " (they show no other).",
         lead.rank);
   }
+  // A rank read from "[Rank N]", the rank in the line's process group: the global rank in a job
+  // with one group, which is all these logs show.
+  for (const LogEvent* event : initiating) {
+    if (!event->rank_from_group_tag || !assumed.empty()) continue;
+    confidence = std::min(confidence, Confidence::kMedium);
+    assumed = fmt::format(
+        " Rank {} is the rank its own line's tag names (\"[Rank {}]\", the rank in its process "
+        "group): the global rank if the job used only the default group (the logs show no "
+        "other).",
+        event->rank, event->group_rank);
+  }
   for (const Candidate& other : candidates) {
     const LogEvent& event = *other.event;
     if (event.host == lead.host || other.kind == first.kind) continue;

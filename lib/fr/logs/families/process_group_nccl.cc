@@ -3,49 +3,15 @@
 #include <cstdint>
 #include <string>
 
+#include "fr/logs/group_tag.h"
 #include "fr/logs/text_scan.h"
 
 namespace fr::logs_internal {
-namespace {
-
-// The group tag ProcessGroupNCCL puts before its messages: "[PG ID 2 PG GUID 9 Rank 4]",
-// "[PG 0 (default_pg) Rank 12]", "[PG 1 Rank 0]". The group's name is the GUID (the id in the
-// older form); `rank` is the rank within that group.
-struct PgTag {
-  std::string_view name;
-  bool is_default = false;
-  int64_t rank = -1;
-};
-bool ParsePgTag(std::string_view body, PgTag* tag) {
-  size_t at = body.find("[PG ");
-  if (at == std::string_view::npos) return false;
-  std::string_view t = body.substr(at + 4);
-  size_t close = t.find(']');
-  if (close == std::string_view::npos) return false;
-  t = t.substr(0, close);
-  std::string_view id = WordAfter(t, "ID ", " ");
-  std::string_view name = WordAfter(t, "GUID ", " ");
-  if (name.empty()) {
-    size_t end = t.find_first_of(" (");
-    name = t.substr(0, end);
-    if (id.empty()) id = name;
-  }
-  size_t paren = name.find('(');
-  if (paren != std::string_view::npos) name = name.substr(0, paren);
-  tag->name = name;
-  tag->is_default = id == "0" || Contains(t, "default_pg");
-  tag->rank = IntAfter(t, "Rank ");
-  return !name.empty();
-}
-
-}  // namespace
 
 void ProcessGroupNcclLines::SetGroup(LogEvent* event, std::string_view body) {
-  PgTag tag;
-  if (!ParsePgTag(body, &tag)) return;
+  GroupTag tag;
+  if (!ParseGroupTag(body, &tag)) return;
   event->process_group = std::string(tag.name);
-  // Only in the default group is a group rank the global rank.
-  if (event->rank < 0 && tag.is_default && tag.rank >= 0) event->rank = RankOrUnknown(tag.rank);
 }
 
 bool ProcessGroupNcclLines::OnWatchdogTimeout(std::string_view line, std::string_view body) {

@@ -33,8 +33,8 @@ class ProcessGroupNcclLines {
   bool OnCollectiveMismatch(std::string_view line, std::string_view body);
 
  private:
-  // The process group the line's "[PG ...]" tag names, and the global rank when that group is
-  // the default one.
+  // The process group the line's "[PG ...]" tag names (the line's ranks are read from the tag
+  // for every event, in LineContext::EmitAs).
   void SetGroup(LogEvent* event, std::string_view body);
 
   LineContext* context_;
