@@ -115,6 +115,11 @@ def check(status, report, expected):
                    if "stuck outside communication" in a or "swallowed" in a]
         if hanging:
             wrong.append(f"next actions for a rank that hangs, yet it died: {hanging}")
+    # A loss gone NaN on every rank is the numbers', not the network's.
+    if expected["scenario"] == "nan":
+        network = [a for a in verdict.get("next_actions", []) if "network" in a or "NCCL" in a]
+        if network:
+            wrong.append(f"next actions send the user to the network for a NaN: {network}")
     want = 0 if expected["failure_class"] == "none" else 1
     if status != want:
         wrong.append(f"exit status {status}, expected {want}"
@@ -128,7 +133,7 @@ def check(status, report, expected):
 
 # Faults after which the launcher itself sees the faulty rank's process end (it exits or dies of
 # a signal on its own, before the launcher stops the others).
-DEATHS = {"exception", "segfault", "sigkill"}
+DEATHS = {"exception", "segfault", "sigkill", "segfault_and_error"}
 
 
 def check_launcher(report, expected, launcher, sees_the_death=True):
@@ -155,7 +160,10 @@ def check_launcher(report, expected, launcher, sees_the_death=True):
         assert line is not None and line.get("rank") == expected["fault_rank"], found
     # A line that names no rank (DeepSpeed's return code) claims nobody; one naming a victim
     # must say so.
-    if line is not None and line.get("rank", -1) >= 0 and line["rank"] != expected["fault_rank"]:
+    # Where every rank raised on its own (nan), any rank's exit is a death of its own.
+    own_deaths = expected["scenario"] == "nan"
+    if (line is not None and line.get("rank", -1) >= 0 and line["rank"] != expected["fault_rank"]
+            and not own_deaths):
         assert found.get("note"), f"a victim's exit shown as the death without a note: {found}"
 
 
@@ -226,3 +234,24 @@ def test_a_previous_runs_log_dir_tree_is_not_this_jobs_cause(cli, tmp_path, curr
     check(status, report, expected)
     cause = report["verdict"].get("root_cause", {})
     assert "ValueError" not in json.dumps(cause), cause
+
+
+def test_two_independent_faults_are_both_named_from_the_console_alone(cli):
+    """The segfault_and_error job's console pasted on its own (no dumps, no --log-dir tree): rank
+    2's segfault is the first death the launcher saw, and rank 1's OSError, printed without a
+    time before the launcher stopped anyone, is a second fault of its own rather than a victim's
+    report. Both ranks are named, as injected; the ranks that timed out or lost their peer are
+    not."""
+    case = GOLDEN / "2.13.0" / "segfault_and_error"
+    expected = json.loads((case / "expected.json").read_text())
+    proc = subprocess.run([cli, "analyze", "-", "--format", "json"],
+                          input=(case / "console.log").read_text(), capture_output=True,
+                          text=True, timeout=60)
+    verdict = json.loads(proc.stdout)["verdict"]
+    root = verdict["root_cause"]
+    assert root["kind"] in expected["root_cause_kinds"], describe(verdict)
+    assert root["ranks"] == expected["root_cause_ranks"], describe(verdict)
+    assert verdict["culprit_ranks"] == expected["culprit_ranks"], describe(verdict)
+    # The second fault's own line is shown, not only the launcher's word on the first.
+    texts = [e["text"] for e in root["evidence"] if e.get("rank") == 1]
+    assert any("No space left on device" in t for t in texts), root["evidence"]

@@ -70,7 +70,11 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 JOB = os.path.join(HERE, "torchrun_job.py")
-SCENARIOS = ["exception", "segfault", "sigkill", "hang", "desync", "healthy", "two_agents"]
+SCENARIOS = ["exception", "segfault", "sigkill", "hang", "desync", "healthy", "two_agents",
+             "segfault_and_error", "nan"]
+# segfault_and_error's second faulty rank: in neither the TP nor the DP group of rank 2, so that
+# neither fault waits on the other.
+SECOND_FAULT_RANK = 1
 DUMP_PREFIX = "nccl_trace_rank_"
 TOKEN_VAR = "FR_TORCHRUN_CAPTURE_TOKEN"
 
@@ -111,6 +115,22 @@ def expected_answer(scenario, fault_rank):
                 "timeouts (and closed connections) that follow, so from the logs alone it is a "
                 "collective timeout; the dumps show the mismatch. A python_exception on a rank "
                 "whose RuntimeError carries Gloo's timeout is wrong")
+    if scenario == "segfault_and_error":
+        both = sorted({fault_rank, SECOND_FAULT_RANK})
+        return ("missing_participant", both, "segfault", ["segfault", "python_exception"],
+                f"two independent faults at the same point of the same step: rank {fault_rank} "
+                f"died of SIGSEGV (exitcode -11), rank {SECOND_FAULT_RANK} raised OSError "
+                "'[Errno 28] No space left on device' writing its metrics; neither is in a group "
+                "of the other, so both initiated and both must be named (their peers are "
+                "victims). Either fault's kind is acceptable; the root cause must name both ranks")
+    if scenario == "nan":
+        return ("insufficient_evidence", [], "non_finite", ["non_finite"],
+                f"rank {fault_rank}'s activations went NaN; the TP and DP all_reduces carried "
+                "the NaN to every rank, and every rank raised FloatingPointError ('Loss became "
+                "infinite or NaN') after the same collective, which completed everywhere. No "
+                "rank waits on another and none is the loss's source as far as any rank can "
+                "see: the root cause is non_finite naming no single culprit, and nothing may "
+                "send the user to the network")
     raise ValueError(scenario)
 
 
@@ -266,7 +286,8 @@ def capture(args):
     job_scenario = "runtime" if two else args.scenario
     job_args = ["--scenario", job_scenario, "--fault-rank", str(args.fault_rank),
                 "--fault-step", str(args.fault_step), "--steps", str(args.steps),
-                "--tp", str(args.tp), "--timeout", str(args.timeout)]
+                "--tp", str(args.tp), "--timeout", str(args.timeout),
+                "--second-fault-rank", str(SECOND_FAULT_RANK)]
     token = uuid.uuid4().hex
     env = dict(os.environ)
     # @record's error file is whatever torchrun hands each worker; nothing of ours may override it.
@@ -321,8 +342,8 @@ def capture(args):
         "root_cause_kind": kind,
         "root_cause_kinds": kinds,
         # The rank the root cause must name where it names one: the injected rank (host_kill and
-        # none name none).
-        "root_cause_ranks": culprits,
+        # none name none); for nan, every rank, each of which raised on the NaN it received.
+        "root_cause_ranks": list(range(world)) if args.scenario == "nan" else culprits,
         "notes": notes,
         "world_size": world,
         "nodes": nodes,
@@ -374,7 +395,7 @@ def capture_problems(expected):
     shutdown timeout), a launcher that ended the wrong way, a job the harness had to stop. Such a
     capture fails rather than becoming a silent fixture or a test of the wrong thing."""
     problems = []
-    lost = {"segfault", "sigkill"}  # the faulty rank dies before it could dump
+    lost = {"segfault", "sigkill", "segfault_and_error"}  # the faulty rank dies before its dump
     should_dump = [r for r in range(expected["world_size"])
                    if not (expected["scenario"] in lost and r == expected["fault_rank"])]
     if expected["ranks_dumped"] != should_dump:

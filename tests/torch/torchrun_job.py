@@ -27,6 +27,14 @@ Faults (--scenario), injected on --fault-rank at --fault-step:
   checkpoint no fault: at --fault-step EVERY rank writes a "checkpoint" (save_checkpoint,
              outside any collective; rank 0 for --hang-s, the others a shorter share of it),
              then trains on: a pause every rank shares
+  segfault_and_error  two independent faults at the same point of the same step: --fault-rank
+             segfaults as in `segfault`, and --second-fault-rank (in neither of its groups)
+             fails to write its metrics file (OSError ENOSPC, "No space left on device"): two
+             initiators, neither waiting on the other
+  nan        --fault-rank's partial output turns NaN before the TP all_reduce: the TP sum
+             carries it to its TP peer, the DP all_reduce of the gradients and loss to every
+             rank, and every rank raises FloatingPointError on the non-finite loss at once (as
+             trainers that check the loss do); no rank waits for another
 
 Dumps: every rank that lives to do so writes its flight recorder through PyTorch's own
 torch._C._distributed_c10d._dump_fr_trace (pickle, with stacks) to DUMPS/nccl_trace_rank_<rank>
@@ -46,11 +54,13 @@ deaths come seconds after the fault, as on a loaded node.
 import argparse
 import ctypes
 import datetime
+import errno
 import os
 import signal
 import sys
 import threading
 import time
+import traceback
 
 # The flight recorder records nothing unless its buffer size is set before the first group.
 os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "2000")
@@ -64,7 +74,7 @@ from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E40
 import fr_dump  # noqa: E402
 
 SCENARIOS = ["healthy", "exception", "runtime", "segfault", "sigkill", "hang", "desync",
-             "checkpoint"]
+             "checkpoint", "segfault_and_error", "nan"]
 
 
 class Recorder:
@@ -121,6 +131,8 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", choices=SCENARIOS, default="healthy")
     parser.add_argument("--fault-rank", type=int, default=2)
+    parser.add_argument("--second-fault-rank", type=int, default=1,
+                        help="the other faulty rank of segfault_and_error")
     parser.add_argument("--fault-step", type=int, default=3)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--tp", type=int, default=2)
@@ -191,6 +203,12 @@ def main():
             recorder.dump("on demand after the last step")
             dist.destroy_process_group()
     except BaseException:
+        if args.scenario == "segfault_and_error":
+            # As a training script that logs its failure before it cleans up: the traceback is
+            # out before the dump's seconds, during which the agent's SIGTERM (sent for the other
+            # rank's segfault) would end the process before Python printed it at exit.
+            traceback.print_exc()
+            sys.stderr.flush()
         recorder.dump("exception")
         raise
 
@@ -200,13 +218,16 @@ def train(args, rank, my_dp, my_tp, tp_group, dp_group):
     w1 = torch.randn(16, 8, generator=gen) * 0.3        # column shard: in 16 -> hidden 8 of 16
     w2 = torch.randn(8, 1, generator=gen) * 0.3         # row shard: hidden 8 -> out 1
     data = torch.Generator().manual_seed(100 + my_dp)
-    faulty = rank == args.fault_rank
+    faulty = rank == args.fault_rank or (args.scenario == "segfault_and_error"
+                                         and rank == args.second_fault_rank)
     for step in range(args.steps):
         x = torch.randn(32, 16, generator=data)
         target = x[:, :1] * 0.5
         w1.requires_grad_(True)
         w2.requires_grad_(True)
         partial = torch.relu(x @ w1) @ w2
+        if faulty and step == args.fault_step and args.scenario == "nan":
+            partial = partial * float("nan")  # an overflow in this rank's half of the layer
         total = partial.detach().clone()
         if faulty and step == args.fault_step and args.scenario == "desync":
             # The wrong collective: this rank gathers where its TP group reduces.
@@ -224,6 +245,8 @@ def train(args, rank, my_dp, my_tp, tp_group, dp_group):
         flat = torch.cat([w1.grad.flatten(), w2.grad.flatten(), loss.detach().reshape(1)])
         dist.all_reduce(flat, group=dp_group)
         flat /= dist.get_world_size(dp_group)
+        if not torch.isfinite(flat[-1]):
+            raise FloatingPointError(f"Loss became infinite or NaN at iteration={step}!")
         with torch.no_grad():
             n1 = w1.numel()
             w1 = (w1 - 0.1 * flat[:n1].view_as(w1)).detach()
@@ -250,8 +273,13 @@ def inject(args, rank, step):
         raise ValueError(f"bad batch at step {step}: label out of range")
     if args.scenario == "runtime":
         raise RuntimeError(f"loss exploded at step {step}")
-    if args.scenario == "segfault":
+    if args.scenario == "segfault" or (args.scenario == "segfault_and_error"
+                                       and rank == args.fault_rank):
         ctypes.string_at(0)
+    if args.scenario == "segfault_and_error":
+        # The second, unrelated fault: a full local disk where this rank appends its metrics.
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
+                      f"/scratch/metrics/rank{rank}.jsonl")
     if args.scenario == "sigkill":
         os.kill(os.getpid(), signal.SIGKILL)
     if args.scenario == "hang":

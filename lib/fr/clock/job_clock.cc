@@ -376,13 +376,32 @@ void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t
   // server), never corrected: they are trusted only to tell a previous run's file, minutes or
   // days older, from this job's.
   constexpr int64_t kFileClockSlackNs = 10 * 60 * kNanosPerSecond;
-  std::map<int64_t, int64_t> death_of_rank;
+  // A worker the launcher stopped (SIGTERM, once another had failed) died when the launcher
+  // chose, not when it crashed: its traceback came before the stop, by any length of time.
+  // The launcher's own "Sending process N closing signal SIGTERM" line dates the stop best.
+  std::map<std::pair<std::string_view, int32_t>, int64_t> stop_sent;
+  for (const LogEvent& event : events) {
+    if (event.kind != LogEventKind::kSignalSent || event.pid < 0 || event.time_ns == kNoTime) {
+      continue;
+    }
+    auto [it, inserted] = stop_sent.try_emplace({event.host, event.pid}, event.time_ns);
+    if (!inserted) it->second = std::min(it->second, event.time_ns);
+  }
+  std::map<int64_t, int64_t> death_of_rank, stop_of_rank;
   for (const LogEvent& event : events) {
     bool death =
         event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable;
     if (!death || event.rank < 0 || event.time_ns == kNoTime) continue;
-    auto [it, inserted] = death_of_rank.try_emplace(event.rank, event.time_ns);
-    if (!inserted) it->second = std::min(it->second, event.time_ns);
+    int64_t at = event.time_ns;
+    auto* deaths = &death_of_rank;
+    if (event.signal == 15) {
+      deaths = &stop_of_rank;
+      if (auto sent = stop_sent.find({event.host, event.pid}); sent != stop_sent.end()) {
+        at = std::min(at, sent->second);
+      }
+    }
+    auto [it, inserted] = deaths->try_emplace(event.rank, at);
+    if (!inserted) it->second = std::min(it->second, at);
   }
   for (size_t i = 0; i < events.size(); ++i) {
     LogEvent& event = events[i];
@@ -391,10 +410,17 @@ void TimeUntimedCrashes(std::vector<LogEvent>& events, const std::vector<int64_t
     int64_t upper = next[i];
     int64_t written_by = written[i] == kNoTime ? kNoTime : written[i] + kFileClockSlackNs;
     if (written_by != kNoTime && (upper == kNoTime || written_by < upper)) upper = written_by;
+    if (auto stop = stop_of_rank.find(event.rank);
+        stop != stop_of_rank.end() && (upper == kNoTime || stop->second < upper)) {
+      upper = stop->second;
+    }
     auto it = death_of_rank.find(event.rank);
     if (it != death_of_rank.end() &&
         (written_by == kNoTime || written_by >= it->second - kLauncherPollNs)) {
+      // No later than the next dated line of its own file (the launcher's lines between the
+      // crash and its report of the death).
       event.time_ns = it->second - kLauncherPollNs;
+      if (next[i] != kNoTime) event.time_ns = std::min(event.time_ns, next[i]);
       event.time_upper_ns = event.time_ns;  // as good as a time of its own
       event.time_inferred = true;
     } else if (nearby[i] != kNoTime || upper != kNoTime) {

@@ -277,6 +277,16 @@ class Explainer {
   std::string FaultSentence(RootCauseKind kind, const LogEvent& lead,
                             const std::set<int64_t>& ranks, const std::set<std::string>& hosts);
 
+  // Among `candidates` (the lead `first` and the others), the deaths of other ranks known to
+  // have come by the end of the lead's moment (their time, or the upper bound of an untimed
+  // line, within kSameFaultWindowNs of it) and not the lead's own failure repeated: another
+  // kind, or another exception. The cascade's
+  // reports (timeouts, closed connections, a launcher stopping the rest) were set aside before,
+  // so what is left died of its own cause: rank 1 out of disk space while rank 2 segfaults.
+  // Each rank once, its earliest line. Fills co_initiators_.
+  void FindCoInitiators(const std::vector<Candidate>& candidates, const Candidate& first,
+                        const std::set<int64_t>& ranks);
+
   bool FromTimeouts(report::RootCause* cause);
 
   // The members of the collective a watchdog line names, from its sizes: a reduce-scatter
@@ -322,6 +332,9 @@ class Explainer {
   std::string init_step_;
   // How the order of a kill and the lines it caused was settled, for the summary.
   std::string settled_by_;
+  // Faults of other kinds (or other exceptions) on other ranks in the lead's moment: second,
+  // independent initiators, named beside the lead (FindCoInitiators).
+  std::vector<Candidate> co_initiators_;
 };
 
 }  // namespace fr::root_cause_internal

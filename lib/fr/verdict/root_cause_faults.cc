@@ -304,12 +304,20 @@ bool Explainer::FromFaults(report::RootCause* cause) {
     }
   }
   if (first.kind == RootCauseKind::kHostKill) ranks.clear();
-  for (int64_t rank : ranks) cause->add_ranks(rank);
-  for (const std::string& host : hosts) cause->add_hosts(host);
+  FindCoInitiators(candidates, first, ranks);
+  std::set<int64_t> named = ranks;
+  std::set<std::string> named_hosts = hosts;
+  for (const Candidate& also : co_initiators_) {
+    named.insert(also.event->rank);
+    if (!also.event->host.empty()) named_hosts.insert(also.event->host);
+    initiating.push_back(also.event);
+  }
+  for (int64_t rank : named) cause->add_ranks(rank);
+  for (const std::string& host : named_hosts) cause->add_hosts(host);
   for (const LogEvent* event : initiating) AddEvidence(cause, *event);
   // The launcher's and Slurm's view of the culprit's end.
   for (const LogEvent& event : logs_.events) {
-    bool about_culprit = (event.rank >= 0 && ranks.contains(event.rank)) ||
+    bool about_culprit = (event.rank >= 0 && named.contains(event.rank)) ||
                          (event.kind == LogEventKind::kSlurmOomEvent && hosts.contains(event.host));
     if (about_culprit &&
         (event.kind == LogEventKind::kWorkerFailed || event.kind == LogEventKind::kRootCauseTable ||
@@ -319,7 +327,7 @@ bool Explainer::FromFaults(report::RootCause* cause) {
   }
   AddCascadeEvidence(cause);
   for (const LogEvent& event : logs_.events) {
-    if (event.rank >= 0 && ranks.contains(event.rank)) victims_.erase(event.rank);
+    if (event.rank >= 0 && named.contains(event.rank)) victims_.erase(event.rank);
   }
 
   FillDetail(cause, lead);
@@ -371,8 +379,54 @@ bool Explainer::FromFaults(report::RootCause* cause) {
     confidence = std::min(confidence, Confidence::kMedium);
   }
   SetConfidence(cause, confidence);
-  cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + doubt + assumed + settled_by_);
+  std::string also;
+  for (const Candidate& other : co_initiators_) {
+    const LogEvent& event = *other.event;
+    std::string what = other.kind == RootCauseKind::kPythonException && !event.reason.empty()
+                           ? event.reason
+                           : std::string(RootCauseKindName(other.kind));
+    also += fmt::format(
+        " Rank {}{} failed on its own in the same moment ({}, {}): a second initiator, not a "
+        "victim of the first (its error is no timeout or lost peer); its line is in the "
+        "evidence.",
+        event.rank, event.host.empty() ? "" : " on " + event.host, what, When(event));
+  }
+  cause->set_summary(FaultSentence(first.kind, lead, ranks, hosts) + also + doubt + assumed +
+                     settled_by_);
   return true;
+}
+
+void Explainer::FindCoInitiators(const std::vector<Candidate>& candidates, const Candidate& first,
+                                 const std::set<int64_t>& ranks) {
+  co_initiators_.clear();
+  const LogEvent& lead = *first.event;
+  if (!IsDeath(first.kind) || ranks.empty()) return;
+  // The lead's moment: its time, or the bounds of an untimed line.
+  int64_t from = Earliest(lead), to = Latest(lead);
+  if (to == INT64_MAX) return;
+  auto widen = [](int64_t t, int64_t by) {
+    if (t == INT64_MIN || t == INT64_MAX) return t;
+    return t + by;
+  };
+  from = widen(from, -kSameFaultWindowNs);
+  to = widen(to, kSameFaultWindowNs);
+  std::map<int64_t, const Candidate*> by_rank;
+  for (const Candidate& c : candidates) {
+    const LogEvent& event = *c.event;
+    if (&event == &lead || !IsDeath(c.kind) || event.rank < 0 || ranks.contains(event.rank)) {
+      continue;
+    }
+    // The lead's failure on another rank (the same kind and words: a bad batch every rank
+    // read, one NaN reduced to all) is the lead's, not a second cause.
+    if (c.kind == first.kind && event.reason == lead.reason) continue;
+    if (c.kind == RootCauseKind::kNonFinite) continue;  // a consequence as often as a cause
+    // Known to have come by the end of the lead's moment: a line whose bounds reach past it
+    // (an untimed traceback between lines hours apart) may as well be the teardown's.
+    if (Latest(event) == INT64_MAX || Latest(event) > to || Latest(event) < from) continue;
+    auto [it, added] = by_rank.try_emplace(event.rank, &c);
+    if (!added && Before(event, *it->second->event)) it->second = &c;
+  }
+  for (const auto& [rank, c] : by_rank) co_initiators_.push_back(*c);
 }
 
 bool Explainer::OfAnotherProcess(const LogEvent& event) const {

@@ -24,6 +24,13 @@ void Explainer::Join(report::RootCause* cause) {
   const RootCauseKind kind = kind_;
   const std::string_view kind_name = RootCauseKindName(kind);
   std::vector<std::string> actions = KindActions(kind, *cause, init_step_);
+  for (const Candidate& also : co_initiators_) {
+    for (std::string& action : KindActions(also.kind, *cause, init_step_)) {
+      if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
+        actions.push_back(std::move(action));
+      }
+    }
+  }
   if (dumps_ == nullptr) {
     verdict->clear_culprit_ranks();
     for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
@@ -67,6 +74,8 @@ void Explainer::Join(report::RootCause* cause) {
   const FailureClass dump_class = judged.failure_class;
   const std::string_view dump_class_name = FailureClassName(dump_class);
   bool log_names_ranks = !log_ranks.empty();
+  // Whether the dumps' own next actions still apply once the logs said why.
+  bool keep_dump_actions = true;
   if (kind == RootCauseKind::kCollectiveTimeout || kind == RootCauseKind::kUnknown) {
     if (!dump_culprits.empty()) {
       cause->clear_ranks();
@@ -103,10 +112,38 @@ void Explainer::Join(report::RootCause* cause) {
         fmt::format("Rank(s) {} died ({}); the others' dumps show them waiting "
                     "for the ops it never issued.",
                     Ranks(log_ranks), kind_name));
+  } else if (kind == RootCauseKind::kNonFinite && log_ranks.size() > 1 &&
+             (dump_class == FailureClass::kStuckCollective || dump_class == FailureClass::kNone) &&
+             std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
+                           dump_culprits.end())) {
+    // Every rank raised on the same non-finite loss right after the collective that carried
+    // it: the op the dumps show unfinished (or nothing stuck at all) is the ranks leaving, not
+    // a transport or GPU that stalled; no rank is the NaN's source as far as the job can see.
+    SetFailureClass(verdict, FailureClass::kInsufficientEvidence);
+    verdict->clear_culprit_ranks();
+    verdict->set_confidence(std::string(ConfidenceName(confidence_)));
+    cause->set_disagreement(
+        dump_class == FailureClass::kNone
+            ? "The dumps show nothing stuck: every rank stopped on its own report of the loss."
+            : fmt::format("The dumps show every member of the op left it unfinished ({}); the "
+                          "logs say each of them raised on the non-finite loss it carried, so "
+                          "nothing points at the network or the GPUs.",
+                          dump_class_name));
+    verdict->set_summary("No rank waited on another: every rank stopped on a non-finite loss.");
+    keep_dump_actions = false;
   } else if (log_names_ranks && !dump_culprits.empty()) {
     std::vector<int64_t> common;
     std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
                           dump_culprits.end(), std::back_inserter(common));
+    if (!co_initiators_.empty() && IsDeath(kind) &&
+        dump_class == FailureClass::kMissingParticipant &&
+        std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
+                      dump_culprits.end())) {
+      // Two ranks died of their own causes; the dumps saw the others wait for one of them (the
+      // other's peers had already failed out of their op): both are culprits.
+      verdict->clear_culprit_ranks();
+      for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    }
     if (common.empty()) {
       cause->set_disagreement(fmt::format(
           "The dumps blame rank(s) {} ({}); the logs' earliest fault is on rank(s) {} ({}). "
@@ -166,6 +203,7 @@ void Explainer::Join(report::RootCause* cause) {
   }
   std::vector<std::string> dump_actions(verdict->next_actions().begin(),
                                         verdict->next_actions().end());
+  if (!keep_dump_actions) dump_actions.clear();
   if (IsDeath(kind) && dump_class == FailureClass::kMissingParticipant && !dump_culprits.empty() &&
       std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
                     dump_culprits.end())) {
