@@ -598,7 +598,7 @@ int RunTrace(Mode mode, const TraceArgs& args, const std::string& given_path) {
   auto logs_started = std::chrono::steady_clock::now();
   if (from_stdin) {
     // Read in bounded chunks: memory stays bounded by the events kept, however much is piped.
-    if (absl::Status parsed = ParseLogStream("-", stdin, &logs); !parsed.ok()) {
+    if (absl::Status parsed = ParseLogStream(kPastedLogName, stdin, &logs); !parsed.ok()) {
       std::fprintf(stderr, "fr-analyze: standard input: %s\n",
                    std::string(parsed.message()).c_str());
       return kExitUsage;

@@ -206,13 +206,13 @@ std::tuple<report::Report, bool, py::dict> RunAnalyzeWithLogs(
   LogSet logs;
   Diagnosis diagnosis;
   if (pasted.has_value()) {
-    absl::Status text = CheckPastedLog("<pasted>", *pasted, HasVisibleText(*pasted));
+    absl::Status text = CheckPastedLog(kPastedLogName, *pasted, HasVisibleText(*pasted));
     if (!text.ok()) ThrowStatus(text);
   }
   {
     py::gil_scoped_release release;
     if (pasted.has_value()) {
-      absl::Status parsed = ParseLogText("<pasted>", *pasted, &logs);
+      absl::Status parsed = ParseLogText(kPastedLogName, *pasted, &logs);
       if (!parsed.ok()) logs.errors.push_back(std::string(parsed.message()));
     } else {
       logs = ReadLogsBeside(trace);

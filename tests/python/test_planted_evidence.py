@@ -39,7 +39,7 @@ def test_no_log_on_stdin_is_no_healthy_log(cli, pasted):
     result = run(cli, "analyze", "-", input=pasted)
     assert result.returncode == 2, result.stdout
     assert result.stdout == b""
-    assert result.stderr.startswith(b"fr-analyze: standard input: -: ")
+    assert result.stderr.startswith(b"fr-analyze: standard input: <pasted>: ")
     with pytest.raises(fr_analyze.DumpFormatError):
         fr_analyze.analyze_log(pasted)
 
@@ -49,6 +49,19 @@ def test_a_real_log_on_stdin_still_gives_its_verdict(cli):
                  input="".join(real_lines("cuda_oom.log")).encode())
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["verdict"]["root_cause"]["kind"] == "cuda_oom"
+
+
+def test_a_paste_reads_the_same_from_the_cli_and_from_python(cli):
+    """One paste, one name: the evidence of a log on the CLI's stdin and of the same text given
+    to fr_analyze.analyze_log points at the same file, "<pasted>" (the console lists it too)."""
+    text = "".join(real_lines("cuda_oom.log"))
+    from_cli = json.loads(run(cli, "analyze", "-", "--format", "json",
+                              input=text.encode()).stdout)
+    from_python = fr_analyze.analyze_log(text).to_dict()
+    files = [{e["file"] for e in r["verdict"]["root_cause"]["evidence"]}
+             for r in (from_cli, from_python)]
+    assert files[0] == files[1] == {"<pasted>"}, files
+    assert from_cli["verdict"]["root_cause"] == from_python["verdict"]["root_cause"]
 
 
 def test_own_html_and_json_reports_beside_the_evidence_are_not_logs(cli, tmp_path):

@@ -58,7 +58,12 @@ bool LooksLikeLog(std::string_view head);
 // none of these. LogEvent::bus_id holds this form.
 std::string NormalizeBusId(std::string_view text);
 
-// Parses `text`, the whole content of the log at `path` ("-" for standard input), appending one
+// The name a pasted log goes by in reports (evidence lines' `file`), whether it came on the
+// CLI's standard input ("fr-analyze analyze -") or as text through Python (analyze_log): one
+// name, so a report of the same paste reads the same from either.
+inline constexpr std::string_view kPastedLogName = "<pasted>";
+
+// Parses `text`, the whole content of the log at `path` (kPastedLogName for a paste), appending one
 // LogFile and its events to `out` (the file's index is its position in out->files). Never fails
 // on content; the Status is for a null `out`.
 absl::Status ParseLogText(std::string_view path, std::string_view text, LogSet* out,
