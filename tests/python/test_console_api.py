@@ -742,6 +742,58 @@ def test_keep_days_and_reanalyze(cli, tmp_path):
         assert blob_files(data) == [again["inputs"][0]["sha256"] + ".zst"]
 
 
+def test_reanalyze_beside_a_live_server_takes_turns_with_it(cli, tmp_path):
+    """`serve --reanalyze` run on the --data of a live server: each analysis is re-run under its
+    own lock, which the page's re-run takes too, so the two never re-run one analysis at once
+    (racing for its row and its kept outputs), and only one maintenance run works at a time.
+    This test holds the locks the way the other process would, through the same flock files."""
+    from fr_analyze.console import _locks
+
+    data = tmp_path / "data"
+    env = {**os.environ, "FR_ANALYZE_PYTHON": sys.executable}
+
+    def reanalyze():
+        return subprocess.run([cli, "serve", "--reanalyze", "--data", str(data)],
+                              capture_output=True, text=True, timeout=TIMEOUT, env=env)
+
+    with start_server(data) as server:
+        simulate_logs(tmp_path / "xid", "xid")
+        answer = post_log(server, (tmp_path / "xid" / "pasted.log").read_bytes())
+        assert answer.status_code == 201, answer.text
+        analysis_id = answer.json()["id"]
+        before = get(server, f"/api/analyses/{analysis_id}")
+        with _locks.hold(_locks.lock_path(data, analysis_id), "fr-analyze serve --reanalyze"):
+            # The server's re-run finds the analysis taken: it says by whom, and waits for nothing.
+            busy = requests.post(server.url + f"/api/analyses/{analysis_id}/rerun",
+                                 timeout=TIMEOUT)
+            assert busy.status_code == 409, busy.text
+            assert "serve --reanalyze" in busy.json()["error"]
+            # A maintenance run beside it leaves that analysis to its holder.
+            proc = reanalyze()
+            assert proc.returncode == 0, proc.stderr
+            assert "busy 1" in proc.stderr and f"analysis {analysis_id} left to" in proc.stderr
+        assert get(server, f"/api/analyses/{analysis_id}") == before
+        with _locks.hold(_locks.lock_path(data, "maintenance"), "another maintenance run"):
+            proc = reanalyze()
+            assert proc.returncode == 1
+            assert "another maintenance run" in proc.stderr and "maintenance.lock" in proc.stderr
+        # Once free, both re-run it, and the analysis is whole either way.
+        proc = reanalyze()
+        assert proc.returncode == 0 and "re-analysed 1" in proc.stderr, proc.stderr
+        again = requests.post(server.url + f"/api/analyses/{analysis_id}/rerun", timeout=TIMEOUT)
+        assert again.status_code == 200, again.text
+        assert again.json()["report"]["verdict"] == before["report"]["verdict"]
+    # A server starting while a maintenance run re-runs an analysis leaves that run's work
+    # folder alone; a work folder nobody holds is what a killed run left, and is swept.
+    working = data / "uploads" / f"{analysis_id}-rerun-0a1b2c3d"
+    left = data / "uploads" / f"{'f' * 16}-rerun-0a1b2c3d"
+    for folder in (working, left):
+        (folder / "files").mkdir(parents=True)
+    with _locks.hold(_locks.lock_path(data, analysis_id), "fr-analyze serve --reanalyze"):
+        with start_server(data):
+            assert working.is_dir() and not left.exists()
+
+
 # --- schema migrations -------------------------------------------------------------------------
 def test_a_first_schema_database_is_upgraded_in_place(database, tmp_path):
     """A console's database from before the fleet's index (revision 0001), an analysis in it:

@@ -91,10 +91,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         # Retention first (then after every analysis while serving); --reanalyze then exits.
         from fr_analyze.console._maintenance import maintain
 
-        maintain(settings, reanalyze=args.reanalyze, keep_days=args.keep_days,
-                 max_bytes=args.max_bytes)
-        if args.reanalyze:
-            return 0
+        status = maintain(settings, reanalyze=args.reanalyze, keep_days=args.keep_days,
+                          max_bytes=args.max_bytes)
+        if args.reanalyze or status != 0:
+            return status
     from fr_analyze.console._app import build_app
 
     app = build_app(settings)

@@ -32,7 +32,7 @@ from starlette.responses import (FileResponse, HTMLResponse, JSONResponse, Redir
                                  Response)
 from starlette.routing import Route
 
-from fr_analyze.console import _analysis, _worker
+from fr_analyze.console import _analysis, _locks, _worker
 from fr_analyze.console._store import UNHASHED, Analysis, InputFile, Store, iso_time
 from fr_analyze.console._uploads import (Limits, MultipartWriter, UploadError, UploadFolder,
                                          is_archive, unpack_archive)
@@ -117,6 +117,10 @@ class ConsoleApp:
                 for path in lost:
                     print(f"fr-analyze serve: analysis {entry.name}: input {path!r} was lost "
                           "before it was stored", file=sys.stderr, flush=True)
+            rerun = _RERUN_FOLDER.fullmatch(entry.name)
+            if rerun and _locks.is_held(_locks.lock_path(self.settings.data, rerun.group(1))):
+                # `serve --reanalyze`, running beside this server, works in it now.
+                continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
@@ -360,17 +364,22 @@ class ConsoleApp:
         if not old.inputs:
             raise UploadError(409, "this analysis was posted as a finished report: it has no "
                               "inputs to analyse again")
-        upload = self.uploads / f"{analysis_id}-rerun-{secrets.token_hex(4)}"
-        try:
-            await asyncio.to_thread(_analysis.restore_inputs, self.store, old, upload / "files")
-        except FileNotFoundError:
-            shutil.rmtree(upload, ignore_errors=True)
-            raise UploadError(500, "the analysis's stored inputs are incomplete: it cannot "
-                              "run again") from None
-        running = _analysis.Running(analysis_id, old.name, old.label, time.time(),
-                                    done=asyncio.Event())
-        return await self._analyse(running, upload, _analysis.is_paste(old), old.inputs,
-                                   staged=False, created_ms=old.created_ms)
+        # One re-run of an analysis at a time, across processes: this server's button, the
+        # API, and `serve --reanalyze` beside it (_locks.Busy when another holds it).
+        with _locks.hold(_locks.lock_path(self.settings.data, analysis_id),
+                         f"a re-run of analysis {analysis_id}"):
+            upload = self.uploads / f"{analysis_id}-rerun-{secrets.token_hex(4)}"
+            try:
+                await asyncio.to_thread(_analysis.restore_inputs, self.store, old,
+                                        upload / "files")
+            except FileNotFoundError:
+                shutil.rmtree(upload, ignore_errors=True)
+                raise UploadError(500, "the analysis's stored inputs are incomplete: it cannot "
+                                  "run again") from None
+            running = _analysis.Running(analysis_id, old.name, old.label, time.time(),
+                                        done=asyncio.Event())
+            return await self._analyse(running, upload, _analysis.is_paste(old), old.inputs,
+                                       staged=False, created_ms=old.created_ms)
 
     async def output(self, analysis: Analysis, name: str) -> Tuple[Optional[pathlib.Path], str]:
         """The file of an output of a stored analysis (report.pb, report.html, the timeline),
@@ -412,6 +421,7 @@ class ConsoleApp:
 
 
 _ANALYSIS_ID = re.compile(r"[0-9a-f]{16}")
+_RERUN_FOLDER = re.compile(r"([0-9a-f]{16})-rerun-[0-9a-f]+")
 
 
 def can_make(analysis: Analysis, name: str) -> bool:
@@ -593,6 +603,9 @@ def build_app(settings: Settings) -> Starlette:
             analysis = await console.rerun(request.path_params["id"])
         except UploadError as error:
             return console.error(request, error.status, error.message)
+        except _locks.Busy as busy:
+            return console.error(request, 409, f"this analysis is being analysed again by "
+                                 f"{busy.holder}: try again when it is done")
         if analysis is None:
             return console.error(request, 404, "no such analysis")
         if wants_json(request):
