@@ -338,6 +338,59 @@ def test_the_fleet_counts_who_initiated_and_who_suffered(server, tmp_path):
         assert counts(final, host) == counts(after, host), host
 
 
+def fleet_of(jobs, hosts_per_job, hosts, starts, seed):
+    """The fleet's host rows for `jobs` failed jobs, each on `hosts_per_job` hosts drawn from
+    `hosts`, whose failure starts on starts(job's hosts, rng): the counts the store's query
+    gives (initiated, victim, jobs, expected share)."""
+    import random
+
+    rng = random.Random(seed)
+    rows = {h: {"host": h, "initiated": 0, "victim": 0, "jobs": 0, "expected": 0.0,
+                "by_kind": {}, "gpus": {}} for h in hosts}
+    for _ in range(jobs):
+        members = rng.sample(hosts, hosts_per_job)
+        culprit = starts(members, rng)
+        for h in members:
+            row = rows[h]
+            row["jobs"] += 1
+            row["expected"] += 1 / hosts_per_job
+            if h == culprit:
+                row["initiated"] += 1
+                row["by_kind"]["xid"] = row["by_kind"].get("xid", 0) + 1
+            else:
+                row["victim"] += 1
+    return list(rows.values())
+
+
+def test_repeat_offenders_are_not_named_by_chance_in_a_large_fleet():
+    """1000 hosts, 2000 failed jobs of 8 hosts, each failure started by a host of its job drawn
+    at random: every host is as good as the next, so the fleet lists nobody (the rule corrects
+    for how many hosts it looks at; 'twice its share and 2 more' listed dozens here). Give one
+    host a GPU that breaks the jobs it runs in half of the time, and it alone is listed."""
+    from fr_analyze.console._app import chance_of_at_least, repeat_offenders
+
+    # The tail itself: all 3 of 3 jobs of 4 hosts by chance is (1/4)**3.
+    assert abs(chance_of_at_least(3, 3, 0.25) - 1 / 64) < 1e-12
+    assert chance_of_at_least(0, 5, 0.1) == 1.0 and chance_of_at_least(6, 5, 0.1) == 0.0
+    hosts = [f"node{i:04d}" for i in range(1000)]
+    fair = fleet_of(2000, 8, hosts, lambda members, rng: rng.choice(members), seed=1)
+    old_rule = [h for h in fair if h["initiated"] >= 2 and h["initiated"] >= 2 * h["expected"]
+                and h["initiated"] - h["expected"] >= 2]
+    assert len(old_rule) > 10, "the fleet is big enough for chance to look like a pattern"
+    assert repeat_offenders(fair) == []
+
+    bad = hosts[17]
+
+    def starts(members, rng):
+        if bad in members and rng.random() < 0.5:
+            return bad
+        return rng.choice(members)
+
+    skewed = fleet_of(2000, 8, hosts, starts, seed=2)
+    named = [o["host"] for o in repeat_offenders(skewed)]
+    assert named == [bad], named
+
+
 # --- clients -----------------------------------------------------------------------------------
 def test_analyze_post_records_into_the_console(server, cli, simulated_job, tmp_path):
     job = shutil.copytree(simulated_job, tmp_path / "job42")

@@ -755,13 +755,49 @@ def api_created(analysis: Analysis) -> str:
     return '{"id": %s, "report": %s}' % (json.dumps(analysis.id), analysis.report.rstrip())
 
 
+# The chance, over the whole fleet, that some host of it looks like a repeat offender by luck
+# alone: a host is listed only when its count would come by chance less often than this, once
+# multiplied by the number of hosts looked at (Bonferroni).
+OFFENDER_FALSE_ALARM = 0.05
+
+
+def chance_of_at_least(count: int, jobs: int, share: float) -> float:
+    """P(X >= count) for X ~ Binomial(jobs, share): how often a host that ran in `jobs` failed
+    jobs, with `share` the mean of its fair shares (1 / hosts of each job), would initiate
+    `count` of them by chance. For jobs of unequal sizes the binomial of the mean share spreads
+    wider than the true sum of unequal chances, so the chance is overstated, never understated:
+    a host is listed a little later, never wrongly sooner."""
+    if count <= 0:
+        return 1.0
+    if count > jobs or share <= 0.0:
+        return 0.0
+    if share >= 1.0:
+        return 1.0
+    log_p, log_q = math.log(share), math.log1p(-share)
+    total = 0.0
+    for k in range(count, jobs + 1):
+        log_term = (math.lgamma(jobs + 1) - math.lgamma(k + 1) - math.lgamma(jobs - k + 1)
+                    + k * log_p + (jobs - k) * log_q)
+        term = math.exp(log_term)
+        total += term
+        if term < total * 1e-12:  # the tail's terms only shrink past the mode
+            break
+    return min(1.0, total)
+
+
 def repeat_offenders(hosts: list) -> list:
     """Hosts that initiate far more failures than their share of the failed jobs they ran in:
-    at least 2 initiated, and at least twice (and 2 more than) what chance would give."""
+    at least 2 initiated, and a count that chance would give some host of the fleet less than
+    OFFENDER_FALSE_ALARM of the time (the binomial tail of its own count, times the number of
+    hosts looked at)."""
     offenders = []
+    looked_at = sum(1 for h in hosts if h["jobs"] > 0)
     for h in hosts:
-        initiated, expected = h["initiated"], h["expected"]
-        if initiated >= 2 and initiated >= 2 * expected and initiated - expected >= 2:
+        initiated, expected, jobs = h["initiated"], h["expected"], h["jobs"]
+        if initiated < 2 or jobs <= 0:
+            continue
+        chance = min(1.0, looked_at * chance_of_at_least(initiated, jobs, expected / jobs))
+        if chance < OFFENDER_FALSE_ALARM:
             kind = max(h["by_kind"].items(), key=lambda kv: kv[1])[0] if h["by_kind"] else ""
             action = NEXT_ACTION.get(kind, DEFAULT_ACTION)
             gpus = sorted(h["gpus"].items(), key=lambda kv: -kv[1])
@@ -770,7 +806,7 @@ def repeat_offenders(hosts: list) -> list:
                                         f"at PCI {gpus[0][0]}")
             offenders.append({"host": h["host"], "initiated": initiated, "expected": expected,
                               "jobs": h["jobs"], "kind": kind, "gpus": dict(gpus),
-                              "next_action": action})
+                              "chance": float(f"{chance:.3g}"), "next_action": action})
     return offenders
 
 
