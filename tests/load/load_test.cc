@@ -121,6 +121,23 @@ TEST_F(LoadTraceTest, PerHostFoldersNameHostsButOneSharedFolderDoesNot) {
   for (const RankDump& rank : shared->ranks) EXPECT_EQ(rank.host, "") << rank.path;
 }
 
+// Per-node folders that each hold a folder of the same name (node0/dumps, node1/dumps: what a
+// job copied from each node looks like) are named by the node, not by the shared inner name.
+TEST_F(LoadTraceTest, PerNodeFoldersOfSameNamedDumpFoldersNameTheNode) {
+  ExampleJobOptions options;
+  options.world_size = 4;
+  for (int rank = 0; rank < 4; ++rank) {
+    Write(fmt::format("job/node{}/dumps/nccl_trace_rank_{}", rank / 2, rank),
+          WriteDumpPickle(MakeExampleRankDump(options, rank)));
+  }
+  absl::StatusOr<LoadedTrace> trace = LoadTrace((dir_ / "job").string());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->ranks.size(), 4u);
+  for (const RankDump& rank : trace->ranks) {
+    EXPECT_EQ(rank.host, fmt::format("node{}", rank.rank / 2)) << rank.path;
+  }
+}
+
 TEST_F(LoadTraceTest, InMemoryDumpsLoadLikeFiles) {
   ExampleJobOptions options;
   std::map<int64_t, std::shared_ptr<const Buffer>> dumps;

@@ -86,20 +86,57 @@ size_t CountRanks(const std::vector<DiscoveredFile>& files) {
   return ranks;
 }
 
-// Per-host folders name hosts only when there are several: one folder that holds every rank's
-// dump is the job's folder ("dumps", "fr", an upload's name), and a report that shows it as the
-// host of every rank sends the reader to a machine that does not exist.
-void ForgetJobFolderAsHost(LoadedTrace* trace) {
-  if (trace->ranks.size() < 2) return;
-  const std::filesystem::path folder =
-      std::filesystem::path(trace->ranks.front().path).parent_path();
-  const std::string folder_name = folder.filename().string();
-  for (const RankDump& rank : trace->ranks) {
-    if (rank.host != folder_name || std::filesystem::path(rank.path).parent_path() != folder) {
-      return;
-    }
+// The folders below the analysed root that a dump sits in, innermost first ("a/node0/dumps/x"
+// gives {"dumps", "node0", "a"}); empty for a dump at the root itself.
+std::vector<std::string> FoldersAbove(const std::string& path, const std::string& root) {
+  std::vector<std::string> folders;
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::filesystem::path top = std::filesystem::path(root).lexically_normal();
+  while (!folder.empty() && folder.lexically_normal() != top && folder.has_filename()) {
+    folders.push_back(folder.filename().string());
+    folder = folder.parent_path();
   }
-  for (RankDump& rank : trace->ranks) rank.host.clear();
+  return folders;
+}
+
+// Per-host folders name hosts only where their names tell the hosts apart. One folder that holds
+// every rank's dump is the job's folder ("dumps", "fr", an upload's name), and per-node folders
+// that each hold a folder of the same name ("node0/dumps", "node1/dumps") are named by the node
+// above it: a report that shows "dumps" as the host of every rank sends the reader to a machine
+// that does not exist. The host is the innermost folder level whose names differ between the
+// ranks; where no level differs, the path names no host.
+void NameHostsByTheirFolders(const std::string& root, LoadedTrace* trace) {
+  std::vector<size_t> in_folders;
+  std::vector<std::vector<std::string>> folders;
+  for (size_t i = 0; i < trace->ranks.size(); ++i) {
+    std::vector<std::string> above = FoldersAbove(trace->ranks[i].path, root);
+    // A host taken from the file's name (no folder below the root) is the name's to keep.
+    if (above.empty()) continue;
+    in_folders.push_back(i);
+    folders.push_back(std::move(above));
+  }
+  if (in_folders.empty()) return;
+  size_t depth = 0;
+  for (;; ++depth) {
+    std::set<std::string_view> names;
+    bool every_rank_has_one = true;
+    for (const std::vector<std::string>& above : folders) {
+      if (depth >= above.size()) {
+        every_rank_has_one = false;
+        break;
+      }
+      names.insert(above[depth]);
+    }
+    if (!every_rank_has_one) {
+      depth = SIZE_MAX;
+      break;
+    }
+    if (names.size() > 1) break;
+  }
+  for (size_t k = 0; k < in_folders.size(); ++k) {
+    RankDump& rank = trace->ranks[in_folders[k]];
+    rank.host = depth == SIZE_MAX ? std::string() : folders[k][depth];
+  }
 }
 
 // The trace from every discovered file's result (`results[i]` is `discovery.files[i]`'s):
@@ -123,7 +160,7 @@ LoadedTrace Assemble(const std::string& root, Discovery discovery, std::vector<F
       trace.ranks.back().host = HostOfDumpPath(trace.ranks.back().path, root);
     }
   }
-  ForgetJobFolderAsHost(&trace);
+  NameHostsByTheirFolders(root, &trace);
   SettleWorld(/*check_own_rank=*/true, &trace);
   CollectVersions(&trace);
   trace.timings.wall_ns = NowNs() - started;
