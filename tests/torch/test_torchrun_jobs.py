@@ -120,6 +120,22 @@ def check(status, report, expected):
         network = [a for a in verdict.get("next_actions", []) if "network" in a or "NCCL" in a]
         if network:
             wrong.append(f"next actions send the user to the network for a NaN: {network}")
+    # A rank that left the program's order waits in a collective of its own: it is neither
+    # "stuck outside communication" nor one of two independent culprits, and every other rank
+    # waits behind it.
+    if expected["scenario"] == "uneven_data":
+        outside = [a for a in verdict.get("next_actions", []) if "outside communication" in a]
+        if outside:
+            wrong.append(f"next actions say the rank is outside communication: {outside}")
+        others = [r for r in range(expected["world_size"]) if r != expected["fault_rank"]]
+        if verdict.get("victim_ranks", []) != others:
+            wrong.append(f"victim_ranks {verdict.get('victim_ranks', [])}, expected {others}")
+    # The peer that aborted on the mismatch only detected it: nothing sends the reader to a
+    # traceback of the rank whose op differs, which raised none.
+    if expected["scenario"] in ("size_mismatch", "dtype_mismatch"):
+        traceback = [a for a in verdict.get("next_actions", []) if "traceback" in a]
+        if traceback:
+            wrong.append(f"next actions send the reader to a traceback: {traceback}")
     want = 0 if expected["failure_class"] == "none" else 1
     if status != want:
         wrong.append(f"exit status {status}, expected {want}"

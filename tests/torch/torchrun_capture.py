@@ -35,6 +35,10 @@ Scenarios and what the job does at the fault (see torchrun_job.py):
   hang        sleeps in user code before the DP all_reduce; its peers hit Gloo's timeout
   desync      all_gather where its TP group all_reduces
   healthy     nothing; every rank dumps after the last step and the job exits 0
+  size_mismatch / dtype_mismatch
+              its TP all_reduce takes one more row / float64; Gloo aborts its TP peer
+  uneven_data its data shard ends after fault-step batches: it leaves the loop for the epoch-end
+              all_reduce of the default group while its peers still train
   two_agents  RuntimeError on global rank 6 (node 1, local rank 2), two agents of 4 ranks
 
 expected.json: scenario, fault_rank, fault_step, culprit_ranks, failure_class, root_cause_kind
@@ -71,7 +75,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 JOB = os.path.join(HERE, "torchrun_job.py")
 SCENARIOS = ["exception", "segfault", "sigkill", "hang", "desync", "healthy", "two_agents",
-             "segfault_and_error", "nan"]
+             "segfault_and_error", "nan", "uneven_data",
+             "size_mismatch", "dtype_mismatch"]
 # segfault_and_error's second faulty rank: in neither the TP nor the DP group of rank 2, so that
 # neither fault waits on the other.
 SECOND_FAULT_RANK = 1
@@ -131,6 +136,28 @@ def expected_answer(scenario, fault_rank):
                 "rank waits on another and none is the loss's source as far as any rank can "
                 "see: the root cause is non_finite naming no single culprit, and nothing may "
                 "send the user to the network")
+    if scenario == "uneven_data":
+        return ("missing_participant", [fault_rank], "collective_timeout",
+                ["collective_timeout", "unknown"],
+                f"rank {fault_rank}'s data shard held fewer batches than its peers'"
+                ": it left the epoch early and waits in the epoch-end all_reduce of the "
+                "default group, which no peer reaches, while its TP and DP peers wait for it in "
+                "the step's all_reduces (and a DP peer of its TP partner waits behind that "
+                "partner). Every rank hits Gloo's timeout and raises; the one rank that is "
+                "elsewhere, holding every other, is the culprit; the ranks waiting for it (or "
+                "for a rank that waits for it) are victims, not a second culprit")
+    if scenario in ("size_mismatch", "dtype_mismatch"):
+        what = ("a tensor one row longer" if scenario == "size_mismatch"
+                else "a float64 tensor where its peer's is float32")
+        return (scenario, [fault_rank], "python_exception",
+                ["python_exception", "unknown"],
+                f"rank {fault_rank} all_reduces {what} in its TP group at the fault step; its TP "
+                "peer issued the same all_reduce with the job's shape and dtype. The dumps show "
+                "the faulty rank's op beside the same op of the other TP group and of its own "
+                "previous steps; Gloo aborts the peer, which receives more bytes than its op "
+                "holds ('Received data size doesn't match expected size', SIGABRT, no dump). "
+                "The rank whose op differs is the culprit, and the root cause (the peer's "
+                "report of the mismatch) must name it; the peer that aborted is a victim")
     raise ValueError(scenario)
 
 
@@ -396,8 +423,12 @@ def capture_problems(expected):
     capture fails rather than becoming a silent fixture or a test of the wrong thing."""
     problems = []
     lost = {"segfault", "sigkill", "segfault_and_error"}  # the faulty rank dies before its dump
-    should_dump = [r for r in range(expected["world_size"])
-                   if not (expected["scenario"] in lost and r == expected["fault_rank"])]
+    dead = {expected["fault_rank"]} if expected["scenario"] in lost else set()
+    if expected["scenario"] in ("size_mismatch", "dtype_mismatch"):
+        # Gloo aborts (SIGABRT) the rank that receives more bytes than its op holds: the faulty
+        # rank's TP peer (its tensor is the larger one), which then leaves no dump.
+        dead = {expected["fault_rank"] ^ 1}
+    should_dump = [r for r in range(expected["world_size"]) if r not in dead]
     if expected["ranks_dumped"] != should_dump:
         problems.append(f"expected dumps of ranks {should_dump}, got {expected['ranks_dumped']}")
     want = 0 if expected["scenario"] == "healthy" else 1

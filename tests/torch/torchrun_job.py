@@ -74,7 +74,8 @@ from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E40
 import fr_dump  # noqa: E402
 
 SCENARIOS = ["healthy", "exception", "runtime", "segfault", "sigkill", "hang", "desync",
-             "checkpoint", "segfault_and_error", "nan"]
+             "checkpoint", "segfault_and_error", "nan", "uneven_data",
+             "size_mismatch", "dtype_mismatch"]
 
 
 class Recorder:
@@ -220,7 +221,12 @@ def train(args, rank, my_dp, my_tp, tp_group, dp_group):
     data = torch.Generator().manual_seed(100 + my_dp)
     faulty = rank == args.fault_rank or (args.scenario == "segfault_and_error"
                                          and rank == args.second_fault_rank)
-    for step in range(args.steps):
+    steps = args.steps
+    if faulty and args.scenario == "uneven_data":
+        # This rank's shard of the dataset holds fewer batches: it leaves the epoch early and goes
+        # on to the epoch's end while its peers still train.
+        steps = args.fault_step
+    for step in range(steps):
         x = torch.randn(32, 16, generator=data)
         target = x[:, :1] * 0.5
         w1.requires_grad_(True)
@@ -234,6 +240,16 @@ def train(args, rank, my_dp, my_tp, tp_group, dp_group):
             parts = [torch.empty_like(total) for _ in range(args.tp)]
             dist.all_gather(parts, total, group=tp_group)
             total = sum(parts)
+        elif faulty and step == args.fault_step and args.scenario == "size_mismatch":
+            # A shape that differs on this rank only (its batch kept one more sample).
+            total = torch.cat([total, total[:1]])
+            dist.all_reduce(total, group=tp_group)
+            total = total[:-1]
+        elif faulty and step == args.fault_step and args.scenario == "dtype_mismatch":
+            # This rank's half of the layer ran in double precision (a missed autocast).
+            wide = total.double()
+            dist.all_reduce(wide, group=tp_group)
+            total = wide.float()
         else:
             dist.all_reduce(total, group=tp_group)
         out = partial + (total - partial.detach())
@@ -257,6 +273,12 @@ def train(args, rank, my_dp, my_tp, tp_group, dp_group):
             norms = [torch.empty(1) for _ in range(args.tp)]
             dist.all_gather(norms, w1.norm().reshape(1), group=tp_group)
         print(f"step {step} loss {flat[-1].item():.4f}", flush=True)
+    if args.scenario == "uneven_data":
+        # The epoch's end: every rank's metric averaged over the whole world (the default group).
+        metric = torch.tensor([float(steps)])
+        dist.all_reduce(metric)
+        print(f"epoch done: {metric.item() / dist.get_world_size():.1f} batches per rank",
+              flush=True)
 
 
 def save_checkpoint(args, rank, w1, w2):

@@ -73,6 +73,29 @@ TEST(WaitForGraphTest, ACycleThatWaitsOnSomeoneElseIsNotTheSink) {
   EXPECT_THAT(graph.victims(), ElementsAre(1, 2));
 }
 
+TEST(WaitForGraphTest, TheOneRankEveryCycleCrossesIsTheCulpritOfACycleAcrossGroups) {
+  // Rank 2 left the step's order for an op of the default group (3) that its peers never reach;
+  // 3 waits for it in TP (0), 0 waits for it in DP (1), 1 waits for 3 in the other DP group (2).
+  std::vector<Block> blocks = {Wait({3}, {2}, 0), Wait({0}, {2}, 1), Wait({1}, {3}, 2),
+                               Wait({2}, {0, 1, 3}, 3)};
+  WaitForGraph graph(blocks);
+  EXPECT_TRUE(graph.has_cycle());
+  EXPECT_THAT(graph.culprits(), ElementsAre(2));
+  EXPECT_THAT(graph.victims(), ElementsAre(0, 1, 3));
+  std::vector<WaitHop> chain = graph.ChainFrom(1);
+  ASSERT_EQ(chain.size(), 2u);
+  EXPECT_EQ(chain[0].waits_for, 3);
+  EXPECT_EQ(chain[1].waits_for, 2);
+}
+
+TEST(WaitForGraphTest, ARingThatEveryRankBreaksNamesThemAll) {
+  // 0 -> 1 -> 2 -> 0: taking out any one rank ends the cycle, so no one rank is singled out.
+  std::vector<Block> blocks = {Wait({0}, {1}), Wait({1}, {2}, 1), Wait({2}, {0}, 2)};
+  WaitForGraph graph(blocks);
+  EXPECT_THAT(graph.culprits(), ElementsAre(0, 1, 2));
+  EXPECT_THAT(graph.victims(), IsEmpty());
+}
+
 TEST(WaitForGraphTest, NoBlocksNoCulprits) {
   std::vector<Block> blocks;
   WaitForGraph graph(blocks);

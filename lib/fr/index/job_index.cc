@@ -551,6 +551,11 @@ JobIndex BuildJobIndex(const LoadedTrace& trace, int64_t dump_time_ns, int jobs,
       member_of_local[d][local] = &member;
     }
   }
+  for (JobGroup& group : index.groups) {
+    for (GroupMember& member : group.members) {
+      member.dump_holds_none = member.dump < 0 && dump_of_rank.contains(member.rank);
+    }
+  }
   // One pass over each dump's entries, dispatching by local group.
   ParallelFor(
       trace.ranks.size(), members_shared ? 1 : jobs,

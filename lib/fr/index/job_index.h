@@ -48,6 +48,10 @@ struct GroupMember {
   int64_t rank = kUnknown;
   // Index into LoadedTrace::ranks, or -1 when this member's dump is missing or rejected.
   int32_t dump = -1;
+  // The rank's dump is loaded but holds no entry of this group (dump stays -1): the rank never
+  // issued anything in it that its buffer kept, as a Gloo rank that never used the default group
+  // while another member waits there. It is not a rank that left no dump.
+  bool dump_holds_none = false;
   uint32_t local_group = 0;           // index into that dump's groups
   std::vector<CollectiveUnit> units;  // ascending seq
   std::vector<uint32_t> p2p_entries;  // send/recv entry indices, oldest first

@@ -172,6 +172,10 @@ struct LogEvent {
   // kPythonException: raised in the launcher itself (its outermost frame is torchrun's or the
   // elastic agent's code, or its line is the agent's log), not in a worker.
   bool in_launcher = false;
+  // kPythonException: the error is a check that the ranks' collectives differ (Gloo's size
+  // enforce, c10d's "Detected mismatch between collectives"): the rank that raised it detected
+  // another's deviation, which the dumps can name.
+  bool reports_mismatch = false;
   // A launcher's report of a worker's death (kWorkerFailed, kRootCauseTable): whose words.
   Launcher launcher = Launcher::kNone;
   // kInitFailure: what could not be done, as the end of "the job never formed: rank 3 could not

@@ -53,7 +53,7 @@ bool GroupMatcher::TimingKnown() const {
 GroupMatcher::Progress GroupMatcher::ProgressAt(const GroupMember& member, int64_t seq,
                                                 const CollectiveUnit** unit) const {
   *unit = nullptr;
-  if (member.dump < 0) return Progress::kMissing;
+  if (member.dump < 0) return member.dump_holds_none ? Progress::kNotIssued : Progress::kMissing;
   if (member.last_enqueued == kUnknown || member.last_enqueued < seq) return Progress::kNotIssued;
   auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
                              [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
@@ -222,8 +222,9 @@ void GroupMatcher::DescribeMemberStates() {
     state.rank = member.rank;
     const RankDump* dump = DumpOf(member);
     if (dump == nullptr) {
-      state.state = index_.Unreadable(member.rank) ? MemberProgress::kDumpUnreadable
-                                                   : MemberProgress::kDumpMissing;
+      state.state = member.dump_holds_none           ? MemberProgress::kNotIssued
+                    : index_.Unreadable(member.rank) ? MemberProgress::kDumpUnreadable
+                                                     : MemberProgress::kDumpMissing;
       match_.members.push_back(std::move(state));
       continue;
     }

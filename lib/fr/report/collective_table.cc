@@ -62,7 +62,7 @@ std::vector<CollectiveRow> BuildCollectiveTable(const LoadedTrace& trace, const 
       std::map<std::string_view, int> op_votes;
       for (const GroupMember& member : group.members) {
         if (member.dump < 0) {
-          row.dump_missing.push_back(member.rank);
+          (member.dump_holds_none ? row.not_issued : row.dump_missing).push_back(member.rank);
           continue;
         }
         const CollectiveUnit* unit = FindUnit(member, seq);

@@ -73,7 +73,7 @@ std::string FormatEntriesView(const LoadedTrace& trace, const JobIndex& index,
       for (const GroupMember* member : columns) {
         std::string cell = "-";
         if (member->dump < 0) {
-          cell = "no dump";
+          cell = member->dump_holds_none ? "-" : "no dump";
         } else {
           auto it = std::lower_bound(member->units.begin(), member->units.end(), seq,
                                      [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });

@@ -209,7 +209,9 @@ void AppendGroups(const Report& report, std::string* out) {
       }
       std::string what =
           state.state() == "not issued"
-              ? fmt::format("not issued (last issued {} {})", state.op(), Seq(state.seq_id()))
+              ? (state.op().empty() ? std::string("not issued (nothing in this group)")
+                                    : fmt::format("not issued (last issued {} {})", state.op(),
+                                                  Seq(state.seq_id())))
           : state.state() == "dump missing" || state.state() == "dump unreadable" ? state.state()
           : state.op().starts_with("send ") || state.op().starts_with("recv ")
               ? fmt::format("{} {} p2p {}", state.state(), state.op(), Seq(state.seq_id()))

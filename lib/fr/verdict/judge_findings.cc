@@ -56,6 +56,101 @@ void Judge::AddStackAt(const JobGroup& group, int64_t rank, int64_t seq,
   if (!finding->stack.empty()) finding->stack_at = ValidUtf8(DescribeEntry(*dump, *entry));
 }
 
+namespace {
+
+// What must agree across members of one collective, as text: the op, the dtypes and the input
+// shapes (outputs for the reduce_scatter family). Single-entry units only.
+struct OpSignature {
+  std::string op;
+  std::string dtypes;
+  std::string shapes;
+  bool operator==(const OpSignature&) const = default;
+};
+
+std::optional<OpSignature> SignatureOf(const RankDump& dump, const CollectiveUnit& unit) {
+  if (unit.entry_count != 1) return std::nullopt;
+  const Entry& entry = dump.entries[unit.first_entry];
+  OpSignature sig;
+  sig.op = std::string(dump.strings.view(entry.op_name));
+  for (StringId d : dump.DtypeList(entry.input_dtypes)) {
+    if (!sig.dtypes.empty()) sig.dtypes += ",";
+    sig.dtypes += dump.strings.view(d);
+  }
+  bool outputs = entry.op == OpKind::kReduceScatter || entry.op == OpKind::kScatter;
+  sig.shapes = fmt::format("{}", dump.Shapes(outputs ? entry.output_sizes : entry.input_sizes));
+  return sig;
+}
+
+const CollectiveUnit* UnitAt(const GroupMember& member, int64_t seq) {
+  auto it = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                             [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+  return it == member.units.end() || it->seq != seq ? nullptr : &*it;
+}
+
+}  // namespace
+
+std::vector<int64_t> Judge::LoneSignatureDeviants(const Block& block, FailureClass* kind,
+                                                  std::vector<std::string>* evidence) const {
+  std::vector<int64_t> deviants;
+  if (block.is_p2p || block.group == kNoGroupIndex) return deviants;
+  const JobGroup& group = index().groups[block.group];
+  if (group.desc.empty()) return deviants;
+  for (const GroupMember& member : group.members) {
+    if (member.dump < 0 ||
+        !std::binary_search(block.waiters.begin(), block.waiters.end(), member.rank)) {
+      continue;
+    }
+    const RankDump& dump = trace_.ranks[member.dump];
+    const CollectiveUnit* unit = UnitAt(member, block.seq);
+    if (unit == nullptr) continue;
+    std::optional<OpSignature> own = SignatureOf(dump, *unit);
+    if (!own) continue;
+    // The siblings' op at this seq, where they all agree on it.
+    std::optional<OpSignature> siblings;
+    int64_t sibling_rank = kUnknown;
+    bool agree = true;
+    for (const JobGroup& sibling : index().groups) {
+      if (&sibling == &group || sibling.desc != group.desc) continue;
+      for (const GroupMember& other : sibling.members) {
+        if (other.dump < 0) continue;
+        const CollectiveUnit* theirs = UnitAt(other, block.seq);
+        if (theirs == nullptr) continue;
+        std::optional<OpSignature> sig = SignatureOf(trace_.ranks[other.dump], *theirs);
+        if (!sig) continue;
+        if (!siblings) {
+          siblings = sig;
+          sibling_rank = other.rank;
+        }
+        agree = agree && *sig == *siblings;
+      }
+    }
+    if (!siblings || !agree || siblings->op != own->op || *siblings == *own) continue;
+    // Its own previous op of the same kind in this group had the siblings' signature: the
+    // difference is new at this op, not the shape this group always had.
+    const OpSignature* previous = nullptr;
+    std::optional<OpSignature> before;
+    for (auto it = member.units.rbegin(); it != member.units.rend(); ++it) {
+      if (it->seq >= block.seq) continue;
+      before = SignatureOf(dump, *it);
+      if (before && before->op == own->op) {
+        previous = &*before;
+        break;
+      }
+    }
+    if (previous == nullptr || !(*previous == *siblings)) continue;
+    deviants.push_back(member.rank);
+    *kind = own->dtypes != siblings->dtypes ? FailureClass::kDtypeMismatch
+                                            : FailureClass::kSizeMismatch;
+    evidence->push_back(fmt::format("rank {}: {} #{} in {} takes {} {}", member.rank, own->op,
+                                    block.seq, GroupLabel(group), own->shapes, own->dtypes));
+    evidence->push_back(fmt::format(
+        "rank {} (a sibling {} group): {} #{} takes {} {}, as rank {}'s own previous {} did",
+        sibling_rank, group.desc, siblings->op, block.seq, siblings->shapes, siblings->dtypes,
+        member.rank, own->op));
+  }
+  return deviants;
+}
+
 void Judge::AddCulpritFindings(const WaitForGraph& graph) {
   struct Cause {
     uint32_t block;
@@ -168,12 +263,57 @@ void Judge::AddCulpritFinding(const Block& block, std::vector<int64_t>* culprit_
                             ? fmt::format("rank {} is", block.waiters.front())
                             : fmt::format("{} ranks are", block.waiters.size());
   Confidence confidence = Confidence::kHigh;
-  if (block.reason == BlockReason::kNeverIssued) {
+  std::vector<int64_t> deviants;
+  std::vector<std::string> deviant_evidence;
+  // Where the culprits themselves wait: an op of another group that their peers never reach (the
+  // wait-for graph's cycle, broken at them).
+  const Block* own_wait = nullptr;
+  for (const Block& other : blocks()) {
+    if (&other == &block || other.is_p2p) continue;
+    bool all_wait_there = std::all_of(culprits_of.begin(), culprits_of.end(), [&](int64_t r) {
+      return std::binary_search(other.waiters.begin(), other.waiters.end(), r);
+    });
+    if (all_wait_there) {
+      own_wait = &other;
+      break;
+    }
+  }
+  if (block.reason == BlockReason::kNeverIssued && own_wait != nullptr) {
+    finding.summary = fmt::format(
+        "{} {} never issued {} {} in {}, which {} blocked in; {} blocked in {} #{} in {} "
+        "instead, which the others it waits for never reach: {} left the order of ops its "
+        "peers follow (a branch only it took: fewer batches in its data shard, an early exit "
+        "from the loop, a rank-dependent condition), and every other wait leads back to it.",
+        plural, culprits, block.op, seq, GroupLabel(group), waiters,
+        culprits_of.size() > 1 ? "they are" : "it is", own_wait->op, own_wait->seq,
+        GroupLabel(index().groups[own_wait->group]), culprits_of.size() > 1 ? "they" : "it");
+  } else if (block.reason == BlockReason::kNeverIssued) {
     finding.summary = fmt::format(
         "{} {} never issued {} {} in {}, which {} blocked in; {} waiting on nothing else "
         "(stuck outside communication, or diverged control flow).",
         plural, culprits, block.op, seq, GroupLabel(group), waiters,
         culprits_of.size() > 1 ? "they are" : "it is");
+  } else if (FailureClass deviant_kind = FailureClass::kNone;
+             block.reason == BlockReason::kDumpMissing &&
+             !(deviants = LoneSignatureDeviants(block, &deviant_kind, &deviant_evidence)).empty()) {
+    // The rank that left no dump most likely stopped on the mismatch; the rank whose op differs
+    // from every sibling's and from its own before is where it started.
+    confidence = Confidence::kMedium;
+    finding.failure_class = deviant_kind;
+    std::string stopped = culprits;
+    culprits_of = deviants;
+    finding.ranks = culprits_of;
+    finding.summary = fmt::format(
+        "{} {} issued {} {} in {} with {} than the same op of every other {} group and than "
+        "{} own previous {}; {} {}, its peer there, left no dump: it most likely stopped on the "
+        "mismatch (Gloo aborts the rank that receives more than its op holds, NCCL's checks "
+        "raise), a victim of it.",
+        culprits_of.size() > 1 ? "Ranks" : "Rank", FormatRankSetWithin(culprits_of, group.ranks),
+        block.op, seq, GroupLabel(group),
+        deviant_kind == FailureClass::kDtypeMismatch ? "a different dtype" : "different sizes",
+        group.desc, culprits_of.size() > 1 ? "their" : "its", block.op, plural, stopped);
+    finding.evidence.insert(finding.evidence.end(), deviant_evidence.begin(),
+                            deviant_evidence.end());
   } else if (block.reason == BlockReason::kDumpMissing) {
     confidence = Confidence::kMedium;
     finding.summary = fmt::format(

@@ -227,6 +227,13 @@ void Judge::JudgeVerdict(const WaitForGraph& graph) {
       lead != nullptr && !lead->ranks.empty() &&
       std::all_of(lead->ranks.begin(), lead->ranks.end(),
                   [&](int64_t r) { return DumpOf(r) == nullptr && !index().Unreadable(r); });
+  context.culprit_waits_elsewhere =
+      !verdict.culprits.empty() &&
+      std::all_of(verdict.culprits.begin(), verdict.culprits.end(), [&](int64_t r) {
+        return std::any_of(blocks().begin(), blocks().end(), [&](const Block& block) {
+          return !block.is_p2p && std::binary_search(block.waiters.begin(), block.waiters.end(), r);
+        });
+      });
   context.timing_recordable = !OnlyGloo();
   context.timing_known = TimingSeen();
   context.buffer_wrapped = BufferWrapped();
@@ -280,6 +287,9 @@ std::vector<std::vector<WaitHop>> Judge::Chains(const WaitForGraph& graph,
   std::vector<std::vector<WaitHop>> chains;
   for (const auto& [negative_distance, victim] : candidates) {
     if (chains.size() >= kMaxChains) break;
+    // A culprit the verdict chose over the graph's (its op differs from its peers') is not
+    // shown waiting for the rank that stopped on it.
+    if (culprits.contains(victim)) continue;
     std::vector<WaitHop> chain = graph.ChainFrom(victim);
     if (chain.empty()) continue;
     // The graph stops at the first rank of a deadlock; when the verdict cleared that rank

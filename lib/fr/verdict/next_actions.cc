@@ -26,6 +26,16 @@ std::vector<std::string> NextActions(const NextActionContext& c) {
     actions.push_back(
         "Write dumps to shared storage (TORCH_FR_DUMP_TEMP_FILE on a network filesystem) so a "
         "crashed node's file survives.");
+  } else if (fc == FailureClass::kMissingParticipant && c.culprit_waits_elsewhere) {
+    actions.push_back(fmt::format(
+        "Read {}'s stack in the evidence: it waits in a collective its peers never reach, so it "
+        "took a branch they did not (a data shard with fewer batches that ends its epoch early, an "
+        "early exit, a rank-dependent condition around a collective).",
+        who));
+    actions.push_back(
+        "Make every rank run the same collectives in the same order: the same number of batches "
+        "per rank (DistributedSampler with drop_last, or torch.distributed.algorithms.Join for "
+        "uneven inputs), and no collective inside a condition that differs between ranks.");
   } else if (fc == FailureClass::kMissingParticipant) {
     actions.push_back(
         fmt::format("Read {}'s stack in the evidence: it is stuck outside communication (data "

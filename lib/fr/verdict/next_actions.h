@@ -25,6 +25,9 @@ struct NextActionContext {
   // The logs say why the culprit stopped (it died: an exception, a crash, an OOM kill): the
   // steps that look for where it hangs or what it swallowed would contradict them.
   bool stop_explained = false;
+  // The culprits are themselves blocked in a collective that the peers they wait for never reach:
+  // they left the program's order, rather than stopping outside communication.
+  bool culprit_waits_elsewhere = false;
 };
 
 std::vector<std::string> NextActions(const NextActionContext& context);

@@ -227,7 +227,8 @@ class ReportWriter {
       auto* out = report->add_process_groups();
       FillGroupRef(group, out->mutable_group());
       for (const GroupMember& member : group.members) {
-        if (member.dump >= 0) out->add_ranks_loaded(static_cast<int32_t>(member.rank));
+        if (member.dump >= 0 || member.dump_holds_none)
+          out->add_ranks_loaded(static_cast<int32_t>(member.rank));
       }
       out->set_window_first_seq(match.window_first);
       out->set_window_last_seq(match.window_last);

@@ -299,6 +299,9 @@ class Explainer {
 
   // The logs' answer joined with the dumps'.
   void Join(report::RootCause* cause);
+  // Whether every exception each of `ranks` raised is a report that the ranks' collectives
+  // differ (LogEvent::reports_mismatch), and each raised one.
+  bool OnlyReportMismatches(const std::vector<int64_t>& ranks) const;
 
   // Kinds that end the process that hit them.
   static bool IsDeath(RootCauseKind kind);

@@ -18,6 +18,21 @@
 
 namespace fr::root_cause_internal {
 
+bool Explainer::OnlyReportMismatches(const std::vector<int64_t>& ranks) const {
+  // Each rank's exceptions all report a mismatch between the ranks' collectives (and it raised
+  // at least one): none of them failed on its own account.
+  for (int64_t rank : ranks) {
+    bool any = false;
+    for (const LogEvent& event : logs_.events) {
+      if (event.rank != rank || event.kind != LogEventKind::kPythonException) continue;
+      if (!event.reports_mismatch) return false;
+      any = true;
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
 void Explainer::Join(report::RootCause* cause) {
   report::Verdict* verdict = report_->mutable_verdict();
   std::vector<int64_t> log_ranks(cause->ranks().begin(), cause->ranks().end());
@@ -131,6 +146,35 @@ void Explainer::Join(report::RootCause* cause) {
                           dump_class_name));
     verdict->set_summary("No rank waited on another: every rank stopped on a non-finite loss.");
     keep_dump_actions = false;
+  } else if (kind == RootCauseKind::kPythonException && log_names_ranks &&
+             (dump_class == FailureClass::kSizeMismatch ||
+              dump_class == FailureClass::kDtypeMismatch ||
+              dump_class == FailureClass::kOpMismatch) &&
+             !dump_culprits.empty() && OnlyReportMismatches(log_ranks) &&
+             std::none_of(log_ranks.begin(), log_ranks.end(), [&](int64_t r) {
+               return std::binary_search(dump_culprits.begin(), dump_culprits.end(), r);
+             })) {
+    // The rank that raised only detected the mismatch (its check of the sizes it received);
+    // the dumps show whose op differs. That rank is where the failure started.
+    cause->clear_ranks();
+    for (int64_t rank : dump_culprits) cause->add_ranks(rank);
+    std::set<std::string> hosts;
+    for (const LogEvent& event : logs_.events) {
+      if (!event.host.empty() &&
+          std::binary_search(dump_culprits.begin(), dump_culprits.end(), event.rank)) {
+        hosts.insert(event.host);
+      }
+    }
+    cause->clear_hosts();
+    for (const std::string& host : hosts) cause->add_hosts(host);
+    cause->set_disagreement(fmt::format(
+        "Rank(s) {} raised on detecting that the collective's members differ; the dumps show "
+        "rank(s) {} issued the op that differs ({}): the failure started there, and {} is a "
+        "victim of it.",
+        Ranks(log_ranks), Ranks(dump_culprits), dump_class_name, Ranks(log_ranks)));
+    // "Read the culprit's traceback" would send the reader to a rank that raised nothing: the
+    // dumps' steps for a mismatch are the ones that apply.
+    actions.clear();
   } else if (log_names_ranks && !dump_culprits.empty()) {
     std::vector<int64_t> common;
     std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),

@@ -74,10 +74,21 @@ WaitForGraph::WaitForGraph(const std::vector<Block>& blocks) : blocks_(blocks) {
       if (component[next] != component[node]) leaves[component[node]] = true;
     }
   }
+  // In a sink cycle, the one rank that every cycle passes through holds all the others: each
+  // of them waits on it, directly or through a rank that does (a rank that left the program's
+  // order and waits in an op its peers never reach, while they wait for it in the ops it
+  // skipped). The fewest deviations that explain the deadlock are that rank's, so it alone is
+  // the culprit. Where several ranks each break every cycle (two ranks waiting on each other),
+  // the graph cannot tell which deviated and names them all.
+  std::vector<int> breaker(components, -1);
+  for (int c = 0; c < components; ++c) {
+    if (!leaves[c] && size[c] > 1) breaker[c] = SoleCycleBreaker(component, c);
+  }
   for (int node = 0; node < rank_count_; ++node) {
-    if (!leaves[component[node]]) {
+    int c = component[node];
+    if (!leaves[c] && (breaker[c] < 0 || breaker[c] == node)) {
       culprits_.push_back(rank_of_node_[node]);
-      if (size[component[node]] > 1) has_cycle_ = true;
+      if (size[c] > 1) has_cycle_ = true;
     } else {
       victims_.push_back(rank_of_node_[node]);
     }
@@ -108,6 +119,58 @@ WaitForGraph::WaitForGraph(const std::vector<Block>& blocks) : blocks_(blocks) {
       queue.push_back(previous);
     }
   }
+}
+
+bool WaitForGraph::CyclicWithout(const std::vector<int>& component, int c, int removed) const {
+  // Iterative three-colour depth-first search over the component's nodes but `removed`.
+  enum : uint8_t { kWhite, kGrey, kBlack };
+  std::vector<uint8_t> colour(out_.size(), kWhite);
+  std::vector<std::pair<int, size_t>> call;
+  for (int start = 0; start < static_cast<int>(out_.size()); ++start) {
+    if (component[start] != c || start == removed || colour[start] != kWhite) continue;
+    call.emplace_back(start, 0);
+    colour[start] = kGrey;
+    while (!call.empty()) {
+      auto& [node, edge] = call.back();
+      if (edge < out_[node].size()) {
+        int next = out_[node][edge++];
+        if (component[next] != c || next == removed) continue;
+        if (colour[next] == kGrey) return true;
+        if (colour[next] == kWhite) {
+          colour[next] = kGrey;
+          call.emplace_back(next, 0);
+        }
+        continue;
+      }
+      colour[node] = kBlack;
+      call.pop_back();
+    }
+  }
+  return false;
+}
+
+int WaitForGraph::SoleCycleBreaker(const std::vector<int>& component, int c) const {
+  std::vector<int> ranks;
+  size_t nodes = 0, edges = 0;
+  for (size_t node = 0; node < out_.size(); ++node) {
+    if (component[node] != c) continue;
+    ++nodes;
+    edges += out_[node].size();
+    if (static_cast<int>(node) < rank_count_) ranks.push_back(static_cast<int>(node));
+  }
+  // Two ranks waiting on each other each break the cycle: nothing to choose between them.
+  if (ranks.size() < 3) return -1;
+  // One search per rank of the cycle: bounded so that a cycle of every rank of a huge job (where
+  // the answer would be a guess anyway) does not cost minutes.
+  constexpr size_t kMaxWork = 200'000'000;
+  if (ranks.size() * (nodes + edges) > kMaxWork) return -1;
+  int found = -1;
+  for (int rank : ranks) {
+    if (CyclicWithout(component, c, rank)) continue;
+    if (found >= 0) return -1;  // a second rank breaks every cycle too
+    found = rank;
+  }
+  return found;
 }
 
 int WaitForGraph::RankNode(int64_t rank) const {

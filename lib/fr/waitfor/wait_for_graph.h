@@ -1,7 +1,8 @@
 // The wait-for graph across all process groups: an edge A -> B says that rank A is blocked in an
 // op that cannot complete until rank B does something (issues its side, starts it, posts the
 // matching recv). Its sinks — ranks others wait for and that wait for no one, or a cycle that
-// waits only on itself — are the culprits; every other blocked rank is a victim.
+// waits only on itself — are the culprits; every other blocked rank is a victim. In a cycle
+// that every wait of it passes through one rank, that rank alone is the culprit.
 //
 //   MatchResult matched = MatchJob(trace, index, {});
 //   WaitForGraph graph(matched.blocks);
@@ -52,6 +53,12 @@ class WaitForGraph {
 
  private:
   int RankNode(int64_t rank) const;
+  // Whether component `c` (of `component`, per node) still holds a cycle once node `removed` is
+  // taken out.
+  bool CyclicWithout(const std::vector<int>& component, int c, int removed) const;
+  // The rank node of component `c` whose removal alone leaves it without a cycle, when exactly
+  // one rank does; -1 otherwise.
+  int SoleCycleBreaker(const std::vector<int>& component, int c) const;
 
   const std::vector<Block>& blocks_;
   std::vector<int64_t> rank_of_node_;  // for rank nodes [0, rank_count_)

@@ -103,6 +103,7 @@ bool ProcessGroupNcclLines::OnCollectiveMismatch(std::string_view line, std::str
   LogEvent* e = context_->Emit(LogEventKind::kPythonException, line);
   e->reason = EventText(Cat(
       {"RuntimeError (collectives differ across ranks", sides.empty() ? "" : ": ", sides, ")"}));
+  e->reports_mismatch = true;
   return true;
 }
 

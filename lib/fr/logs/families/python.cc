@@ -310,6 +310,7 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
   e->reason = std::string(type);
   if (std::string mismatch = GlooSizeMismatchReason(message); !mismatch.empty()) {
     e->reason = mismatch;
+    e->reports_mismatch = true;
   }
   e->in_launcher = tb.in_launcher || Contains(tb.exception_line, "torch/distributed/elastic/");
   if (kind == LogEventKind::kPythonException && !context_->IsDropped(e)) {
@@ -405,7 +406,9 @@ bool PythonLines::OnCaughtSignal(std::string_view line, std::string_view body) {
 bool PythonLines::OnGlooSizeMismatch(std::string_view line, std::string_view body) {
   std::string reason = GlooSizeMismatchReason(body);
   if (reason.empty()) return false;
-  context_->Emit(LogEventKind::kPythonException, line)->reason = std::move(reason);
+  LogEvent* e = context_->Emit(LogEventKind::kPythonException, line);
+  e->reason = std::move(reason);
+  e->reports_mismatch = true;
   return true;
 }
 
