@@ -271,3 +271,13 @@ def test_two_independent_faults_are_both_named_from_the_console_alone(cli):
     # The second fault's own line is shown, not only the launcher's word on the first.
     texts = [e["text"] for e in root["evidence"] if e.get("rank") == 1]
     assert any("No space left on device" in t for t in texts), root["evidence"]
+
+
+def test_two_independent_faults_with_dumps_say_both_stopped_on_their_own(cli, tmp_path):
+    """With the dumps too, the verdict's sentence does not call the rank that raised its own
+    error (rank 1) one that is "stuck outside communication": the logs show it stopped."""
+    case = GOLDEN / "2.13.0" / "segfault_and_error"
+    expected, status, report = analyze_golden(cli, tmp_path, case)
+    verdict = report["verdict"]
+    assert verdict["culprit_ranks"] == expected["culprit_ranks"], describe(verdict)
+    assert "outside communication" not in verdict["summary"], describe(verdict)

@@ -187,6 +187,16 @@ void Explainer::Join(report::RootCause* cause) {
       // other's peers had already failed out of their op): both are culprits.
       verdict->clear_culprit_ranks();
       for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+      // The dumps' own sentence ("waiting on nothing else, stuck outside communication") would
+      // contradict the deaths the logs show.
+      verdict->set_summary(fmt::format(
+          "Rank(s) {} stopped on their own ({}, and another fault, below); the dumps show the "
+          "others waiting for the ops they never issued ({} #{} in group {}{}).",
+          Ranks(log_ranks), kind_name, verdict->op(), verdict->collective_seq_id(),
+          verdict->process_group().name(),
+          verdict->process_group().desc().empty()
+              ? ""
+              : fmt::format(" ({})", verdict->process_group().desc())));
     }
     if (common.empty()) {
       cause->set_disagreement(fmt::format(
