@@ -115,6 +115,16 @@ def check(status, report, expected):
                    if "stuck outside communication" in a or "swallowed" in a]
         if hanging:
             wrong.append(f"next actions for a rank that hangs, yet it died: {hanging}")
+        # ...nor its summary.
+        if "outside communication" in verdict.get("summary", ""):
+            wrong.append("the summary says the rank is outside communication, yet it died")
+    # The stack shown for a rank that raised is where the harness made it raise (inject()), from
+    # its traceback, not the dump's last collective.
+    if (expected["scenario"] in ("exception", "two_agents") and root is not None
+            and root.get("kind") == "python_exception"):
+        stack = root.get("stack", [])
+        if not stack or not stack[0].startswith("inject (") or "torchrun_job.py:" not in stack[0]:
+            wrong.append(f"root_cause.stack does not start where it raised (inject): {stack[:3]}")
     # A loss gone NaN on every rank is the numbers', not the network's.
     if expected["scenario"] == "nan":
         network = [a for a in verdict.get("next_actions", []) if "network" in a or "NCCL" in a]

@@ -245,6 +245,14 @@ void HtmlWriter::RootCause() {
     out_ += fmt::format("<p><strong>The dumps and the logs disagree:</strong> {}</p>\n",
                         Esc(cause.disagreement()));
   }
+  if (!cause.stack().empty()) {
+    out_ += fmt::format(
+        "<h2>Where it raised</h2>\n<p class=\"mono\">{}</p>\n<ol id=\"raised-stack\" "
+        "class=\"mono\">\n",
+        Esc(cause.stack_at()));
+    for (const std::string& frame : cause.stack()) out_ += fmt::format("<li>{}</li>\n", Esc(frame));
+    out_ += "</ol>\n";
+  }
   if (!cause.evidence().empty()) {
     out_ +=
         "<h2>Evidence, in corrected time order</h2>\n<table id=\"evidence\">\n"

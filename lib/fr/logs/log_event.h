@@ -176,6 +176,9 @@ struct LogEvent {
   // enforce, c10d's "Detected mismatch between collectives"): the rank that raised it detected
   // another's deviation, which the dumps can name.
   bool reports_mismatch = false;
+  // kPythonException from a traceback: its frames, innermost first, "function (file:line)";
+  // at most kMaxTracebackFrames, the innermost kept.
+  std::vector<std::string> stack;
   // A launcher's report of a worker's death (kWorkerFailed, kRootCauseTable): whose words.
   Launcher launcher = Launcher::kNone;
   // kInitFailure: what could not be done, as the end of "the job never formed: rank 3 could not

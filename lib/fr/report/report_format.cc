@@ -54,6 +54,10 @@ void AppendRootCause(const Report& report, std::string* out) {
                         line.time().empty() ? line.raw_time() : line.time(),
                         line.rank() >= 0 ? fmt::format(" rank {}", line.rank()) : "", line.text());
   }
+  if (cause.stack_size() > 0) {
+    *out += fmt::format("  where it raised, {} (innermost first):\n", cause.stack_at());
+    for (const std::string& frame : cause.stack()) *out += fmt::format("    {}\n", frame);
+  }
   const auto& launcher = report.launcher();
   if (launcher.names_size() > 0) {
     *out += fmt::format("  launcher: {}\n", fmt::join(launcher.names(), " > "));

@@ -57,8 +57,37 @@ LogsAnswer Explainer::Run() {
   cause->clear_evidence();
   for (report::EvidenceLine& line : lines) *cause->add_evidence() = std::move(line);
   Join(cause);
+  FillCulpritStack(cause);
   FillLauncher(*cause);
   return {kind_, failure_class_};
+}
+
+void Explainer::FillCulpritStack(report::RootCause* cause) const {
+  // The traceback of an initiating rank's own exception among the lines the cause rests on: a
+  // victim's traceback (a timeout, a lost peer, a mismatch it only detected) says where the
+  // victim waited, not where the failure began.
+  if (kind_ != RootCauseKind::kPythonException && kind_ != RootCauseKind::kCudaOom &&
+      kind_ != RootCauseKind::kCudaError) {
+    return;
+  }
+  const LogEvent* best = nullptr;
+  for (const LogEvent& event : logs_.events) {
+    if (event.stack.empty() || event.reports_mismatch || event.in_launcher ||
+        std::find(cause->ranks().begin(), cause->ranks().end(), event.rank) ==
+            cause->ranks().end()) {
+      continue;
+    }
+    bool shown = false;
+    for (const report::EvidenceLine& line : cause->evidence()) {
+      shown |= line.line() == event.line && line.file() == PathOf(event);
+    }
+    if (shown && (best == nullptr || Before(event, *best))) best = &event;
+  }
+  if (best == nullptr) return;
+  for (const std::string& frame : best->stack) cause->add_stack(ValidUtf8(frame));
+  cause->set_stack_at(
+      ValidUtf8(fmt::format("{} at {}:{}", best->reason.empty() ? "the exception" : best->reason,
+                            PathOf(*best), best->line)));
 }
 
 const std::string& Explainer::PathOf(const LogEvent& event) const {

@@ -299,6 +299,9 @@ class Explainer {
 
   // The logs' answer joined with the dumps'.
   void Join(report::RootCause* cause);
+  // The initiating rank's Python stack where it raised (RootCause::stack), from the traceback
+  // of an exception the cause's evidence shows.
+  void FillCulpritStack(report::RootCause* cause) const;
   // Whether every exception each of `ranks` raised is a report that the ranks' collectives
   // differ (LogEvent::reports_mismatch), and each raised one.
   bool OnlyReportMismatches(const std::vector<int64_t>& ranks) const;

@@ -179,20 +179,26 @@ void Explainer::Join(report::RootCause* cause) {
     std::vector<int64_t> common;
     std::set_intersection(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
                           dump_culprits.end(), std::back_inserter(common));
-    if (!co_initiators_.empty() && IsDeath(kind) &&
-        dump_class == FailureClass::kMissingParticipant &&
-        std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
-                      dump_culprits.end())) {
+    const bool deaths_explain_dumps = IsDeath(kind) &&
+                                      dump_class == FailureClass::kMissingParticipant &&
+                                      std::includes(log_ranks.begin(), log_ranks.end(),
+                                                    dump_culprits.begin(), dump_culprits.end());
+    const bool two_initiators = deaths_explain_dumps && !co_initiators_.empty();
+    if (two_initiators) {
       // Two ranks died of their own causes; the dumps saw the others wait for one of them (the
       // other's peers had already failed out of their op): both are culprits.
       verdict->clear_culprit_ranks();
       for (int64_t rank : log_ranks) verdict->add_culprit_ranks(rank);
+    }
+    if (deaths_explain_dumps) {
       // The dumps' own sentence ("waiting on nothing else, stuck outside communication") would
       // contradict the deaths the logs show.
+      const std::vector<int64_t>& stopped = two_initiators ? log_ranks : dump_culprits;
       verdict->set_summary(fmt::format(
-          "Rank(s) {} stopped on their own ({}, and another fault, below); the dumps show the "
-          "others waiting for the ops they never issued ({} #{} in group {}{}).",
-          Ranks(log_ranks), kind_name, verdict->op(), verdict->collective_seq_id(),
+          "Rank(s) {} stopped ({}{}); the dumps show the others waiting for the ops {} never "
+          "issued ({} #{} in group {}{}).",
+          Ranks(stopped), kind_name, two_initiators ? ", and another fault of its own" : "",
+          stopped.size() > 1 ? "they" : "it", verdict->op(), verdict->collective_seq_id(),
           verdict->process_group().name(),
           verdict->process_group().desc().empty()
               ? ""

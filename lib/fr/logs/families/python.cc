@@ -12,6 +12,25 @@ namespace {
 // Distinct writers (ranks) whose Python tracebacks are followed at once; a hostile file that
 // names a new rank on every line cannot grow the map past this.
 constexpr size_t kMaxTracebackWriters = 4096;
+// Frames kept per traceback (the innermost): where it raised and what called it.
+constexpr size_t kMaxTracebackFrames = 16;
+
+// '  File "/a/train.py", line 93, in inject' as "inject (/a/train.py:93)"; "" when the line is not
+// a frame line.
+std::string FrameOf(std::string_view body) {
+  std::string_view rest = TrimLeft(body);
+  if (!StartsWith(rest, "File \"")) return "";
+  rest.remove_prefix(6);
+  size_t quote = rest.find('"');
+  if (quote == std::string_view::npos) return "";
+  std::string_view file = rest.substr(0, quote);
+  rest.remove_prefix(quote + 1);
+  int64_t line = IntAfter(rest, ", line ");
+  size_t in = rest.find(", in ");
+  if (line < 0 || in == std::string_view::npos) return "";
+  std::string_view function = Trim(rest.substr(in + 5));
+  return EventText(Cat({function, " (", file, ":", std::to_string(line), ")"}));
+}
 
 // "2.00 GiB" / "512.00 MiB" / "20 B" -> bytes, or -1.
 int64_t ParseSize(std::string_view s) {
@@ -210,6 +229,7 @@ bool PythonLines::TracebackLine(std::string_view line, std::string_view body) {
     if (it != tracebacks_.end() && it->second.state == Traceback::kAfterException) {
       // A chained exception continues the same traceback; only its last exception counts.
       it->second.state = Traceback::kFrames;
+      it->second.frames.clear();
       return true;
     }
     if (it == tracebacks_.end()) {
@@ -236,7 +256,13 @@ bool PythonLines::TracebackLine(std::string_view line, std::string_view body) {
                        Contains(body, "torch/distributed/run.py\"") ||
                        Contains(body, "torch/distributed/elastic/");
     }
-    if (body.empty() || body[0] == ' ' || body[0] == '\t') return true;
+    if (body.empty() || body[0] == ' ' || body[0] == '\t') {
+      if (std::string frame = FrameOf(body); !frame.empty()) {
+        if (tb.frames.size() == kMaxTracebackFrames) tb.frames.pop_front();
+        tb.frames.push_back(std::move(frame));
+      }
+      return true;
+    }
     size_t colon = body.find(':');
     std::string_view type = body.substr(0, colon);
     if (!IsExceptionType(Trim(type))) {
@@ -313,6 +339,7 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
     e->reports_mismatch = true;
   }
   e->in_launcher = tb.in_launcher || Contains(tb.exception_line, "torch/distributed/elastic/");
+  e->stack.assign(tb.frames.rbegin(), tb.frames.rend());
   if (kind == LogEventKind::kPythonException && !context_->IsDropped(e)) {
     // What the writer prints after it tells a logged exception from a death.
     for (int64_t key : ProcessKeys(tb.prefix)) {

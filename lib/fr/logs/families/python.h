@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 
@@ -77,6 +78,8 @@ class PythonLines {
     int blank_lines = 0;
     bool outermost_frame_seen = false;
     bool in_launcher = false;  // the outermost frame is torchrun's or the elastic agent's
+    // "function (file:line)" per frame line, outermost first (the innermost kMaxTracebackFrames).
+    std::deque<std::string> frames;
   };
 
   int64_t WriterKey() const;
