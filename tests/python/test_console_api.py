@@ -550,6 +550,10 @@ def test_the_html_report_and_timeline_are_made_on_first_download_then_kept(datab
             assert (hashlib.sha256(content).hexdigest(), len(content)) == (item["sha256"],
                                                                            item["size"])
 
+        # The downloads right after the answer may have read the upload's folder while the
+        # storing still ran: the storing waited for them, then removed it.
+        assert not (data / "uploads" / analysis_id).exists()
+
         # The second downloads are the kept files: with the stored inputs gone, nothing could
         # be made again, and the same files answer, unchanged.
         folder = data / "outputs" / analysis_id[:2] / analysis_id
@@ -562,6 +566,47 @@ def test_the_html_report_and_timeline_are_made_on_first_download_then_kept(datab
         for name, before in kept.items():
             after = (folder / name).stat()
             assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), name
+
+
+def test_a_download_right_after_the_answer_reads_the_upload_while_it_is_stored(cli, tmp_path):
+    """Right after the answer the inputs are still being compressed into the blob store; the
+    first download is made from the upload's folder meanwhile (said by a Server-Timing entry),
+    not after the storing and a restore. The storing then ends whole, and removes the folder only
+    once the download is made. A 64-rank job keeps the storing busy for a while; should it ever
+    end first, the upload is tried again."""
+    job = tmp_path / "job64"
+    subprocess.run([cli, "simulate", str(job), "--tp", "4", "--pp", "4", "--dp", "4",
+                    "--fault", "stuck_before_op", "--fault-rank", "37"], check=True,
+                   capture_output=True)
+    files = folder_files(job)
+    data = tmp_path / "data"
+    with start_server(data) as server:
+        for attempt in range(3):
+            answer = post_files(server, files)
+            assert answer.status_code == 201, answer.text
+            analysis_id = answer.json()["id"]
+            assert answer.json()["report"]["verdict"]["culprit_ranks"] == [37]
+            timeline = download(server, analysis_id, "timeline.perfetto-trace")
+            if "upload's folder" in timeline.headers.get("Server-Timing", ""):
+                break
+        else:
+            pytest.fail("every download came after the inputs were stored")
+        assert perfetto_ranks(timeline.content) == list(range(64))
+        html = download(server, analysis_id, "report.html").text
+        assert "37" in html and "missing_participant" in html
+        # The stored inputs are whole, and the folder is gone once they are.
+        stored = get(server, f"/api/analyses/{analysis_id}")
+        assert len(stored["inputs"]) == len(files)
+        for item in stored["inputs"]:
+            content = stored_blob(data, item["sha256"])
+            assert hashlib.sha256(content).hexdigest() == item["sha256"]
+        deadline = time.monotonic() + 30
+        while (data / "uploads" / analysis_id).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not (data / "uploads" / analysis_id).exists()
+        # Later downloads are the kept files.
+        assert download(server, analysis_id, "timeline.perfetto-trace").content == \
+            timeline.content
 
 
 def test_a_pasted_log_has_an_html_report_and_no_timeline(server, tmp_path):

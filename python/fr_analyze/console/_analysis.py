@@ -389,20 +389,25 @@ def place_output(source: pathlib.Path, target: pathlib.Path) -> None:
 
 async def make_outputs(store: Store, analysis: Analysis, names: Sequence[str],
                        work: pathlib.Path, workers: Workers,
-                       semaphore: asyncio.Semaphore) -> Optional[str]:
+                       semaphore: asyncio.Semaphore,
+                       inputs: Optional[pathlib.Path] = None) -> Optional[str]:
     """Makes the outputs `names` of a stored analysis (_worker.LATER) from its stored inputs,
     in a worker under the same limits as an analysis, and keeps them in its outputs folder.
-    `work` is a new folder for the restored inputs. Returns None, or why they could not be
-    made."""
+    `work` is a new folder for the restored inputs; `inputs`, when given, is a folder that
+    holds them already (the upload's, before the storing removes it), read in place. Returns
+    None, or why they could not be made."""
     files, output = work / "files", work.with_name(work.name + ".out")
     held: List[str] = []
     try:
-        # The blobs are read outside any transaction: retention must not collect them now.
-        store.hold([i.sha256 for i in analysis.inputs], held)
-        try:
-            await asyncio.to_thread(restore_inputs, store, analysis, files)
-        except FileNotFoundError:
-            return "the analysis's stored inputs are gone (removed by retention?)"
+        if inputs is not None:
+            files = inputs
+        else:
+            # The blobs are read outside any transaction: retention must not collect them now.
+            store.hold([i.sha256 for i in analysis.inputs], held)
+            try:
+                await asyncio.to_thread(restore_inputs, store, analysis, files)
+            except FileNotFoundError:
+                return "the analysis's stored inputs are gone (removed by retention?)"
         async with semaphore:
             failure = await run_worker(workers, files, output, is_paste(analysis),
                                        outputs=names)

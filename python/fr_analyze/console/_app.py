@@ -97,6 +97,14 @@ class ConsoleApp:
         self.hashing: Dict[str, asyncio.Event] = {}
         # Outputs being made, by (analysis, name): a second download waits for the first's.
         self.making: Dict[Tuple[str, str], asyncio.Task] = {}
+        # Per analysis still storing its inputs: the tasks that make outputs from its upload's
+        # folder (the inputs as uploaded), which the storing waits for before removing it.
+        self.upload_readers: Dict[str, set] = {}
+        # Analyses whose upload's folder is being removed: no new reader may start on it.
+        self.upload_leaving: set = set()
+        # Outputs just made from an upload's folder, by (analysis, name), until their first
+        # download says so (a Server-Timing entry): what the benchmark and the tests read.
+        self.made_from_upload: set = set()
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                                  autoescape=True, undefined=jinja2.StrictUndefined)
         env.filters["pct"] = lambda v: f"{100 * v:.0f}%"
@@ -340,7 +348,15 @@ class ConsoleApp:
                 self.hashing.pop(analysis.id).set()
             await asyncio.to_thread(_analysis.store_staged_inputs, self.store, analysis,
                                     upload / "files")
-            await asyncio.to_thread(shutil.rmtree, upload, True)
+            # Downloads being made from the folder finish first. No await between the last
+            # check and the mark below, so none can start in between.
+            while self.upload_readers.get(analysis.id):
+                await asyncio.gather(*self.upload_readers[analysis.id], return_exceptions=True)
+            self.upload_leaving.add(analysis.id)
+            try:
+                await asyncio.to_thread(shutil.rmtree, upload, True)
+            finally:
+                self.upload_leaving.discard(analysis.id)
         except Exception as error:  # disk full, database gone: said, and retried at start
             print(f"fr-analyze serve: analysis {analysis.id}: storing its inputs failed "
                   f"({error}); the next start of the server stores them", file=sys.stderr,
@@ -405,10 +421,34 @@ class ConsoleApp:
         return path, ""
 
     async def _make_output(self, analysis: Analysis, name: str) -> Optional[str]:
+        upload_files = self.uploads / analysis.id / "files"
+        if (analysis.id in self.storing and analysis.id not in self.upload_leaving
+                and upload_files.is_dir()):
+            # Right after the answer the inputs are still being compressed into the blob store,
+            # and their upload's folder is still there: made from it, the first download waits
+            # for the analysis alone, not for the storing and a restore. The storing removes the
+            # folder only once this is done (see _store_inputs).
+            readers = self.upload_readers.setdefault(analysis.id, set())
+            me = asyncio.current_task()
+            readers.add(me)
+            try:
+                failure = await self._make_output_from(analysis, name, upload_files)
+                if failure is None and len(self.made_from_upload) < 1000:
+                    self.made_from_upload.add((analysis.id, name))
+                return failure
+            finally:
+                readers.discard(me)
+                if not readers:
+                    self.upload_readers.pop(analysis.id, None)
         if analysis.id in self.storing:
             await self.inputs_stored(analysis.id)
             # Read again: the inputs' hashes are recorded now.
             analysis = await asyncio.to_thread(self.store.get, analysis.id) or analysis
+        return await self._make_output_from(analysis, name, None)
+
+    async def _make_output_from(self, analysis: Analysis, name: str,
+                                inputs: Optional[pathlib.Path]) -> Optional[str]:
+        """`inputs`: the upload's folder to read, or None to restore the stored inputs."""
         names = [name]
         kept = _analysis.outputs_dir(self.store, analysis.id)
         if name == "report.html" and not (kept / "report.pb").exists():
@@ -417,7 +457,7 @@ class ConsoleApp:
             names.append("report.pb")
         work = self.uploads / f"{analysis.id}-outputs-{secrets.token_hex(4)}"
         return await _analysis.make_outputs(self.store, analysis, names, work, self.workers,
-                                            self.sem())
+                                            self.sem(), inputs=inputs)
 
 
 _ANALYSIS_ID = re.compile(r"[0-9a-f]{16}")
@@ -584,6 +624,9 @@ def build_app(settings: Settings) -> Starlette:
                 return console.error(request, status, why if status == 404 else
                                      f"the {name} could not be made: {why}")
         headers = {}
+        if (analysis_id, name) in console.made_from_upload:
+            console.made_from_upload.discard((analysis_id, name))
+            headers["Server-Timing"] = 'inputs;desc="the upload\'s folder"'
         if name == "report.html":
             # The report is shown in a frame of the analysis page: no scripts, no network.
             headers["Content-Security-Policy"] = ("default-src 'none'; style-src 'unsafe-inline';"
