@@ -64,7 +64,8 @@ def _run(cli, name, log, truth):
         right = ranks == sorted(truth["ranks"])
     result.update(kind=kind, ranks=ranks, right=right,
                   confidence=root.get("confidence") or report["verdict"].get("confidence"),
-                  summary=report["verdict"].get("summary", ""))
+                  summary=report["verdict"].get("summary", ""),
+                  next_actions=report["verdict"].get("next_actions", []))
     return result
 
 
@@ -124,6 +125,18 @@ def test_world_logs_score(cli, tmp_path):
     # (counted as a miss above); a right verdict must come with exit 1.
     assert not [c for c in wrong_exit
                 if next(r for r in results if r["case"] == c[0])["right"]], wrong_exit
+
+    # Wrong and sure is the worst answer: no miss may be stated with high confidence.
+    sure_misses = [(r["case"], r["kind"]) for r in results
+                   if r["kind"] is not None and not r["right"] and r["confidence"] == "high"]
+    assert not sure_misses, f"wrong at high confidence: {sure_misses}"
+    # Where the paste holds no initiating event (the thread never found one), the answer says
+    # so at low confidence and says which evidence would settle it.
+    for r in results:
+        if r["truth_kind"] == "unknown" and r["kind"] == "unknown":
+            assert r["confidence"] == "low", (r["case"], r["confidence"])
+            first = r["next_actions"][0] if r["next_actions"] else ""
+            assert "collect" in first and "dump" in first, (r["case"], r["next_actions"])
 
     assert dev_right >= DEV_FLOOR, f"dev score fell: {dev_right}/{dev_total} < {DEV_FLOOR}"
     assert held_right >= HELDOUT_FLOOR, \
