@@ -244,3 +244,22 @@ def test_a_real_torchrun_job_names_its_launcher_and_the_line_on_the_death(cli, b
     assert launcher and launcher.group(1) == "torchrun", dom[:3000]
     death = re.search(r"<dt>its report of the death</dt><dd[^>]*>([^<]*)</dd>", dom)
     assert death and f"rank: {expected['fault_rank']} " in death.group(1), death
+
+
+def test_a_real_exception_shows_where_the_rank_raised(cli, browser, tmp_path):
+    """A real torchrun job (torch 2.13.0) whose rank 2 raises ValueError in the harness's
+    inject(): the page shows that rank's stack where it raised, innermost first, from its
+    traceback in the logs."""
+    case = ROOT / "tests" / "data" / "torchrun" / "2.13.0" / "exception"
+    job = tmp_path / "job"
+    shutil.copytree(case, job, ignore=shutil.ignore_patterns("expected.json", "file_times.json"))
+    for name, ns in json.loads((case / "file_times.json").read_text()).items():
+        os.utime(job / name, ns=(ns, ns))
+    page = tmp_path / "report.html"
+    write_report(cli, job, page)
+    dom, console = render(browser, page, ARTIFACTS / "html" / "torchrun_exception.png", tmp_path)
+    assert console == []
+    frames = re.findall(r"<li>([^<]*)</li>", dom.split('id="raised-stack"', 1)[-1].split("</ol>")[0])
+    assert frames and frames[0].startswith("inject (") and "torchrun_job.py:" in frames[0], frames
+    # Said above the frames: which exception, and the line of the log it was read from.
+    assert "ValueError at " in dom.split('id="raised-stack"')[0][-400:]
