@@ -227,18 +227,25 @@ def test_timeline_command_writes_both_formats(cli, tmp_path):
     assert unknown.returncode == 2 and "svg" in unknown.stderr
 
 
-def test_a_real_torchrun_job_names_its_launcher_and_the_line_on_the_death(cli, browser, tmp_path):
-    """A real torchrun job (torch 2.13.0, rank 2 SIGSEGV, tests/data/torchrun): the page says
-    torchrun ran it and quotes torchrun's own report of rank 2's death."""
-    case = ROOT / "tests" / "data" / "torchrun" / "2.13.0" / "segfault"
-    expected = json.loads((case / "expected.json").read_text())
+def render_golden(cli, browser, case, tmp_path):
+    """A captured torchrun job staged as it was left (file times restored), its HTML report
+    written by the CLI and rendered: (DOM, console messages). The screenshot is
+    torchrun_<case>.png among the artifacts."""
     job = tmp_path / "job"
     shutil.copytree(case, job, ignore=shutil.ignore_patterns("expected.json", "file_times.json"))
     for name, ns in json.loads((case / "file_times.json").read_text()).items():
         os.utime(job / name, ns=(ns, ns))
     page = tmp_path / "report.html"
     write_report(cli, job, page)
-    dom, console = render(browser, page, ARTIFACTS / "html" / "torchrun_segfault.png", tmp_path)
+    return render(browser, page, ARTIFACTS / "html" / f"torchrun_{case.name}.png", tmp_path)
+
+
+def test_a_real_torchrun_job_names_its_launcher_and_the_line_on_the_death(cli, browser, tmp_path):
+    """A real torchrun job (torch 2.13.0, rank 2 SIGSEGV, tests/data/torchrun): the page says
+    torchrun ran it and quotes torchrun's own report of rank 2's death."""
+    case = ROOT / "tests" / "data" / "torchrun" / "2.13.0" / "segfault"
+    expected = json.loads((case / "expected.json").read_text())
+    dom, console = render_golden(cli, browser, case, tmp_path)
     assert console == []
     launcher = re.search(r"<dt>launcher</dt><dd>([^<]*)</dd>", dom)
     assert launcher and launcher.group(1) == "torchrun", dom[:3000]
@@ -251,15 +258,10 @@ def test_a_real_exception_shows_where_the_rank_raised(cli, browser, tmp_path):
     inject(): the page shows that rank's stack where it raised, innermost first, from its
     traceback in the logs."""
     case = ROOT / "tests" / "data" / "torchrun" / "2.13.0" / "exception"
-    job = tmp_path / "job"
-    shutil.copytree(case, job, ignore=shutil.ignore_patterns("expected.json", "file_times.json"))
-    for name, ns in json.loads((case / "file_times.json").read_text()).items():
-        os.utime(job / name, ns=(ns, ns))
-    page = tmp_path / "report.html"
-    write_report(cli, job, page)
-    dom, console = render(browser, page, ARTIFACTS / "html" / "torchrun_exception.png", tmp_path)
+    dom, console = render_golden(cli, browser, case, tmp_path)
     assert console == []
-    frames = re.findall(r"<li>([^<]*)</li>", dom.split('id="raised-stack"', 1)[-1].split("</ol>")[0])
+    listed = dom.split('id="raised-stack"', 1)[-1].split("</ol>")[0]
+    frames = re.findall(r"<li>([^<]*)</li>", listed)
     assert frames and frames[0].startswith("inject (") and "torchrun_job.py:" in frames[0], frames
     # Said above the frames: which exception, and the line of the log it was read from.
     assert "ValueError at " in dom.split('id="raised-stack"')[0][-400:]
