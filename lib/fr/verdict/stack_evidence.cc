@@ -162,6 +162,24 @@ bool JoinStackEvidence(const StackSnapshots& stacks, int64_t stalled_ns, bool du
 
   std::set<int64_t> held_set(judged.held_by.begin(), judged.held_by.end());
   bool decided = false;
+  if (dumps_found_failure && !finding.stack.empty()) {
+    // A culprit the dumps name and the stacks hold outside communication: its dump's stack is
+    // where its last op was issued, long before it stopped; the live stack is where it is.
+    // A mismatch finding keeps its stack at the collective it issued differently.
+    std::vector<std::string> live = finding.stack;
+    std::string live_at = ValidUtf8(
+        fmt::format("the newest live snapshot, {} ({})", judged.newest_path, HowLong(judged)));
+    for (JudgedFinding& dump_finding : judgment->findings) {
+      if (dump_finding.topic == FindingTopic::kStacks || dump_finding.ranks.empty() ||
+          dump_finding.ranks.front() != judged.held_by.front() ||
+          !dump_finding.majority_stack.empty() ||
+          (!dump_finding.stack_at.empty() && !dump_finding.stack_at.starts_with("its last op"))) {
+        continue;
+      }
+      dump_finding.stack = live;
+      dump_finding.stack_at = live_at;
+    }
+  }
   if (dumps_found_failure) {
     if (culprits == held_set) {
       verdict.summary = ValidUtf8(
