@@ -194,15 +194,24 @@ void Explainer::Join(report::RootCause* cause) {
       // The dumps' own sentence ("waiting on nothing else, stuck outside communication") would
       // contradict the deaths the logs show.
       const std::vector<int64_t>& stopped = two_initiators ? log_ranks : dump_culprits;
+      // Where the others wait, when the dumps place it (a p2p wait or a rank with no dump may
+      // leave the op or the group unnamed).
+      std::string where;
+      if (!verdict->op().empty() && verdict->collective_seq_id() >= 0) {
+        where = fmt::format(" ({} #{}", verdict->op(), verdict->collective_seq_id());
+        if (!verdict->process_group().name().empty()) {
+          where += fmt::format(" in group {}", verdict->process_group().name());
+          if (!verdict->process_group().desc().empty()) {
+            where += fmt::format(" ({})", verdict->process_group().desc());
+          }
+        }
+        where += ")";
+      }
       verdict->set_summary(fmt::format(
           "Rank(s) {} stopped ({}{}); the dumps show the others waiting for the ops {} never "
-          "issued ({} #{} in group {}{}).",
+          "issued{}.",
           Ranks(stopped), kind_name, two_initiators ? ", and another fault of its own" : "",
-          stopped.size() > 1 ? "they" : "it", verdict->op(), verdict->collective_seq_id(),
-          verdict->process_group().name(),
-          verdict->process_group().desc().empty()
-              ? ""
-              : fmt::format(" ({})", verdict->process_group().desc())));
+          stopped.size() > 1 ? "they" : "it", where));
     }
     if (common.empty()) {
       cause->set_disagreement(fmt::format(
