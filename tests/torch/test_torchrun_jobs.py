@@ -144,6 +144,15 @@ def check(status, report, expected):
         others = [r for r in range(expected["world_size"]) if r != expected["fault_rank"]]
         if verdict.get("victim_ranks", []) != others:
             wrong.append(f"victim_ranks {verdict.get('victim_ranks', [])}, expected {others}")
+    # A rank that returned and exited 0 left nothing to read but its absence from the
+    # launcher's failures: nothing may send the reader after a crash it never had.
+    if expected["scenario"] == "early_exit":
+        if "status 0" not in verdict.get("summary", ""):
+            wrong.append(f"the summary does not say the rank exited 0: {verdict.get('summary')}")
+        crash = [a for a in verdict.get("next_actions", [])
+                 if "crash" in a or "segfault" in a or "OOM" in a]
+        if crash:
+            wrong.append(f"next actions look for a crash: {crash}")
     # The peer that aborted on the mismatch only detected it: nothing sends the reader to a
     # traceback of the rank whose op differs, which raised none.
     if expected["scenario"] in ("size_mismatch", "dtype_mismatch"):

@@ -39,6 +39,7 @@ Scenarios and what the job does at the fault (see torchrun_job.py):
               its TP all_reduce takes one more row / float64; Gloo aborts its TP peer
   uneven_data its data shard ends after fault-step batches: it leaves the loop for the epoch-end
               all_reduce of the default group while its peers still train
+  early_exit  returns from training before the DP all_reduce and exits 0, no error, no dump
   two_agents  RuntimeError on global rank 6 (node 1, local rank 2), two agents of 4 ranks
 
 expected.json: scenario, fault_rank, fault_step, culprit_ranks, failure_class, root_cause_kind
@@ -75,7 +76,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 JOB = os.path.join(HERE, "torchrun_job.py")
 SCENARIOS = ["exception", "segfault", "sigkill", "hang", "desync", "healthy", "two_agents",
-             "segfault_and_error", "nan", "uneven_data",
+             "segfault_and_error", "nan", "uneven_data", "early_exit",
              "size_mismatch", "dtype_mismatch"]
 # segfault_and_error's second faulty rank: in neither the TP nor the DP group of rank 2, so that
 # neither fault waits on the other.
@@ -146,6 +147,15 @@ def expected_answer(scenario, fault_rank):
                 "partner). Every rank hits Gloo's timeout and raises; the one rank that is "
                 "elsewhere, holding every other, is the culprit; the ranks waiting for it (or "
                 "for a rank that waits for it) are victims, not a second culprit")
+    if scenario == "early_exit":
+        return ("missing_participant", [fault_rank], "collective_timeout",
+                ["collective_timeout", "unknown"],
+                f"rank {fault_rank} returned from its training loop before the step's DP "
+                "all_reduce and its process exited 0: no error, no traceback, no dump. Its "
+                "peers wait for it, then fail on Gloo's closed connection or timeout, and "
+                "torchrun reports them, not it (exit 0 is a success to the agent). The rank that "
+                "left is the culprit; the reporters are victims; nothing in any log says why it "
+                "left, so the root cause names no fault of its own kind")
     if scenario in ("size_mismatch", "dtype_mismatch"):
         what = ("a tensor one row longer" if scenario == "size_mismatch"
                 else "a float64 tensor where its peer's is float32")
@@ -422,7 +432,8 @@ def capture_problems(expected):
     shutdown timeout), a launcher that ended the wrong way, a job the harness had to stop. Such a
     capture fails rather than becoming a silent fixture or a test of the wrong thing."""
     problems = []
-    lost = {"segfault", "sigkill", "segfault_and_error"}  # the faulty rank dies before its dump
+    # The faulty rank dies before its dump, or leaves without one.
+    lost = {"segfault", "sigkill", "segfault_and_error", "early_exit"}
     dead = {expected["fault_rank"]} if expected["scenario"] in lost else set()
     if expected["scenario"] in ("size_mismatch", "dtype_mismatch"):
         # Gloo aborts (SIGABRT) the rank that receives more bytes than its op holds: the faulty

@@ -31,6 +31,9 @@ Faults (--scenario), injected on --fault-rank at --fault-step:
              segfaults as in `segfault`, and --second-fault-rank (in neither of its groups)
              fails to write its metrics file (OSError ENOSPC, "No space left on device"): two
              initiators, neither waiting on the other
+  early_exit --fault-rank returns from training before the step's DP all_reduce, as a rank
+             whose loop ends on a bad condition (`if ...: return`), and its process exits 0
+             with no error and no dump while its peers wait for it
   nan        --fault-rank's partial output turns NaN before the TP all_reduce: the TP sum
              carries it to its TP peer, the DP all_reduce of the gradients and loss to every
              rank, and every rank raises FloatingPointError on the non-finite loss at once (as
@@ -75,7 +78,7 @@ import fr_dump  # noqa: E402
 
 SCENARIOS = ["healthy", "exception", "runtime", "segfault", "sigkill", "hang", "desync",
              "checkpoint", "segfault_and_error", "nan", "uneven_data",
-             "size_mismatch", "dtype_mismatch"]
+             "size_mismatch", "dtype_mismatch", "early_exit"]
 
 
 class Recorder:
@@ -256,6 +259,9 @@ def train(args, rank, my_dp, my_tp, tp_group, dp_group):
         loss = torch.nn.functional.mse_loss(out, target)
         loss.backward()
         time.sleep(args.step_s)  # the rest of the step's compute
+        if faulty and step == args.fault_step and args.scenario == "early_exit":
+            print(f"stopping early at step {step}", flush=True)
+            return
         if faulty and step == args.fault_step:
             inject(args, rank, step)
         flat = torch.cat([w1.grad.flatten(), w2.grad.flatten(), loss.detach().reshape(1)])

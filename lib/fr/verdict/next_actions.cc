@@ -18,6 +18,16 @@ std::vector<std::string> NextActions(const NextActionContext& c) {
           "Write dumps to shared storage (TORCH_FR_DUMP_TEMP_FILE on a network filesystem) so a "
           "crashed node's file survives.");
     }
+  } else if (fc == FailureClass::kMissingParticipant && c.culprit_exited_cleanly) {
+    actions.push_back(fmt::format(
+        "Find the condition that ended {}'s training loop early while its peers went on: a data "
+        "shard with fewer batches, a step or time budget computed per rank, a `return` or "
+        "`break` on a rank-dependent value, an exception caught and followed by a normal exit.",
+        who));
+    actions.push_back(
+        "Make every rank agree before any leaves: all_reduce the stop flag, give every rank the "
+        "same number of batches (DistributedSampler with drop_last, or "
+        "torch.distributed.algorithms.Join for uneven inputs).");
   } else if (fc == FailureClass::kMissingParticipant && c.culprit_dump_missing) {
     actions.push_back(fmt::format(
         "Find out why {} left no dump: look for a crash in its log (Python traceback, CUDA error, "

@@ -28,6 +28,9 @@ struct NextActionContext {
   // The culprits are themselves blocked in a collective that the peers they wait for never reach:
   // they left the program's order, rather than stopping outside communication.
   bool culprit_waits_elsewhere = false;
+  // The culprits left no dump and their launcher reported every other worker's failure but
+  // not theirs: they exited on their own (status 0), not by a crash.
+  bool culprit_exited_cleanly = false;
 };
 
 std::vector<std::string> NextActions(const NextActionContext& context);

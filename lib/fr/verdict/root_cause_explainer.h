@@ -308,6 +308,10 @@ class Explainer {
 
   // Kinds that end the process that hit them.
   static bool IsDeath(RootCauseKind kind);
+  // Of `culprits`, those without a dump whose launcher (an agent whose failure table reported
+  // workers on both sides of them, by local rank) named every other worker's failure but never
+  // theirs: they had exited on their own, with status 0, before the others failed.
+  std::vector<int64_t> ExitedUnreported(const std::vector<int64_t>& culprits) const;
 
   // Ops the dumps' matcher found pending but younger than their timeout.
   int64_t InFlightOps() const { return dumps_ == nullptr ? 0 : dumps_->matched.in_flight_ops; }

@@ -262,6 +262,30 @@ void Explainer::Join(report::RootCause* cause) {
                           "kernel's) before concluding it stopped silently.",
                           Ranks(dump_culprits), dump_class_name, Ranks(unlogged)));
   }
+  // A culprit that left no dump, no error, and no entry in its launcher's failure table
+  // returned normally: "it crashed before dumping" would send the reader after a crash.
+  bool exited_cleanly = false;
+  if ((kind == RootCauseKind::kUnknown || kind == RootCauseKind::kCollectiveTimeout) &&
+      dump_class == FailureClass::kMissingParticipant && !dump_culprits.empty() &&
+      ExitedUnreported(dump_culprits) == dump_culprits) {
+    exited_cleanly = true;
+    std::string where;
+    if (!verdict->op().empty() && verdict->collective_seq_id() >= 0) {
+      where = fmt::format(" ({} #{})", verdict->op(), verdict->collective_seq_id());
+    }
+    const bool many = dump_culprits.size() > 1;
+    verdict->set_summary(fmt::format(
+        "Rank(s) {} left no dump and no error, and the launcher's failure table lists the "
+        "workers beside {} but not {}: {} exited by {} (status 0) before the collective its "
+        "peers wait in{}, as a training loop that ends early on one rank does.",
+        Ranks(dump_culprits), many ? "them" : "it", many ? "them" : "it", many ? "they" : "it",
+        many ? "themselves" : "itself", where));
+    cause->set_summary(fmt::format(
+        "{} Rank(s) {} {} not among the launcher's failures: {} exited with status 0.",
+        cause->summary(), Ranks(dump_culprits), many ? "are" : "is", many ? "they" : "it"));
+    // "Collect every rank's dump" (the unknown kind's step) is not what is missing here.
+    actions.clear();
+  }
   std::string joined;
   if (kind != RootCauseKind::kNone && kind != RootCauseKind::kUnknown) {
     joined = fmt::format("Why, from the logs: {}", cause->summary());
@@ -282,10 +306,50 @@ void Explainer::Join(report::RootCause* cause) {
     context.stop_explained = true;
     dump_actions = NextActions(context);
   }
+  if (exited_cleanly) {
+    NextActionContext context = judged.next_action_context;
+    context.culprit_exited_cleanly = true;
+    dump_actions = NextActions(context);
+  }
   std::vector<std::string> merged = actions;
   for (const std::string& action : dump_actions) merged.push_back(action);
   verdict->clear_next_actions();
   for (const std::string& action : merged) verdict->add_next_actions(action);
+}
+
+std::vector<int64_t> Explainer::ExitedUnreported(const std::vector<int64_t>& culprits) const {
+  std::vector<int64_t> exited;
+  if (dumps_ == nullptr) return exited;
+  // Each agent's reported workers: (host, global rank - local rank) -> the highest local rank
+  // it reported. torchrun's table lists every worker that failed, those it SIGTERMed after the
+  // first failure included; one that had already exited 0 is not a failure to it.
+  std::map<std::pair<std::string, int64_t>, int64_t> highest_local;
+  std::set<int64_t> reported;
+  for (const LogEvent& event : logs_.events) {
+    if (event.launcher == Launcher::kNone || event.rank < 0) continue;
+    reported.insert(event.rank);
+    if (event.local_rank < 0 || event.local_rank > event.rank) continue;
+    int64_t& highest = highest_local[{event.host, event.rank - event.local_rank}];
+    highest = std::max(highest, event.local_rank);
+  }
+  for (int64_t rank : culprits) {
+    // A rank any log line is about (an error, a death) did not leave quietly.
+    bool quiet = !reported.contains(rank) && std::binary_search(dumps_->missing_ranks.begin(),
+                                                                dumps_->missing_ranks.end(), rank);
+    for (const LogEvent& event : logs_.events) quiet &= event.rank != rank;
+    bool ran_by_reporting_agent = false;
+    for (const auto& [agent, highest] : highest_local) {
+      int64_t local = rank - agent.second;
+      // A worker reported below it and one above it: the table is that agent's, around it.
+      bool below = false;
+      for (int64_t other : reported) {
+        below |= other >= agent.second && other < rank;
+      }
+      ran_by_reporting_agent |= local > 0 && local < highest && below;
+    }
+    if (quiet && ran_by_reporting_agent) exited.push_back(rank);
+  }
+  return exited;
 }
 
 bool Explainer::IsDeath(RootCauseKind kind) {
