@@ -295,6 +295,8 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
     ("debug_server_dumper_keyerror.log", "none"),  # a logged traceback; the rank trained on
     ("store_timeout.log", "init_failure"),   # the TCPStore client never reached the master
     ("dist_network_error.log", "init_failure"),  # DistNetworkError while connecting
+    ("store_listen_glog.log", "init_failure"),  # the store's server could not listen
+    ("store_listen_libuv.log", "init_failure"),  # its port in use (EADDRINUSE)
     ("loss_nan.log", "non_finite"),          # {'loss': nan, ...}
 ])
 def test_real_log_lines_pasted(cli, fixture, kind):
@@ -311,6 +313,10 @@ def test_real_log_lines_pasted(cli, fixture, kind):
         assert report["verdict"]["culprit_ranks"] == []
     if fixture == "loss_nan.log":
         assert cause["ranks"] == [1]
+    if fixture == "store_listen_libuv.log":
+        # What a user does next: free the port the line names, not chase the network.
+        assert "port 29500 is already in use" in cause["summary"]
+        assert "free port" in report["verdict"]["next_actions"][0]
     if fixture == "slurm_time_limit.log":
         assert "(time limit)" in cause["summary"]
         assert cause["hosts"] == [], "a redacted node name is no host"

@@ -85,6 +85,7 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
       {"The client socket has ", Call<&StoreLines::OnStoreUnreachable>},
       {"failed to connect/validate to host", Call<&StoreLines::OnStoreUnreachable>},
       {"store based barrier", Call<&StoreLines::OnStoreBarrier>},
+      {"server socket has failed to listen", Call<&StoreLines::OnStoreListenFailure>},
       {"Duplicate GPU detected", Call<&NcclLines::OnDuplicateGpu>},
       {"ncclSocketInit", Call<&NcclLines::OnSocketInit>},
       // Torchrun's agent.

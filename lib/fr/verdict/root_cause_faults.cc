@@ -662,8 +662,11 @@ std::string Explainer::FaultSentence(RootCauseKind kind, const LogEvent& lead,
             : kCrashNames[11];
     sentence = fmt::format("{} crashed with {} {}.", who, crash, when);
   } else if (kind == RootCauseKind::kInitFailure) {
-    sentence = fmt::format("The job never formed: {} could not {} {}{}.", who, InitStep(lead), when,
-                           lead.reason.empty() ? "" : " (" + lead.reason + ")");
+    // Mid-sentence: "a rank", not "A rank".
+    std::string subject = who;
+    if (subject.starts_with("A ")) subject[0] = 'a';
+    sentence = fmt::format("The job never formed: {} could not {} {}{}.", subject, InitStep(lead),
+                           when, lead.reason.empty() ? "" : " (" + lead.reason + ")");
   } else if (kind == RootCauseKind::kNonFinite && ranks.size() > 1) {
     sentence = fmt::format(
         "The loss went non-finite (NaN or inf) on {} ranks with the same report ({}), {}: a loss "

@@ -428,6 +428,14 @@ std::vector<std::string> Explainer::KindActions(RootCauseKind kind, const report
         "(nvidia-smi there), and run with NCCL_DEBUG=INFO to see which step failed.",
         "Compare the NCCL and torch versions every host prints: they must match."};
   }
+  if (kind == RootCauseKind::kInitFailure && init_step.starts_with("start the rendezvous store")) {
+    return {
+        "The store could not listen on its port (almost always: something holds it): launch on a "
+        "free port "
+        "(torchrun --master-port, or MASTER_PORT; --standalone picks one), or find and stop "
+        "what holds it (`ss -ltnp | grep :PORT`: often a leftover worker of an earlier run, "
+        "or a second job started on the same node)."};
+  }
   if (kind == RootCauseKind::kInitFailure &&
       init_step.find("store-based barrier") != std::string::npos) {
     return {

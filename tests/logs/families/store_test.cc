@@ -29,6 +29,31 @@ TEST(RealLogs, StoreUnreachable) {
   EXPECT_EQ(logs.files[0].format, "glog");
 }
 
+TEST(RealLogs, StoreServerThatCannotListen) {
+  // hao-ai-lab/FastVideo#575: torchrun's store could not bind port 29500. The bind warnings are
+  // no fault on their own (another address may still work); "failed to listen on any local
+  // network address" is.
+  LogSet logs = ParseReal("store_listen_glog.log");
+  ASSERT_THAT(Kinds(logs), ElementsAre("init_failure"));
+  EXPECT_EQ(logs.events[0].line, 4);
+  EXPECT_EQ(logs.events[0].failed_step, "start the rendezvous store (c10d's TCPStore server)");
+  EXPECT_EQ(logs.events[0].reason, "it could not listen on its port");
+}
+
+TEST(RealLogs, StoreServerWhosePortIsTakenNamesThePort) {
+  // The exception's two wordings: the bind errors appended (showlab/Tune-A-Video#90), and
+  // libuv's "port: 29500, ... name: EADDRINUSE" (om-ai-lab/VLM-R1#289, torch 2.4 and later).
+  for (const char* fixture : {"store_listen_bind_errors.log", "store_listen_libuv.log"}) {
+    SCOPED_TRACE(fixture);
+    LogSet logs = ParseReal(fixture);
+    ASSERT_THAT(Kinds(logs), ElementsAre("init_failure"));
+    EXPECT_EQ(logs.events[0].failed_step, "start the rendezvous store (c10d's TCPStore server)");
+    EXPECT_EQ(logs.events[0].reason,
+              "port 29500 is already in use: another job, or a leftover process of an earlier "
+              "run, holds it");
+  }
+}
+
 TEST(Store, ConnectionRefusedNamesTheStoreAsWritten) {
   LogSet logs = Parse(
       "[W1201 12:03:04.123456 socket.cpp:464] [c10d] The client socket has failed to connect to "

@@ -308,7 +308,8 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
     kind = LogEventKind::kCudaError;
   } else if (Contains(message, "remote process exited")) {
     kind = LogEventKind::kRemotePeerGone;
-  } else if (IsStoreBarrierFault(message) || EndsWith(type, "RendezvousTimeoutError") ||
+  } else if (IsStoreBarrierFault(message) || IsStoreListenFailure(message) ||
+             EndsWith(type, "RendezvousTimeoutError") ||
              EndsWith(type, "RendezvousConnectionError") ||
              ((EndsWith(type, "DistNetworkError") || EndsWith(type, "DistStoreError")) &&
               Contains(message, "connect"))) {
@@ -348,6 +349,8 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
   }
   if (kind == LogEventKind::kInitFailure && IsStoreBarrierFault(message)) {
     DescribeStoreBarrierFault(message, e);
+  } else if (kind == LogEventKind::kInitFailure && IsStoreListenFailure(message)) {
+    DescribeStoreListenFailure(message, e);
   } else if (kind == LogEventKind::kInitFailure) {
     e->peer_address = StoreAddress(message);
   } else if (kind == LogEventKind::kWatchdogTimeout || kind == LogEventKind::kRemotePeerGone) {

@@ -28,6 +28,38 @@ bool StoreLines::OnStoreBarrier(std::string_view line, std::string_view body) {
   return true;
 }
 
+bool StoreLines::OnStoreListenFailure(std::string_view line, std::string_view body) {
+  if (!IsStoreListenFailure(body)) return false;
+  DescribeStoreListenFailure(body, context_->Emit(LogEventKind::kInitFailure, line));
+  return true;
+}
+
+bool IsStoreListenFailure(std::string_view message) {
+  return Contains(message, "server socket has failed to listen");
+}
+
+void DescribeStoreListenFailure(std::string_view message, LogEvent* e) {
+  e->failed_step = "start the rendezvous store (c10d's TCPStore server)";
+  bool in_use = Contains(message, "Address already in use") || Contains(message, "EADDRINUSE");
+  int64_t port = IntAfter(message, "port: ");
+  if (port < 0) {
+    // "failed to bind to [::]:29500 (errno: 98 ...)": the port after the address's last colon.
+    size_t bind = message.find("failed to bind to ");
+    size_t paren = bind == std::string_view::npos ? bind : message.find(" (", bind);
+    if (paren != std::string_view::npos) {
+      std::string_view address = message.substr(bind + 18, paren - bind - 18);
+      size_t colon = address.rfind(':');
+      if (colon != std::string_view::npos) port = IntAfter(address.substr(colon), ":");
+    }
+  }
+  std::string where = port > 0 ? fmt::format("port {}", port) : std::string("its port");
+  e->reason = in_use ? fmt::format(
+                           "{} is already in use: another job, or a leftover process "
+                           "of an earlier run, holds it",
+                           where)
+                     : fmt::format("it could not listen on {}", where);
+}
+
 bool IsStoreBarrierFault(std::string_view message) {
   int64_t world = IntAfter(message, "world_size=");
   int64_t arrived = IntAfter(message, "worker_count=");

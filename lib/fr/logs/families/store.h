@@ -22,6 +22,9 @@ class StoreLines {
   // c10d's store-based barrier that every rank passes to form a process group (torch < 2.0 and
   // new_group): it timed out, or more workers arrived than the world has.
   bool OnStoreBarrier(std::string_view line, std::string_view body);
+  // The store's server that cannot listen (rank 0 or the agent starting the rendezvous): its
+  // port is taken, by another job or a leftover process of this one.
+  bool OnStoreListenFailure(std::string_view line, std::string_view body);
 
  private:
   LineContext* context_;
@@ -32,6 +35,13 @@ class StoreLines {
 // tracebacks quote the same words (RuntimeError: Timed out initializing process group ...).
 bool IsStoreBarrierFault(std::string_view message);
 void DescribeStoreBarrierFault(std::string_view message, LogEvent* event);
+
+// Whether a message says c10d's store server could not listen ("The server socket has failed to
+// listen on any local network address", with or without the bind errors or libuv's "code: -98,
+// name: EADDRINUSE" after it); and the event's failed step, reason and port from it. Python's
+// tracebacks quote the same words (RuntimeError, DistNetworkError).
+bool IsStoreListenFailure(std::string_view message);
+void DescribeStoreListenFailure(std::string_view message, LogEvent* event);
 
 // The store's address in a message about reaching it: "(172.18.21.4, 37907)" as
 // "172.18.21.4:37907"; "[node01]:29500" and "host 10.0.0.1:29500" as written. Empty when none.
