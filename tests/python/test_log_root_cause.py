@@ -297,6 +297,8 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
     ("dist_network_error.log", "init_failure"),  # DistNetworkError while connecting
     ("store_listen_glog.log", "init_failure"),  # the store's server could not listen
     ("store_listen_libuv.log", "init_failure"),  # its port in use (EADDRINUSE)
+    ("ray_task_error_cut.log", "python_exception"),  # Ray's wrapper names what the worker raised
+    ("cuda_invalid_device_ordinal.log", "init_failure"),  # 2 processes, 1 GPU visible
     ("loss_nan.log", "non_finite"),          # {'loss': nan, ...}
 ])
 def test_real_log_lines_pasted(cli, fixture, kind):
@@ -313,6 +315,11 @@ def test_real_log_lines_pasted(cli, fixture, kind):
         assert report["verdict"]["culprit_ranks"] == []
     if fixture == "loss_nan.log":
         assert cause["ranks"] == [1]
+    if fixture == "cuda_invalid_device_ordinal.log":
+        assert cause["ranks"] == [1]
+        assert "nproc-per-node" in report["verdict"]["next_actions"][0]
+    if fixture == "ray_task_error_cut.log":
+        assert "RuntimeError" in cause["summary"], cause["summary"]
     if fixture == "store_listen_libuv.log":
         # What a user does next: free the port the line names, not chase the network.
         assert "port 29500 is already in use" in cause["summary"]

@@ -132,6 +132,7 @@ void LineFamilies::Dispatch(std::string_view line, std::string_view body) {
       {"Write error [", Call<&PythonLines::OnBareException>},
       {"Timed out waiting ", Call<&PythonLines::OnBareException>},
       {"FloatingPointError: ", Call<&PythonLines::OnBareException>},
+      {"RayTaskError(", Call<&PythonLines::OnRayTaskError>},
       {"oss", Call<&PythonLines::OnLoss>},
   };
   for (const Pattern& pattern : kPatterns) {

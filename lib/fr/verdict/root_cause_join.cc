@@ -414,6 +414,12 @@ std::vector<std::string> Explainer::KindActions(RootCauseKind kind, const report
         "(`ulimit -c unlimited`) and open the core with gdb; check extension builds "
         "against the torch version."};
   }
+  if (kind == RootCauseKind::kInitFailure && init_step == "select its GPU") {
+    return {
+        "Start no more processes per node than the GPUs each can see (torchrun "
+        "--nproc-per-node, CUDA_VISIBLE_DEVICES, the scheduler's GPU count per task), and "
+        "select the GPU by LOCAL_RANK, not by the global RANK."};
+  }
   if (kind == RootCauseKind::kInitFailure && init_step == "form the NCCL communicator") {
     return {
         "Give every rank its own GPU: torch.cuda.set_device(LOCAL_RANK) before "

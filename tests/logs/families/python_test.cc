@@ -29,6 +29,32 @@ TEST(RealLogs, CudaOom) {
   EXPECT_EQ(logs.events[0].text.size(), 512u);
 }
 
+TEST(RealLogs, RayTaskErrorOutsideATracebackSaysWhatTheWorkerRaised) {
+  // ray-project/ray#33011: Ray Tune's "Failure # 1" block, pasted without the worker's own
+  // exception line. The wrapper's parentheses still say it raised RuntimeError, and its pid.
+  LogSet logs = ParseReal("ray_task_error_cut.log");
+  ASSERT_THAT(Kinds(logs), ElementsAre("python_exception"));
+  EXPECT_EQ(logs.events[0].reason, "RuntimeError");
+  EXPECT_EQ(logs.events[0].pid, 3120093);
+}
+
+TEST(RealLogs, InvalidDeviceOrdinalIsALaunchThatDoesNotFitTheNode) {
+  // karpathy/build-nanogpt#41: two processes, one GPU visible; rank 1's set_device(cuda:1) fails.
+  // The agent's SIGTERM to rank 0 follows; torch's TORCH_USE_CUDA_DSA hint is no second error.
+  LogSet logs = ParseReal("cuda_invalid_device_ordinal.log");
+  ASSERT_THAT(Kinds(logs), ElementsAre("init_failure", "signal_sent"));
+  EXPECT_EQ(logs.events[0].rank, 1);
+  EXPECT_EQ(logs.events[0].failed_step, "select its GPU");
+}
+
+TEST(Recognizers, RayTaskErrorWrappingAnotherWrapperAddsNothing) {
+  // A task that died, or a distributed error: the lines that say why are read where they are.
+  LogSet logs = Parse(
+      "ray.exceptions.RayTaskError(ActorDiedError): ray::_Inner.train() (pid=1, ip=10.0.0.1)\n"
+      "ray.exceptions.RayTaskError(DistBackendError): ray::_Inner.train() (pid=2, ip=10.0.0.1)\n");
+  EXPECT_THAT(Kinds(logs), IsEmpty());
+}
+
 TEST(Recognizers, PythonTracebackOneEventPerRank) {
   LogSet logs = Parse(
       "[rank1]: Traceback (most recent call last):\n"

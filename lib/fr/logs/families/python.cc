@@ -76,6 +76,18 @@ bool IsExceptionType(std::string_view type) {
 // 10000ms for recv operation to complete"), a closed or reset connection a victim's view of its
 // peer ("[.../pair.cc:534] Connection closed by peer [10.0.0.5]:10895", "Read error
 // [10.0.0.5]:25266: Connection reset by peer").
+// CUDA's "invalid device ordinal": a process asked for a GPU it cannot see (torch.cuda.set_device
+// or a tensor's .to("cuda:N") at start-up, with more processes on the node than GPUs visible to
+// each). A launch that does not fit the node, not a device fault: the job never formed.
+bool IsNoSuchGpu(std::string_view message) {
+  return Contains(message, "CUDA error") && Contains(message, "invalid device ordinal");
+}
+
+void DescribeNoSuchGpu(LogEvent* e) {
+  e->failed_step = "select its GPU";
+  e->reason = "invalid device ordinal: more processes on the node than GPUs visible to each";
+}
+
 std::optional<LogEventKind> GlooErrorKind(std::string_view message) {
   if (Contains(message, "Timed out waiting ") && Contains(message, "ms for ")) {
     return LogEventKind::kWatchdogTimeout;
@@ -303,6 +315,8 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
     kind = LogEventKind::kNonFiniteLoss;
   } else if (Contains(type, "OutOfMemoryError") || Contains(message, "CUDA out of memory")) {
     kind = LogEventKind::kCudaOom;
+  } else if (IsNoSuchGpu(message)) {
+    kind = LogEventKind::kInitFailure;
   } else if (Contains(message, "CUDA error") || Contains(message, "illegal memory access") ||
              Contains(message, "device-side assert") || Contains(message, "unhandled cuda error")) {
     kind = LogEventKind::kCudaError;
@@ -347,7 +361,9 @@ void PythonLines::EmitTraceback(const Traceback& tb) {
       if (key != INT64_MIN) open_exception_of_writer_[key] = context_->event_count() - 1;
     }
   }
-  if (kind == LogEventKind::kInitFailure && IsStoreBarrierFault(message)) {
+  if (kind == LogEventKind::kInitFailure && IsNoSuchGpu(message)) {
+    DescribeNoSuchGpu(e);
+  } else if (kind == LogEventKind::kInitFailure && IsStoreBarrierFault(message)) {
     DescribeStoreBarrierFault(message, e);
   } else if (kind == LogEventKind::kInitFailure && IsStoreListenFailure(message)) {
     DescribeStoreListenFailure(message, e);
@@ -380,6 +396,13 @@ bool PythonLines::OnCudaError(std::string_view line, std::string_view body) {
   if (!AnyBare(body, {"CUDA error", "illegal memory access", "device-side assert",
                       "unhandled cuda error"})) {
     return false;
+  }
+  // The hint torch prints under every CUDA error ("Compile with `TORCH_USE_CUDA_DSA` to enable
+  // device-side assertions.") is no error of its own.
+  if (Contains(body, "TORCH_USE_CUDA_DSA")) return false;
+  if (IsNoSuchGpu(body)) {
+    DescribeNoSuchGpu(context_->Emit(LogEventKind::kInitFailure, line));
+    return true;
   }
   LogEvent* e = context_->Emit(LogEventKind::kCudaError, line);
   size_t at = body.find("CUDA error: ");
@@ -457,6 +480,29 @@ bool PythonLines::OnBareException(std::string_view line, std::string_view body) 
     return true;
   }
   return false;
+}
+
+bool PythonLines::OnRayTaskError(std::string_view line, std::string_view body) {
+  size_t colon = body.find(": ");
+  if (colon == std::string_view::npos) return false;
+  std::string_view type = Trim(body.substr(0, colon));
+  size_t open = type.find("RayTaskError(");
+  if (open == std::string_view::npos || !EndsWith(type, ")") ||
+      !IsExceptionType(type.substr(0, open + 12))) {
+    return false;
+  }
+  std::string_view raised = type.substr(open + 13, type.size() - open - 14);
+  // Another wrapper (a distributed error, a Ray actor's death) says nothing of its own: the
+  // lines that do are read where they are.
+  if (!IsExceptionType(raised) || Contains(raised, "Dist") || Contains(raised, "Ray") ||
+      Contains(raised, "ActorDied") || Contains(raised, "WorkerGroup") ||
+      Contains(raised, "ChildFailed")) {
+    return false;
+  }
+  LogEvent* e = context_->Emit(LogEventKind::kPythonException, line);
+  e->reason = std::string(raised);
+  e->pid = ToInt32(IntAfter(body, "(pid=", e->pid));
+  return true;
 }
 
 void PythonLines::NoteFiniteLoss() {

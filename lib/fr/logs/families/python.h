@@ -55,6 +55,12 @@ class PythonLines {
   // they would under a traceback.
   bool OnBareException(std::string_view line, std::string_view body);
   bool OnCaughtSignal(std::string_view line, std::string_view body);
+  // Ray's wrapper of a task's own exception outside any traceback, as Ray Tune's "Failure # 1"
+  // block prints it before the task's frames: "ray.exceptions.RayTaskError(RuntimeError):
+  // ray::RayTrainWorker._RayTrainWorker__execute() (pid=3120093, ip=192.168.128.39, ...)". The
+  // type in parentheses is what the worker raised; a paste cut before the worker's own exception
+  // line still says that much.
+  bool OnRayTaskError(std::string_view line, std::string_view body);
   // Gloo's check that a peer sent no more than the op expects ("[enforce fail at
   // gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 6232 vs 4"): the ranks ran a
   // collective with different sizes, or different collectives; the process aborts on it.
