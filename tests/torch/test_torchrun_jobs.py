@@ -153,6 +153,15 @@ def check(status, report, expected):
                  if "crash" in a or "segfault" in a or "OOM" in a]
         if crash:
             wrong.append(f"next actions look for a crash: {crash}")
+    # A rank the launcher saw exit with status 3 and no traceback: the verdict says so, and no
+    # next action asks for the dumps that were read or sends the reader after a hang.
+    if expected["scenario"] == "exit_code":
+        if "status 3" not in verdict.get("summary", ""):
+            wrong.append(f"the summary does not give the exit status: {verdict.get('summary')}")
+        stale = [a for a in verdict.get("next_actions", [])
+                 if "collect every rank" in a or "outside communication" in a]
+        if stale:
+            wrong.append(f"next actions that do not fit a rank that exited: {stale}")
     # The peer that aborted on the mismatch only detected it: nothing sends the reader to a
     # traceback of the rank whose op differs, which raised none.
     if expected["scenario"] in ("size_mismatch", "dtype_mismatch"):

@@ -77,7 +77,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 JOB = os.path.join(HERE, "torchrun_job.py")
 SCENARIOS = ["exception", "segfault", "sigkill", "hang", "desync", "healthy", "two_agents",
              "segfault_and_error", "nan", "uneven_data", "early_exit",
-             "size_mismatch", "dtype_mismatch"]
+             "size_mismatch", "dtype_mismatch", "exit_code", "cpu_alloc"]
 # segfault_and_error's second faulty rank: in neither the TP nor the DP group of rank 2, so that
 # neither fault waits on the other.
 SECOND_FAULT_RANK = 1
@@ -147,6 +147,17 @@ def expected_answer(scenario, fault_rank):
                 "partner). Every rank hits Gloo's timeout and raises; the one rank that is "
                 "elsewhere, holding every other, is the culprit; the ranks waiting for it (or "
                 "for a rank that waits for it) are victims, not a second culprit")
+    if scenario == "exit_code":
+        return ("missing_participant", [fault_rank], "unknown", ["unknown", "python_exception"],
+                f"rank {fault_rank} calls sys.exit(3) before the DP all_reduce: no traceback (its "
+                "except handler still dumps), torchrun reports exitcode 3 for it. Its peers wait for it and fail on the "
+                "closed connection: victims. The logs say it exited with status 3 and not why")
+    if scenario == "cpu_alloc":
+        return ("missing_participant", [fault_rank], "python_exception",
+                ["python_exception", "host_oom"],
+                f"rank {fault_rank} asks the host allocator for 16 TiB before the DP all_reduce: "
+                "RuntimeError from DefaultCPUAllocator ('can't allocate memory'), raised in "
+                "user code; its peers fail on the closed connection")
     if scenario == "early_exit":
         return ("missing_participant", [fault_rank], "collective_timeout",
                 ["collective_timeout", "unknown"],

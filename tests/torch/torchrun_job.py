@@ -78,7 +78,7 @@ import fr_dump  # noqa: E402
 
 SCENARIOS = ["healthy", "exception", "runtime", "segfault", "sigkill", "hang", "desync",
              "checkpoint", "segfault_and_error", "nan", "uneven_data",
-             "size_mismatch", "dtype_mismatch", "early_exit"]
+             "size_mismatch", "dtype_mismatch", "early_exit", "exit_code", "cpu_alloc"]
 
 
 class Recorder:
@@ -312,6 +312,10 @@ def inject(args, rank, step):
         os.kill(os.getpid(), signal.SIGKILL)
     if args.scenario == "hang":
         time.sleep(args.hang_s)  # "data loading" that never returns
+    if args.scenario == "exit_code":
+        sys.exit(3)  # a script's own check that gives up with a status, no traceback
+    if args.scenario == "cpu_alloc":
+        torch.empty(1 << 44, dtype=torch.uint8)  # 16 TiB: the host allocator refuses
 
 
 if __name__ == "__main__":

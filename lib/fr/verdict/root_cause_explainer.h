@@ -312,6 +312,10 @@ class Explainer {
   // workers on both sides of them, by local rank) named every other worker's failure but never
   // theirs: they had exited on their own, with status 0, before the others failed.
   std::vector<int64_t> ExitedUnreported(const std::vector<int64_t>& culprits) const;
+  // The exit status a launcher reported for `rank` when the process exited on its own with an
+  // error status (not killed by a signal) and its logs show no exception of its own (a
+  // sys.exit(N), an exit in native code); 0 when not so.
+  int32_t OwnExitStatus(int64_t rank) const;
 
   // Ops the dumps' matcher found pending but younger than their timeout.
   int64_t InFlightOps() const { return dumps_ == nullptr ? 0 : dumps_->matched.in_flight_ops; }

@@ -286,6 +286,41 @@ void Explainer::Join(report::RootCause* cause) {
     // "Collect every rank's dump" (the unknown kind's step) is not what is missing here.
     actions.clear();
   }
+  // A culprit its launcher saw exit with an error status of its own, with no exception or
+  // signal: the sentence for a rank stuck outside communication, and "collect every dump", do
+  // not fit a process that ended itself.
+  std::map<int64_t, int32_t> exit_status;
+  if (!exited_cleanly &&
+      (kind == RootCauseKind::kUnknown || kind == RootCauseKind::kCollectiveTimeout) &&
+      dump_class == FailureClass::kMissingParticipant && !dump_culprits.empty()) {
+    for (int64_t rank : dump_culprits) {
+      if (int32_t status = OwnExitStatus(rank); status > 0) exit_status[rank] = status;
+    }
+    if (exit_status.size() != dump_culprits.size()) exit_status.clear();
+  }
+  if (!exit_status.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [rank, status] : exit_status) {
+      parts.push_back(fmt::format("rank {} exit with status {}", rank, status));
+    }
+    std::string where;
+    if (!verdict->op().empty() && verdict->collective_seq_id() >= 0) {
+      where = fmt::format(" ({} #{})", verdict->op(), verdict->collective_seq_id());
+    }
+    verdict->set_summary(fmt::format(
+        "The launcher saw {} on its own, with no exception or signal in the logs (a "
+        "sys.exit, or an exit from native code); the dumps show the others waiting for the ops "
+        "it never issued{}.",
+        fmt::join(parts, ", "), where));
+    cause->set_summary(fmt::format("{} The launcher saw {} on its own.", cause->summary(),
+                                   fmt::join(parts, ", ")));
+    actions = {fmt::format(
+        "Find where rank {}'s script (or a library it calls) exits with status {}: sys.exit / "
+        "exit() calls and their conditions, os._exit, a wrapper that turns an error into an "
+        "exit code; its output just before the exit says which.",
+        exit_status.begin()->first, exit_status.begin()->second)};
+    keep_dump_actions = false;
+  }
   std::string joined;
   if (kind != RootCauseKind::kNone && kind != RootCauseKind::kUnknown) {
     joined = fmt::format("Why, from the logs: {}", cause->summary());
@@ -350,6 +385,18 @@ std::vector<int64_t> Explainer::ExitedUnreported(const std::vector<int64_t>& cul
     if (quiet && ran_by_reporting_agent) exited.push_back(rank);
   }
   return exited;
+}
+
+int32_t Explainer::OwnExitStatus(int64_t rank) const {
+  int32_t status = 0;
+  for (const LogEvent& event : logs_.events) {
+    if (event.rank != rank) continue;
+    // Its own exception, crash or kill says more than a status; torchrun writes a death by
+    // signal N as exit code -N.
+    if (event.launcher == Launcher::kNone || event.signal > 0 || event.exit_code < 0) return 0;
+    if (event.exit_code != INT32_MIN && event.exit_code > 0) status = event.exit_code;
+  }
+  return status;
 }
 
 bool Explainer::IsDeath(RootCauseKind kind) {
