@@ -27,11 +27,10 @@ def capture(tmp_path, *args):
     ["--scenario", "stuck_before_op", "--fault-rank", "6"],
     ["--scenario", "op_mismatch", "--fault-rank", "1", "--json"],
     ["--scenario", "healthy", "--no-stacks"],
-    # A victim that begins waiting late: the culprit's other neighbours (blocked in send/recv,
-    # which Gloo does not record) then stopped before anyone waited on the culprit, the order a
-    # loaded machine produced by chance in CI and that named them culprits too.
-    ["--scenario", "stuck_before_op", "--fault-rank", "6", "--late-rank", "7"],
-    ["--scenario", "op_mismatch", "--fault-rank", "1", "--late-rank", "0", "--json"],
+    # A victim that begins waiting late (the culprit's other neighbours, blocked in send/recv
+    # that Gloo does not record, stopped before anyone waited on the culprit) is tested offline
+    # on its real captures (tests/data/torch/2.13.0/*_late_victim, tests/python), not captured
+    # again here: 38 s of the README's 20-minute test command.
     # A hang in progress: dumped 6 s after the ranks met, long before the 60 s timeout, while
     # the job issues an op every few ms; and a healthy job dumped the same way while it runs.
     # (Without stacks: collecting Python stacks costs a rank seconds of CPU on this 2-core
@@ -39,8 +38,7 @@ def capture(tmp_path, *args):
     ["--scenario", "stuck_before_op", "--fault-rank", "2", "--timeout", "60", "--dump-after", "6"],
     ["--scenario", "healthy", "--timeout", "60", "--dump-after", "5", "--steps", "100000",
      "--no-stacks"],
-], ids=["stuck_before_op", "op_mismatch_json", "healthy_no_stacks",
-        "stuck_before_op_late_victim", "op_mismatch_json_late_victim", "hang_in_progress",
+], ids=["stuck_before_op", "op_mismatch_json", "healthy_no_stacks", "hang_in_progress",
         "healthy_dumped_while_running"])
 def test_live_capture_is_diagnosed(cli, tmp_path, args):
     job, expected = capture(tmp_path, *args)
