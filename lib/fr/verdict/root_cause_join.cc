@@ -17,6 +17,24 @@
 #include "fr/verdict/root_cause_explainer.h"
 
 namespace fr::root_cause_internal {
+namespace {
+
+// " (all_reduce #4 in group 3 (DP))": where the dumps show the others waiting, for a sentence
+// about the rank they wait for; "" when the dumps place no op (a p2p wait, a rank with no dump
+// may leave the op or the group unnamed).
+std::string WaitedOp(const report::Verdict& verdict) {
+  if (verdict.op().empty() || verdict.collective_seq_id() < 0) return "";
+  std::string where = fmt::format(" ({} #{}", verdict.op(), verdict.collective_seq_id());
+  if (!verdict.process_group().name().empty()) {
+    where += fmt::format(" in group {}", verdict.process_group().name());
+    if (!verdict.process_group().desc().empty()) {
+      where += fmt::format(" ({})", verdict.process_group().desc());
+    }
+  }
+  return where + ")";
+}
+
+}  // namespace
 
 bool Explainer::OnlyReportMismatches(const std::vector<int64_t>& ranks) const {
   // Each rank's exceptions all report a mismatch between the ranks' collectives (and it raised
@@ -194,24 +212,11 @@ void Explainer::Join(report::RootCause* cause) {
       // The dumps' own sentence ("waiting on nothing else, stuck outside communication") would
       // contradict the deaths the logs show.
       const std::vector<int64_t>& stopped = two_initiators ? log_ranks : dump_culprits;
-      // Where the others wait, when the dumps place it (a p2p wait or a rank with no dump may
-      // leave the op or the group unnamed).
-      std::string where;
-      if (!verdict->op().empty() && verdict->collective_seq_id() >= 0) {
-        where = fmt::format(" ({} #{}", verdict->op(), verdict->collective_seq_id());
-        if (!verdict->process_group().name().empty()) {
-          where += fmt::format(" in group {}", verdict->process_group().name());
-          if (!verdict->process_group().desc().empty()) {
-            where += fmt::format(" ({})", verdict->process_group().desc());
-          }
-        }
-        where += ")";
-      }
       verdict->set_summary(fmt::format(
           "Rank(s) {} stopped ({}{}); the dumps show the others waiting for the ops {} never "
           "issued{}.",
           Ranks(stopped), kind_name, two_initiators ? ", and another fault of its own" : "",
-          stopped.size() > 1 ? "they" : "it", where));
+          stopped.size() > 1 ? "they" : "it", WaitedOp(*verdict)));
     }
     if (common.empty()) {
       cause->set_disagreement(fmt::format(
@@ -269,17 +274,13 @@ void Explainer::Join(report::RootCause* cause) {
       dump_class == FailureClass::kMissingParticipant && !dump_culprits.empty() &&
       ExitedUnreported(dump_culprits) == dump_culprits) {
     exited_cleanly = true;
-    std::string where;
-    if (!verdict->op().empty() && verdict->collective_seq_id() >= 0) {
-      where = fmt::format(" ({} #{})", verdict->op(), verdict->collective_seq_id());
-    }
     const bool many = dump_culprits.size() > 1;
     verdict->set_summary(fmt::format(
         "Rank(s) {} left no dump and no error, and the launcher's failure table lists the "
         "workers beside {} but not {}: {} exited by {} (status 0) before the collective its "
         "peers wait in{}, as a training loop that ends early on one rank does.",
         Ranks(dump_culprits), many ? "them" : "it", many ? "them" : "it", many ? "they" : "it",
-        many ? "themselves" : "itself", where));
+        many ? "themselves" : "itself", WaitedOp(*verdict)));
     cause->set_summary(fmt::format(
         "{} Rank(s) {} {} not among the launcher's failures: {} exited with status 0.",
         cause->summary(), Ranks(dump_culprits), many ? "are" : "is", many ? "they" : "it"));
@@ -303,15 +304,11 @@ void Explainer::Join(report::RootCause* cause) {
     for (const auto& [rank, status] : exit_status) {
       parts.push_back(fmt::format("rank {} exit with status {}", rank, status));
     }
-    std::string where;
-    if (!verdict->op().empty() && verdict->collective_seq_id() >= 0) {
-      where = fmt::format(" ({} #{})", verdict->op(), verdict->collective_seq_id());
-    }
     verdict->set_summary(fmt::format(
         "The launcher saw {} on its own, with no exception or signal in the logs (a "
         "sys.exit, or an exit from native code); the dumps show the others waiting for the ops "
         "it never issued{}.",
-        fmt::join(parts, ", "), where));
+        fmt::join(parts, ", "), WaitedOp(*verdict)));
     cause->set_summary(fmt::format("{} The launcher saw {} on its own.", cause->summary(),
                                    fmt::join(parts, ", ")));
     actions = {fmt::format(
