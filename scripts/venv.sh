@@ -5,7 +5,7 @@
 # also needs tabulate; the Dask tests run a LocalCluster of distributed; PyTorch's debug server and
 # `fr-analyze live` fetch with requests; the console's tests run its extra, `fr_analyze[console]`,
 # and drive Debian's headless Chromium with Playwright, which downloads no browser; atheris fuzzes
-# the console's uploads).
+# the console's uploads; pytest-xdist runs each suite one test per core).
 # Prints the venv's python.
 #
 #   py=$(bash scripts/venv.sh)       # then: "$py" -m pytest tests/python
@@ -38,7 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 torch_version=${FR_TORCH_VERSION:-2.13.0}
 venv=${FR_VENV:-build/venv}
-packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest nbclient nbformat ipykernel tabulate requests protobuf
+packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest pytest-xdist nbclient nbformat ipykernel tabulate requests protobuf
   distributed
   starlette uvicorn sqlalchemy alembic jinja2 python-multipart zstandard "psycopg[binary]" playwright
   atheris)
