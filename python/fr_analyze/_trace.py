@@ -14,6 +14,7 @@ makes a Report, Report.trace is the Trace it came from.
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import json
 import os
@@ -215,9 +216,9 @@ class Trace:
                                                        _args.dump_time_ns(dump_time_ns))
         report = Report(core, failed, trace=self, events=events)
         # Dumps that could not be read are never outweighed by logs that show no failure.
-        unreadable_and_quiet = bool(self.rejected) and not report.is_failure
-        other_evidence = report._fields.get("log_files") or report._fields.get("live_stacks")
-        if not self._loaded.ranks and (not other_evidence or unreadable_and_quiet):
+        if not self._loaded.ranks and (
+                (bool(self.rejected) and not report.is_failure) or
+                not (report._fields.get("log_files") or report._fields.get("live_stacks"))):
             reasons = "".join(f"\n  {r.error}" for r in self.rejected)
             raise NoDumpsError(
                 f"no readable flight-recorder dump or log under {self.source}{reasons}")
@@ -261,12 +262,21 @@ class Report:
         self._failed = failed
         self._trace = trace
         self._events = events or {}
-        # The typed message from its serialized bytes; the schema (proto/fr/report.proto) says
-        # which fields may be absent. Imported here: `import fr_analyze` stays light.
+
+    # The typed message and its dicts are made on first use: parsing a 512-rank report in
+    # Python takes about 0.1 s, which the console's worker (it only writes the JSON and the
+    # protobuf bytes, both from the core) and a CLI-like caller would pay for nothing.
+    @functools.cached_property
+    def _message(self) -> Any:
+        # From its serialized bytes; the schema (proto/fr/report.proto) says which fields may
+        # be absent. Imported here: `import fr_analyze` stays light.
         from fr_analyze import _report_pb2
 
-        self._message = _report_pb2.Report.FromString(core.proto_bytes())
-        self._fields = message_dict(self._message)
+        return _report_pb2.Report.FromString(self._core.proto_bytes())
+
+    @functools.cached_property
+    def _fields(self) -> dict:
+        return message_dict(self._message)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
