@@ -85,9 +85,11 @@ DUMP_PREFIX = "nccl_trace_rank_"
 TOKEN_VAR = "FR_TORCHRUN_CAPTURE_TOKEN"
 
 
-def expected_answer(scenario, fault_rank):
+def expected_answer(scenario, fault_rank, world=4, tp=2, fault_step=3):
     """The answer a correct analyzer must give, from what was injected (never from an analyzer):
-    (failure_class, culprit_ranks, preferred root-cause kind, acceptable kinds, notes)."""
+    (failure_class, culprit_ranks, preferred root-cause kind, acceptable kinds, notes).
+    world, tp and fault_step say what the evidence can hold: with world == tp the TP group has
+    no sibling group to compare its op with, and at step 0 no rank has an earlier op."""
     if scenario == "healthy":
         return ("none", [], "none", ["none"],
                 "no fault: every collective completed; dumped on demand")
@@ -170,6 +172,24 @@ def expected_answer(scenario, fault_rank):
     if scenario in ("size_mismatch", "dtype_mismatch"):
         what = ("a tensor one row longer" if scenario == "size_mismatch"
                 else "a float64 tensor where its peer's is float32")
+        peer = fault_rank ^ 1
+        if world == tp and fault_step == 0:
+            both = sorted({fault_rank, peer})
+            return ("size_mismatch", both, "python_exception", ["python_exception", "unknown"],
+                    f"rank {fault_rank} all_reduces {what} in the only TP group at the first "
+                    f"step; Gloo aborts rank {peer} ('Received data size doesn't match expected "
+                    "size', SIGABRT, no dump). No sibling group issued the op and no rank has an "
+                    "earlier one: nothing the job left says which of the two is off, only that "
+                    "their sizes (in bytes) differ. The honest answer is a size mismatch naming "
+                    "both ranks, not the peer that aborted alone")
+        if world == tp:
+            return (scenario, [fault_rank], "python_exception", ["python_exception", "unknown"],
+                    f"rank {fault_rank} all_reduces {what} in the only TP group (no sibling "
+                    f"group to compare with) at step {fault_step}; its own earlier all_reduces "
+                    f"in that group took the job's shape and dtype, as its peer's still does. "
+                    f"Gloo aborts rank {peer}, which receives more bytes than its op holds "
+                    "('Received data size doesn't match expected size', SIGABRT, no dump). The "
+                    "rank whose op changed is the culprit; the peer that aborted is a victim")
         return (scenario, [fault_rank], "python_exception",
                 ["python_exception", "unknown"],
                 f"rank {fault_rank} all_reduces {what} in its TP group at the fault step; its TP "
@@ -380,7 +400,8 @@ def capture(args):
             for name in os.listdir(ddir):
                 if name.startswith(DUMP_PREFIX) and name[len(DUMP_PREFIX):].isdigit():
                     dumped.append(int(name[len(DUMP_PREFIX):]))
-    failure_class, culprits, kind, kinds, notes = expected_answer(args.scenario, args.fault_rank)
+    failure_class, culprits, kind, kinds, notes = expected_answer(
+        args.scenario, args.fault_rank, world, args.tp, args.fault_step)
     expected = {
         "scenario": args.scenario,
         "fault_rank": None if args.scenario == "healthy" else args.fault_rank,

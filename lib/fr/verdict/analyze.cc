@@ -102,6 +102,7 @@ Judgment Judge::Run() {
 
   j.unreadable_ranks = UnreadableRanks();
   j.missing_ranks = MissingRanks();
+  FindOpChanges();
   AddCulpritFindings(graph);
   AddStuckFindings();
   AddSilentMismatchFindings();

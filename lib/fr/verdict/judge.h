@@ -87,13 +87,12 @@ class Judge {
 
   bool InStuckOp(int64_t rank) const;
 
-  // The waiters of `block` (a collective whose other members left no dump) whose op there differs
-  // from what the group's siblings (same description) issued at the same seq, while their own
-  // previous op of that kind in the group matched it: a size or dtype only they used, which a
-  // peer that then stopped (Gloo aborts the rank that receives more than its op holds) cannot
-  // show. Empty when nothing says so; `kind` is kSizeMismatch or kDtypeMismatch.
-  std::vector<int64_t> LoneSignatureDeviants(const Block& block, FailureClass* kind,
-                                             std::vector<std::string>* evidence) const;
+  // Judgment::op_changes: each member's newest op in each group that differs from what the
+  // group's siblings (same description) issued at the same seq, or from its own previous op of
+  // that kind in the group, and that no other member's dump shows there: a size or dtype only it
+  // used, which a peer that then stopped (Gloo aborts the rank that receives more than its op
+  // holds) cannot show.
+  void FindOpChanges();
 
   JudgedFinding& AddFinding(FailureClass failure_class);
 

@@ -89,66 +89,128 @@ const CollectiveUnit* UnitAt(const GroupMember& member, int64_t seq) {
 
 }  // namespace
 
-std::vector<int64_t> Judge::LoneSignatureDeviants(const Block& block, FailureClass* kind,
-                                                  std::vector<std::string>* evidence) const {
-  std::vector<int64_t> deviants;
-  if (block.is_p2p || block.group == kNoGroupIndex) return deviants;
-  const JobGroup& group = index().groups[block.group];
-  if (group.desc.empty()) return deviants;
-  for (const GroupMember& member : group.members) {
-    if (member.dump < 0 ||
-        !std::binary_search(block.waiters.begin(), block.waiters.end(), member.rank)) {
-      continue;
-    }
-    const RankDump& dump = trace_.ranks[member.dump];
-    const CollectiveUnit* unit = UnitAt(member, block.seq);
-    if (unit == nullptr) continue;
-    std::optional<OpSignature> own = SignatureOf(dump, *unit);
-    if (!own) continue;
-    // The siblings' op at this seq, where they all agree on it.
-    std::optional<OpSignature> siblings;
-    int64_t sibling_rank = kUnknown;
+void Judge::FindOpChanges() {
+  // The op every sibling group of `g` (same description) issued at `seq`, where they agree on
+  // it: the signature and a rank that issued it. Asked only for an op that changed.
+  std::map<std::pair<uint32_t, int64_t>, std::optional<std::pair<OpSignature, int64_t>>>
+      sibling_ops;
+  auto siblings_at = [&](uint32_t g, int64_t seq) {
+    auto [it, fresh] = sibling_ops.try_emplace({g, seq});
+    if (!fresh) return it->second;
+    const JobGroup& group = index().groups[g];
+    std::optional<OpSignature> agreed;
+    int64_t agreed_rank = kUnknown;
     bool agree = true;
     for (const JobGroup& sibling : index().groups) {
       if (&sibling == &group || sibling.desc != group.desc) continue;
       for (const GroupMember& other : sibling.members) {
         if (other.dump < 0) continue;
-        const CollectiveUnit* theirs = UnitAt(other, block.seq);
+        const CollectiveUnit* theirs = UnitAt(other, seq);
         if (theirs == nullptr) continue;
         std::optional<OpSignature> sig = SignatureOf(trace_.ranks[other.dump], *theirs);
         if (!sig) continue;
-        if (!siblings) {
-          siblings = sig;
-          sibling_rank = other.rank;
+        if (!agreed) {
+          agreed = sig;
+          agreed_rank = other.rank;
         }
-        agree = agree && *sig == *siblings;
+        agree = agree && *sig == *agreed;
       }
     }
-    if (!siblings || !agree || siblings->op != own->op || *siblings == *own) continue;
-    // Its own previous op of the same kind in this group had the siblings' signature: the
-    // difference is new at this op, not the shape this group always had.
-    const OpSignature* previous = nullptr;
-    std::optional<OpSignature> before;
-    for (auto it = member.units.rbegin(); it != member.units.rend(); ++it) {
-      if (it->seq >= block.seq) continue;
-      before = SignatureOf(dump, *it);
-      if (before && before->op == own->op) {
-        previous = &*before;
-        break;
+    if (agreed && agree) it->second = std::make_pair(*agreed, agreed_rank);
+    return it->second;
+  };
+  // Where a member's op may have changed: its newest op in the group, and each op of the group
+  // it waits in (NCCL ranks enqueue more ops after one that hangs).
+  std::map<std::pair<uint32_t, int64_t>, std::set<int64_t>> seqs_of;
+  for (uint32_t g = 0; g < index().groups.size(); ++g) {
+    for (const GroupMember& member : index().groups[g].members) {
+      if (member.dump >= 0 && !member.units.empty()) {
+        seqs_of[{g, member.rank}].insert(member.units.back().seq);
       }
     }
-    if (previous == nullptr || !(*previous == *siblings)) continue;
-    deviants.push_back(member.rank);
-    *kind = own->dtypes != siblings->dtypes ? FailureClass::kDtypeMismatch
-                                            : FailureClass::kSizeMismatch;
-    evidence->push_back(fmt::format("rank {}: {} #{} in {} takes {} {}", member.rank, own->op,
-                                    block.seq, GroupLabel(group), own->shapes, own->dtypes));
-    evidence->push_back(fmt::format(
-        "rank {} (a sibling {} group): {} #{} takes {} {}, as rank {}'s own previous {} did",
-        sibling_rank, group.desc, siblings->op, block.seq, siblings->shapes, siblings->dtypes,
-        member.rank, own->op));
   }
-  return deviants;
+  for (const Block& block : blocks()) {
+    if (block.is_p2p || block.group == kNoGroupIndex) continue;
+    for (int64_t waiter : block.waiters) seqs_of[{block.group, waiter}].insert(block.seq);
+  }
+  for (uint32_t g = 0; g < index().groups.size(); ++g) {
+    const JobGroup& group = index().groups[g];
+    for (const GroupMember& member : group.members) {
+      if (member.dump < 0) continue;
+      auto seqs = seqs_of.find({g, member.rank});
+      if (seqs == seqs_of.end()) continue;
+      const RankDump& dump = trace_.ranks[member.dump];
+      for (int64_t seq : seqs->second) {
+        auto unit = std::lower_bound(member.units.begin(), member.units.end(), seq,
+                                     [](const CollectiveUnit& u, int64_t s) { return u.seq < s; });
+        if (unit == member.units.end() || unit->seq != seq) continue;
+        std::optional<OpSignature> own = SignatureOf(dump, *unit);
+        if (!own) continue;
+        // Its own previous op of the same kind in this group.
+        std::optional<OpSignature> previous;
+        int64_t previous_seq = -1;
+        for (auto it = std::make_reverse_iterator(unit); it != member.units.rend(); ++it) {
+          std::optional<OpSignature> before = SignatureOf(dump, *it);
+          if (before && before->op == own->op) {
+            previous = std::move(before);
+            previous_seq = it->seq;
+            break;
+          }
+        }
+        // The same op as always: whatever its siblings do, nothing changed here.
+        if (previous && *previous == *own) continue;
+        // Another member issued the same op at this seq: the group changed it together.
+        bool shared = false;
+        for (const GroupMember& other : group.members) {
+          if (&other == &member || other.dump < 0) continue;
+          const CollectiveUnit* theirs = UnitAt(other, seq);
+          if (theirs == nullptr) continue;
+          std::optional<OpSignature> sig = SignatureOf(trace_.ranks[other.dump], *theirs);
+          shared |= sig && *sig == *own;
+        }
+        if (shared) continue;
+        std::optional<std::pair<OpSignature, int64_t>> siblings;
+        if (!group.desc.empty()) siblings = siblings_at(g, seq);
+        // As its siblings' at a seq where its own op changed: the job's shape changed there.
+        if (siblings && siblings->first == *own) continue;
+        OpChange change;
+        change.rank = member.rank;
+        change.group = g;
+        change.seq = seq;
+        change.op = own->op;
+        change.unlike_siblings = siblings && siblings->first.op == own->op;
+        change.unlike_own_previous = previous.has_value();
+        change.previous_as_siblings =
+            change.unlike_siblings && previous && *previous == siblings->first;
+        if (!change.unlike_siblings && !change.unlike_own_previous) continue;
+        const OpSignature& other = change.unlike_siblings ? siblings->first : *previous;
+        change.kind = own->dtypes != other.dtypes ? FailureClass::kDtypeMismatch
+                                                  : FailureClass::kSizeMismatch;
+        change.evidence.push_back(fmt::format("rank {}: {} #{} in {} takes {} {}", member.rank,
+                                              own->op, seq, GroupLabel(group), own->shapes,
+                                              own->dtypes));
+        if (change.previous_as_siblings) {
+          change.evidence.push_back(fmt::format(
+              "rank {} (a sibling {} group): {} #{} takes {} {}, as rank {}'s own previous {} "
+              "did",
+              siblings->second, group.desc, siblings->first.op, seq, siblings->first.shapes,
+              siblings->first.dtypes, member.rank, own->op));
+        } else {
+          if (change.unlike_siblings) {
+            change.evidence.push_back(fmt::format(
+                "rank {} (a sibling {} group): {} #{} takes {} {}", siblings->second, group.desc,
+                siblings->first.op, seq, siblings->first.shapes, siblings->first.dtypes));
+          }
+          if (change.unlike_own_previous) {
+            change.evidence.push_back(fmt::format(
+                "rank {}: its previous {} (#{} in {}) took {} {}", member.rank, previous->op,
+                previous_seq, GroupLabel(group), previous->shapes, previous->dtypes));
+          }
+        }
+        judgment_.op_changes.push_back(std::move(change));
+      }
+    }
+  }
 }
 
 void Judge::AddCulpritFindings(const WaitForGraph& graph) {
@@ -265,6 +327,21 @@ void Judge::AddCulpritFinding(const Block& block, std::vector<int64_t>* culprit_
   Confidence confidence = Confidence::kHigh;
   std::vector<int64_t> deviants;
   std::vector<std::string> deviant_evidence;
+  FailureClass deviant_kind = FailureClass::kNone;
+  if (block.reason == BlockReason::kDumpMissing && !block.is_p2p) {
+    // The lone deviant the dumps alone can name: a waiter whose op differs from every
+    // sibling's, and whose own previous op was as theirs still are.
+    for (const OpChange& change : judgment_.op_changes) {
+      if (change.group != block.group || change.seq != block.seq || !change.previous_as_siblings ||
+          !std::binary_search(block.waiters.begin(), block.waiters.end(), change.rank)) {
+        continue;
+      }
+      deviants.push_back(change.rank);
+      deviant_kind = change.kind;
+      deviant_evidence.insert(deviant_evidence.end(), change.evidence.begin(),
+                              change.evidence.end());
+    }
+  }
   // Where the culprits themselves wait: an op of another group that their peers never reach (the
   // wait-for graph's cycle, broken at them).
   const Block* own_wait = nullptr;
@@ -293,9 +370,7 @@ void Judge::AddCulpritFinding(const Block& block, std::vector<int64_t>* culprit_
         "(stuck outside communication, or diverged control flow).",
         plural, culprits, block.op, seq, GroupLabel(group), waiters,
         culprits_of.size() > 1 ? "they are" : "it is");
-  } else if (FailureClass deviant_kind = FailureClass::kNone;
-             block.reason == BlockReason::kDumpMissing &&
-             !(deviants = LoneSignatureDeviants(block, &deviant_kind, &deviant_evidence)).empty()) {
+  } else if (block.reason == BlockReason::kDumpMissing && !deviants.empty()) {
     // The rank that left no dump most likely stopped on the mismatch; the rank whose op differs
     // from every sibling's and from its own before is where it started.
     confidence = Confidence::kMedium;

@@ -47,6 +47,24 @@ enum class StackFindingKind : uint8_t {
   kOutsideCommunication,  // its main thread is outside communication while peers wait
 };
 
+// A rank whose newest op in a group differs from what the dumps hold to compare it with: the
+// same op of every sibling group (same description) at the same seq, or its own previous op of
+// that kind in the group; and no other member's dump shows the same op there. Where a peer left
+// no dump, its report of a mismatch (in the logs) points at such a rank; the dumps alone cannot
+// compare the op's members.
+struct OpChange {
+  int64_t rank = kUnknown;
+  uint32_t group = kNoGroupIndex;  // index into JobIndex::groups
+  int64_t seq = -1;
+  std::string op;
+  FailureClass kind = FailureClass::kSizeMismatch;  // or kDtypeMismatch
+  bool unlike_siblings = false;
+  bool unlike_own_previous = false;
+  // Its own previous op of that kind had the siblings' signature: the difference is new here.
+  bool previous_as_siblings = false;
+  std::vector<std::string> evidence;
+};
+
 // One problem found, with what it rests on. Sentences (summary, evidence, stack frames) are
 // for people and never read back by the analysis.
 struct JudgedFinding {
@@ -104,6 +122,9 @@ struct Judgment {
   // Every rank the wait-for graph finds blocked by another, ascending (a culprit of a desync
   // may be one too: DumpVerdict::victims leaves those out).
   std::vector<int64_t> blocked_ranks;
+  // Each rank's newest op per group that differs from its siblings' or its own before, by group
+  // and rank (what a peer's report of a mismatch, in the logs, points at).
+  std::vector<OpChange> op_changes;
   // Ranks without a usable file: missing, or with several conflicting ones (ascending).
   std::vector<int64_t> missing_ranks;
   // Ranks without a readable dump whose file exists (unreadable, not missing), ascending.

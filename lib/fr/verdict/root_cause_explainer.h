@@ -306,6 +306,14 @@ class Explainer {
   // differ (LogEvent::reports_mismatch), and each raised one.
   bool OnlyReportMismatches(const std::vector<int64_t>& ranks) const;
 
+  // `reporters` left no dump, and the logs say each of them only raised on detecting that the
+  // members of a collective differ: the ranks whose op changed (Judgment::op_changes, in a group
+  // the reporters may be in) are where it started; with none to compare, the mismatch is named
+  // between the reporters and the ranks the dumps show in the failure, without picking a side.
+  // Sets the verdict (its next actions become the mismatch's) and the cause; false, changing
+  // nothing, when the dumps name neither.
+  bool BlameTheOpThatDiffers(const std::vector<int64_t>& reporters, report::RootCause* cause);
+
   // Kinds that end the process that hit them.
   static bool IsDeath(RootCauseKind kind);
   // Of `culprits`, those without a dump whose launcher (an agent whose failure table reported

@@ -109,6 +109,8 @@ void Explainer::Join(report::RootCause* cause) {
   bool log_names_ranks = !log_ranks.empty();
   // Whether the dumps' own next actions still apply once the logs said why.
   bool keep_dump_actions = true;
+  // The dumps' culprit only reported a mismatch (BlameTheOpThatDiffers decided the verdict).
+  bool mismatch_reported = false;
   if (kind == RootCauseKind::kCollectiveTimeout || kind == RootCauseKind::kUnknown) {
     if (!dump_culprits.empty()) {
       cause->clear_ranks();
@@ -128,6 +130,16 @@ void Explainer::Join(report::RootCause* cause) {
                           "from outside; that may be where the kill found them.",
                           Ranks(dump_culprits)));
     verdict->clear_culprit_ranks();
+  } else if (kind == RootCauseKind::kPythonException && log_names_ranks &&
+             dump_class != FailureClass::kSizeMismatch &&
+             dump_class != FailureClass::kDtypeMismatch &&
+             dump_class != FailureClass::kOpMismatch && OnlyReportMismatches(log_ranks) &&
+             std::includes(dumps_->missing_ranks.begin(), dumps_->missing_ranks.end(),
+                           log_ranks.begin(), log_ranks.end()) &&
+             BlameTheOpThatDiffers(log_ranks, cause)) {
+    mismatch_reported = true;
+    // "Read the culprit's traceback" would send the reader to the rank that only detected it.
+    actions.clear();
   } else if (log_names_ranks && IsDeath(kind) &&
              dump_class == FailureClass::kInsufficientEvidence &&
              std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
@@ -329,7 +341,8 @@ void Explainer::Join(report::RootCause* cause) {
   std::vector<std::string> dump_actions(verdict->next_actions().begin(),
                                         verdict->next_actions().end());
   if (!keep_dump_actions) dump_actions.clear();
-  if (IsDeath(kind) && dump_class == FailureClass::kMissingParticipant && !dump_culprits.empty() &&
+  if (!mismatch_reported && IsDeath(kind) && dump_class == FailureClass::kMissingParticipant &&
+      !dump_culprits.empty() &&
       std::includes(log_ranks.begin(), log_ranks.end(), dump_culprits.begin(),
                     dump_culprits.end())) {
     // The logs say how the culprit died: the dumps' steps for a rank that hangs somewhere (read
@@ -347,6 +360,139 @@ void Explainer::Join(report::RootCause* cause) {
   for (const std::string& action : dump_actions) merged.push_back(action);
   verdict->clear_next_actions();
   for (const std::string& action : merged) verdict->add_next_actions(action);
+}
+
+bool Explainer::BlameTheOpThatDiffers(const std::vector<int64_t>& reporters,
+                                      report::RootCause* cause) {
+  report::Verdict* verdict = report_->mutable_verdict();
+  const JobIndex& index = dumps_->index;
+  // A group the reporters may be in: its members are unknown (Gloo's dumps list none), or they
+  // include one of them.
+  auto may_hold_reporter = [&](uint32_t g) {
+    const JobGroup& group = index.groups[g];
+    if (!group.ranks_known) return true;
+    return std::any_of(reporters.begin(), reporters.end(), [&](int64_t r) {
+      return std::find(group.ranks.begin(), group.ranks.end(), r) != group.ranks.end();
+    });
+  };
+  std::vector<int64_t> changed;
+  FailureClass changed_kind = FailureClass::kSizeMismatch;
+  bool against_siblings = false;
+  std::vector<std::string> evidence;
+  for (const OpChange& change : dumps_->op_changes) {
+    if (!may_hold_reporter(change.group)) continue;
+    changed.push_back(change.rank);
+    if (change.kind == FailureClass::kDtypeMismatch) changed_kind = change.kind;
+    against_siblings |= change.unlike_siblings;
+    evidence.insert(evidence.end(), change.evidence.begin(), change.evidence.end());
+  }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  // The reporters' peers: the ranks the dumps show in the failure (culprits, those blocked).
+  std::set<int64_t> peer_set(dumps_->verdict.victims.begin(), dumps_->verdict.victims.end());
+  peer_set.insert(dumps_->verdict.culprits.begin(), dumps_->verdict.culprits.end());
+  peer_set.insert(dumps_->blocked_ranks.begin(), dumps_->blocked_ranks.end());
+  for (int64_t rank : reporters) peer_set.erase(rank);
+  if (peer_set.empty()) {
+    // Nothing stuck in the dumps (Gloo records no completion): the members of the groups the
+    // reporters may share with them, unless that is most of the job (the default group, a job
+    // whose dumps list no members), which would name everyone.
+    constexpr size_t kMostPeersNamed = 8;
+    std::set<int64_t> members;
+    for (uint32_t g = 0; g < index.groups.size(); ++g) {
+      if (index.groups[g].ranks_inferred || !may_hold_reporter(g)) continue;
+      for (const GroupMember& member : index.groups[g].members) {
+        if (member.dump >= 0) members.insert(member.rank);
+      }
+    }
+    for (int64_t rank : reporters) members.erase(rank);
+    if (members.size() <= kMostPeersNamed) peer_set = std::move(members);
+  }
+  std::vector<int64_t> peers(peer_set.begin(), peer_set.end());
+  if (changed.empty() && peers.empty()) return false;
+  std::string reasons;
+  for (const LogEvent& event : logs_.events) {
+    if (event.kind == LogEventKind::kPythonException && event.reports_mismatch &&
+        std::binary_search(reporters.begin(), reporters.end(), event.rank)) {
+      reasons = event.reason;
+      break;
+    }
+  }
+  std::vector<int64_t> culprits;
+  FailureClass failure_class = changed_kind;
+  if (!changed.empty()) {
+    culprits = changed;
+    const OpChange* first = nullptr;
+    for (const OpChange& change : dumps_->op_changes) {
+      if (first == nullptr && may_hold_reporter(change.group)) first = &change;
+    }
+    const JobGroup& group = index.groups[first->group];
+    verdict->set_summary(fmt::format(
+        "Rank(s) {} issued {} #{} in group {}{} with {} than {}; rank(s) {}, a peer there, "
+        "raised on detecting the difference ({}) and left no dump: the mismatch started on "
+        "rank(s) {}, and {} is a victim of it ({}).",
+        Ranks(changed), first->op, first->seq, group.name,
+        group.desc.empty() ? "" : fmt::format(" ({})", group.desc),
+        changed_kind == FailureClass::kDtypeMismatch ? "a different dtype" : "different sizes",
+        against_siblings ? "the same op of its sibling groups" : "its own previous op of that kind",
+        Ranks(reporters), reasons, Ranks(changed), Ranks(reporters), fmt::join(evidence, "; ")));
+    verdict->set_confidence(std::string(ConfidenceName(Confidence::kMedium)));
+    if (confidence_ == Confidence::kHigh) SetConfidence(cause, Confidence::kMedium);
+  } else {
+    // Two sides and nothing to compare either with: the one that received the unexpected size
+    // raised, which says nothing of which side is off.
+    culprits = reporters;
+    culprits.insert(culprits.end(), peers.begin(), peers.end());
+    std::sort(culprits.begin(), culprits.end());
+    culprits.erase(std::unique(culprits.begin(), culprits.end()), culprits.end());
+    if (reasons.find("sizes") == std::string::npos) failure_class = FailureClass::kOpMismatch;
+    verdict->set_summary(fmt::format(
+        "Rank(s) {} raised on detecting that the members of a collective differ ({}) and left "
+        "no dump; its peers there, as the dumps show them, are rank(s) {}{}. The dumps hold "
+        "nothing to compare that op with (no sibling group issued it, no earlier op of that "
+        "kind changed): one side's tensors differ from the other's, and which side is off "
+        "cannot be told from this evidence.",
+        Ranks(reporters), reasons, Ranks(peers), WaitedOp(*verdict)));
+    verdict->set_confidence(std::string(ConfidenceName(Confidence::kLow)));
+    SetConfidence(cause, Confidence::kLow);
+  }
+  SetFailureClass(verdict, failure_class);
+  verdict->clear_culprit_ranks();
+  for (int64_t rank : culprits) verdict->add_culprit_ranks(rank);
+  std::set<int64_t> victims(verdict->victim_ranks().begin(), verdict->victim_ranks().end());
+  for (int64_t rank : reporters) victims.insert(rank);
+  for (int64_t rank : culprits) victims.erase(rank);
+  verdict->clear_victim_ranks();
+  for (int64_t rank : victims) verdict->add_victim_ranks(rank);
+  for (report::RankReport& rank : *report_->mutable_ranks()) {
+    if (std::binary_search(culprits.begin(), culprits.end(), int64_t{rank.rank()})) {
+      rank.set_role("culprit");
+    } else if (victims.contains(rank.rank())) {
+      rank.set_role("victim");
+    }
+  }
+  cause->clear_ranks();
+  for (int64_t rank : culprits) cause->add_ranks(rank);
+  std::set<std::string> hosts;
+  for (const LogEvent& event : logs_.events) {
+    if (!event.host.empty() && std::binary_search(culprits.begin(), culprits.end(), event.rank)) {
+      hosts.insert(event.host);
+    }
+  }
+  cause->clear_hosts();
+  for (const std::string& host : hosts) cause->add_hosts(host);
+  cause->set_disagreement(fmt::format(
+      "Rank(s) {} left no dump, so the dumps alone could not compare the op's members; its "
+      "error is a report of the mismatch, not a fault of its own.",
+      Ranks(reporters)));
+  NextActionContext context = dumps_->verdict.next_action_context;
+  context.failure_class = failure_class;
+  context.culprits = culprits;
+  context.culprit_dump_missing = false;
+  context.stop_explained = true;
+  verdict->clear_next_actions();
+  for (const std::string& action : NextActions(context)) verdict->add_next_actions(action);
+  return true;
 }
 
 std::vector<int64_t> Explainer::ExitedUnreported(const std::vector<int64_t>& culprits) const {
