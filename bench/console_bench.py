@@ -392,11 +392,15 @@ def breakdown(workdir, archive):
     writer.feed(b"\r\n--" + boundary + b"--\r\n")
     writer.finish()
     writer.close()
-    stages.append(("receive: multipart parsed and written to disk", time.perf_counter() - started))
+    stages.append(("receive: multipart parsed and written to disk (a tar archive unpacking "
+                   "meanwhile)", time.perf_counter() - started))
     started = time.perf_counter()
+    writer.join_followers()
+    followed = {path for path, _ in writer.followers}
     for path, sent in writer.uploaded:
-        unpack_archive(folder, folder.root / path, sent)
-    stages.append(("unpack the archive", time.perf_counter() - started))
+        if path not in followed:
+            unpack_archive(folder, folder.root / path, sent)
+    stages.append(("the archive's unpacking, past the receiving", time.perf_counter() - started))
     inputs = [InputFile(path, UNHASHED, size) for path, size in folder.listing()]
 
     env = dict(os.environ)

@@ -76,13 +76,19 @@ def one_input(data: bytes) -> None:
             if surface == 0:
                 writer = MultipartWriter(folder, BOUNDARY)
                 try:
-                    # Pieces of varying size, as a network delivers them.
-                    step = 1 + (len(body) % 97)
-                    for start in range(0, len(body), step):
-                        writer.feed(body[start:start + step])
-                    writer.finish()
-                finally:
-                    writer.close()
+                    try:
+                        # Pieces of varying size, as a network delivers them.
+                        step = 1 + (len(body) % 97)
+                        for start in range(0, len(body), step):
+                            writer.feed(body[start:start + step])
+                        writer.finish()
+                    finally:
+                        writer.close()
+                    # Tar parts unpack while they arrive, as the console reads them.
+                    writer.join_followers()
+                except BaseException:
+                    writer.abandon_followers()
+                    raise
             else:
                 name = ARCHIVE_NAMES[surface - 1]
                 relative, out = folder.new_file(name)

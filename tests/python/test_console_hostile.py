@@ -343,6 +343,57 @@ def test_a_stalled_upload_gets_408_and_others_are_served_meanwhile(server):
     assert leftovers(server)[0] == []
 
 
+def archive_part_request(name: str, declared: int) -> bytes:
+    """The head of a multipart POST whose one `files` part, named `name`, is `declared` bytes
+    long (what follows the part's own head)."""
+    part = (b"--b0undary\r\nContent-Disposition: form-data; name=\"files\"; filename=\""
+            + name.encode() + b"\"\r\n\r\n")
+    tail = b"\r\n--b0undary--\r\n"
+    return (b"POST /api/analyses HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: multipart/form-data; boundary=b0undary\r\n"
+            b"Content-Length: " + str(len(part) + declared + len(tail)).encode()
+            + b"\r\n\r\n" + part)
+
+
+def test_an_unreadable_tar_archive_is_refused_before_the_rest_of_it_arrives(server):
+    # A tar archive is unpacked as it arrives: one whose first block is no tar header is
+    # refused by name while 47 of its 48 MiB are still to come (the client then stops sending),
+    # not left to wait for them (408).
+    total = history_total(server)
+    started = time.monotonic()
+    sock = raw_request(server, archive_part_request("job/run.tar", 48 << 20),
+                       bytes(range(256)) * 4096)
+    try:
+        answer = read_answer(sock)
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
+    assert b"job/run.tar" in answer and b"unreadable" in answer, answer[:500]
+    assert time.monotonic() - started < IDLE_SECONDS + 10
+    assert history_total(server) == total
+    eventually(lambda: leftovers(server)[0] == [], "the refused upload's folder is removed")
+
+
+def test_a_tar_archive_that_stops_arriving_gets_408_and_leaves_nothing(server, job_folder):
+    # Its unpacking waits for bytes that never come: the 408 stops it, and nothing it unpacked
+    # so far is kept.
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(job_folder, arcname="job")
+    whole = buffer.getvalue()
+    total = history_total(server)
+    sock = raw_request(server, archive_part_request("job.tar.gz", len(whole)),
+                       whole[: len(whole) // 2])
+    try:
+        answer = read_answer(sock)
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:300]
+    assert history_total(server) == total
+    eventually(lambda: leftovers(server)[0] == [], "the stalled upload's folder is removed")
+    assert requests.get(server.url + "/api/analyses", timeout=TIMEOUT).status_code == 200
+
+
 def test_a_request_over_the_size_limit_is_refused_before_its_body(server):
     sock = raw_request(server, b"POST /api/analyses HTTP/1.1\r\nHost: x\r\n"
                        b"Content-Type: text/plain\r\nContent-Length: 107374182400\r\n\r\n")

@@ -248,15 +248,30 @@ class ConsoleApp:
             boundary = _boundary(content_type)
             writer = MultipartWriter(folder, boundary)
             try:
-                async for chunk in self.body_chunks(request):
-                    writer.feed(chunk)
-                writer.finish()
-            finally:
-                writer.close()
+                try:
+                    async for chunk in self.body_chunks(request):
+                        writer.feed(chunk)
+                    writer.finish()
+                finally:
+                    writer.close()
+                # Tar archives were unpacked as they arrived (ArchiveFollower); a zip is
+                # unpacked below, once it is whole.
+                await asyncio.to_thread(writer.join_followers)
+            except BaseException as error:
+                # An archive found unreadable after its last piece arrived is the reason the
+                # upload then stalled or ended badly: that is the answer, not the stall.
+                failed = writer.follower_error()
+                # Nothing may still write into the folder that is about to be removed.
+                await asyncio.to_thread(writer.abandon_followers)
+                if isinstance(error, UploadError) and failed is not None:
+                    raise failed from None
+                raise
             fields = {k: v.decode("utf-8", "replace") for k, v in writer.fields.items()}
             if fields.get("csrf") is not None:
                 fields.pop("csrf")
-            archives = [(path, sent) for path, sent in writer.uploaded if is_archive(sent)]
+            followed = {path for path, _ in writer.followers}
+            archives = [(path, sent) for path, sent in writer.uploaded
+                        if is_archive(sent) and path not in followed]
             for path, sent in archives:
                 await asyncio.to_thread(unpack_archive, folder, folder.root / path, sent)
             log = fields.get("log", "")

@@ -117,6 +117,13 @@ class UploadFile:
         self._size += len(data)
         return self._file.write(data)
 
+    def flush(self) -> int:
+        """Hands what was written to the kernel (a reader of the file sees it); returns the
+        size written so far."""
+        if self._file is not None:
+            self._file.flush()
+        return self._size
+
     def close(self) -> None:
         if self._file is None:
             self.open()  # an empty file
@@ -148,6 +155,8 @@ class UploadFolder:
         self.unpacked_bytes = 0
         self._folders: set = set()  # folders (relative) this upload made
         self._names: set = set()  # files (relative) this upload made
+        # An archive is unpacked in a thread while the request's other parts still arrive.
+        self._lock = threading.RLock()
         root.mkdir(parents=True, exist_ok=False)
 
     def new_file(self, name: str, what: str = "file", file: Optional[str] = None,
@@ -155,6 +164,11 @@ class UploadFolder:
         """Makes the file `name` (checked) in the folder, and creates it unless `opened` is
         False (then its first write or its close does: an archive's member, created in the
         thread that writes it); `file` names it in refusals."""
+        with self._lock:
+            return self._new_file(name, what, file, opened)
+
+    def _new_file(self, name: str, what: str, file: Optional[str],
+                  opened: bool) -> tuple[pathlib.PurePosixPath, UploadFile]:
         file = name if file is None else file
         relative = safe_relative_path(name, self.limits, what, file)
         if len(self.files) >= self.limits.max_files:
@@ -187,7 +201,8 @@ class UploadFolder:
         return [(relative.as_posix(), self.sizes[relative]) for relative in sorted(self.sizes)]
 
     def count_unpacked(self, n: int, name: str) -> None:
-        self.unpacked_bytes += n
+        with self._lock:
+            self.unpacked_bytes += n
         if self.unpacked_bytes > self.limits.max_unpacked_bytes:
             raise UploadError(413, f"the upload unpacks to more than "
                               f"{self.limits.max_unpacked_bytes} bytes (--max-unpacked-bytes)",
@@ -199,9 +214,12 @@ def is_archive(name: str) -> bool:
     return lower.endswith(ARCHIVE_SUFFIXES)
 
 
-def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> None:
+def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str,
+                   source: Optional["ArchiveFollower"] = None) -> None:
     """Unpacks `archive` (named `name` in the upload) into the upload's folder, under a folder
-    named after it, then removes the archive: the analysis reads its members."""
+    named after it, then removes the archive: the analysis reads its members. With `source`
+    (a tar archive still arriving), its bytes are read from there as they are written, and the
+    archive is left for the caller to remove once its part has ended."""
     stem = name.replace("\\", "/").rsplit("/", 1)[-1]
     for suffix in ARCHIVE_SUFFIXES:
         if stem.lower().endswith(suffix):
@@ -209,11 +227,14 @@ def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> No
             break
     prefix = str(safe_relative_path(name, folder.limits).parent / stem)
     prefix = "" if prefix in (".", "") else prefix + "/"
-    packed = max(archive.stat().st_size, 1)
+    size = None if source is not None else max(archive.stat().st_size, 1)
     start = folder.unpacked_bytes
 
     def check_ratio(member: str) -> None:
         unpacked = folder.unpacked_bytes - start
+        # Still arriving: the archive's bytes read so far (what the members unpacked so far
+        # came from; the other parts' bytes count in unpacked_bytes too, as they always did).
+        packed = size if source is None else max(source.tell(), 1)
         if unpacked > (64 << 20) and unpacked / packed > folder.limits.max_ratio:
             raise UploadError(413, f"archive {name!r} unpacks to over {folder.limits.max_ratio:g}"
                               " times its size (a decompression bomb?)", f"{name}:{member}")
@@ -222,7 +243,7 @@ def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> No
         if name.lower().endswith(".zip"):
             _unpack_zip(folder, archive, name, prefix, check_ratio)
         else:
-            _unpack_tar(folder, archive, name, prefix, check_ratio)
+            _unpack_tar(folder, archive, name, prefix, check_ratio, source)
     except UploadError:
         raise
     except (tarfile.TarError, zipfile.BadZipFile, zstandard.ZstdError, zlib.error,
@@ -231,8 +252,102 @@ def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str) -> No
         # zlib.error: damaged deflate data in a zip; LZMAError: damaged xz data; RuntimeError:
         # an encrypted zip member; NotImplementedError: a compression method zipfile lacks.
         raise UploadError(400, f"archive {name!r} is truncated or unreadable: {error}", name)
-    archive.unlink()
-    folder.forget(archive)
+    if source is None:
+        archive.unlink()
+        folder.forget(archive)
+
+
+class ArchiveFollower:
+    """Unpacks a tar archive (.tar, .tar.gz, .tar.zst, ...) in a thread while its part of the
+    request still arrives: the part is written to its file as always, and the thread reads that
+    file up to what was written, waiting for more. Unpacking then overlaps receiving instead of
+    following it. (A zip's index is at its end: a zip is unpacked once it is whole.)
+
+    The event loop only notes what it wrote (`wrote`, `end`, `abort`): it never waits on the
+    thread, which waits on it. `join` (in a worker thread) waits for the end and raises the
+    unpacking's error; `error` is the error so far, to stop reading a request early."""
+
+    def __init__(self, folder: UploadFolder, relative: pathlib.PurePosixPath, name: str):
+        self._path = folder.root / relative
+        self._cond = threading.Condition()
+        self._written = 0
+        self._ended = False
+        self._aborted = False
+        self._position = 0
+        self._file: Optional[BinaryIO] = None
+        self.error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, args=(folder, name),
+                                        name="fr-unpack-follower", daemon=True)
+        self._thread.start()
+
+    # The event loop's side.
+    def wrote(self, total: int) -> None:
+        with self._cond:
+            self._written = total
+            self._cond.notify()
+
+    def end(self) -> None:
+        with self._cond:
+            self._ended = True
+            self._cond.notify()
+
+    def abort(self) -> None:
+        with self._cond:
+            self._aborted = True
+            self._cond.notify()
+
+    def join(self) -> None:
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+    # The unpacking thread's side: a file-like source for _open_tar_stream.
+    def _run(self, folder: UploadFolder, name: str) -> None:
+        try:
+            unpack_archive(folder, self._path, name, source=self)
+        except BaseException as error:  # raised by join, in the request's task
+            self.error = error
+        finally:
+            if self._file is not None:
+                self._file.close()
+
+    def read(self, size: int = -1) -> bytes:
+        with self._cond:
+            while (self._position >= self._written and not self._ended
+                   and not self._aborted):
+                self._cond.wait()
+            if self._aborted:
+                raise UploadError(400, "the upload was cut off")
+            available = self._written - self._position
+        if available <= 0:
+            return b""
+        if self._file is None:
+            self._file = open(self._path, "rb")
+        self._file.seek(self._position)
+        data = self._file.read(available if size is None or size < 0 else min(size, available))
+        self._position += len(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        # Only back to what was read (_open_tar_stream reads the magic, then starts over).
+        if whence != os.SEEK_SET or offset < 0 or offset > self._position:
+            raise OSError("the archive is still arriving: it can only be read once, in order")
+        self._position = offset
+        return offset
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        """A decompressor closing its source: the thread closes the file when it is done."""
 
 
 class _MemberWriter:
@@ -384,42 +499,46 @@ def _open_tar_stream(raw: BinaryIO, name: str) -> BinaryIO:
 
 
 def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
-                check_ratio: Callable[[str], None]) -> None:
+                check_ratio: Callable[[str], None],
+                source: Optional[ArchiveFollower] = None) -> None:
     with _MemberWriter() as writer:
-        _read_tar(folder, archive, name, prefix, check_ratio, writer)
+        if source is not None:
+            _read_tar(folder, source, name, prefix, check_ratio, writer)
+        else:
+            with open(archive, "rb") as raw:
+                _read_tar(folder, raw, name, prefix, check_ratio, writer)
 
 
-def _read_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
+def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
               check_ratio: Callable[[str], None], writer: _MemberWriter) -> None:
-    with open(archive, "rb") as raw:
-        stream = _ForwardStream(_open_tar_stream(raw, name))
-        # One pass, members in order: nothing seeks back or lists the whole archive first.
-        with tarfile.open(fileobj=stream, mode="r:") as tar:
-            for member in tar:
-                where = f"{name}:{member.name}"
-                path = _member_path(folder, name, prefix, member.name, member.isdir())
-                if member.isdir():
-                    continue
-                if not member.isfile() or member.issparse():
-                    what = ("a symbolic link" if member.issym() else "a hard link"
-                            if member.islnk() else "a sparse file" if member.isfile()
-                            else "a device or FIFO")
-                    raise UploadError(400, f"archive {name!r} member {member.name!r} is {what}"
-                                      "; only plain files are accepted", where)
-                _, target = folder.new_file(path, "archive member", where, opened=False)
-                try:
-                    stream.seek(member.offset_data)
-                    left = member.size
-                    while left > 0:
-                        block = stream.read_block(left)
-                        if not block:
-                            raise tarfile.ReadError(f"unexpected end of data in {member.name!r}")
-                        left -= len(block)
-                        folder.count_unpacked(len(block), where)
-                        check_ratio(member.name)
-                        writer.write(target, block)
-                finally:
-                    writer.close(target)
+    stream = _ForwardStream(_open_tar_stream(raw, name))
+    # One pass, members in order: nothing seeks back or lists the whole archive first.
+    with tarfile.open(fileobj=stream, mode="r:") as tar:
+        for member in tar:
+            where = f"{name}:{member.name}"
+            path = _member_path(folder, name, prefix, member.name, member.isdir())
+            if member.isdir():
+                continue
+            if not member.isfile() or member.issparse():
+                what = ("a symbolic link" if member.issym() else "a hard link"
+                        if member.islnk() else "a sparse file" if member.isfile()
+                        else "a device or FIFO")
+                raise UploadError(400, f"archive {name!r} member {member.name!r} is {what}"
+                                  "; only plain files are accepted", where)
+            _, target = folder.new_file(path, "archive member", where, opened=False)
+            try:
+                stream.seek(member.offset_data)
+                left = member.size
+                while left > 0:
+                    block = stream.read_block(left)
+                    if not block:
+                        raise tarfile.ReadError(f"unexpected end of data in {member.name!r}")
+                    left -= len(block)
+                    folder.count_unpacked(len(block), where)
+                    check_ratio(member.name)
+                    writer.write(target, block)
+            finally:
+                writer.close(target)
 
 
 def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
@@ -483,6 +602,10 @@ class MultipartWriter:
         self._field: Optional[str] = None
         self._file: Optional[UploadFile] = None
         self._error: Optional[UploadError] = None
+        # Tar archives unpacked while they arrive, in the order their parts began; the current
+        # part's, while it is written.
+        self.followers: List[tuple[pathlib.PurePosixPath, ArchiveFollower]] = []
+        self._follower: Optional[ArchiveFollower] = None
         callbacks = {
             "on_part_begin": self._part_begin,
             "on_header_field": self._header_field,
@@ -501,6 +624,11 @@ class MultipartWriter:
             raise UploadError(400, f"the multipart body is malformed: {error}") from None
         if self._error is not None:
             raise self._error
+        if self._follower is not None:
+            self._follower.wrote(self._file.flush())
+            # An archive that cannot be unpacked refuses the upload now, not once it is whole.
+            if isinstance(self._follower.error, UploadError):
+                raise self._follower.error
 
     def finish(self) -> None:
         try:
@@ -516,6 +644,37 @@ class MultipartWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
+        if self._follower is not None:
+            # Closed inside its part: the upload was refused or cut off.
+            self._follower.abort()
+            self._follower = None
+
+    def join_followers(self) -> None:
+        """Once the body has ended: waits for each archive unpacked while it arrived, then
+        removes it (its members are the inputs); raises the first unpacking error. Blocks: run
+        it in a worker thread."""
+        for path, follower in self.followers:
+            follower.join()
+            (self.folder.root / path).unlink()
+            self.folder.forget(self.folder.root / path)
+
+    def follower_error(self) -> Optional[UploadError]:
+        """The first archive found unreadable (or over a limit) so far, or None."""
+        for _, follower in self.followers:
+            if isinstance(follower.error, UploadError):
+                return follower.error
+        return None
+
+    def abandon_followers(self) -> None:
+        """The upload is refused: stops every archive still unpacking and waits until none
+        writes into the folder any more (its errors are the refusal's). Blocks."""
+        for _, follower in self.followers:
+            follower.abort()
+        for _, follower in self.followers:
+            try:
+                follower.join()
+            except BaseException:  # noqa: BLE001 (the refusal is what the caller raises)
+                pass
 
     # python-multipart's callbacks: (data, start, end) slices of its buffer.
     def _part_begin(self) -> None:
@@ -557,6 +716,9 @@ class MultipartWriter:
                 path, self._file = self.folder.new_file(filename)
                 self.uploaded.append((path, filename))
                 self._field = None
+                if is_archive(filename) and not filename.lower().endswith(".zip"):
+                    self._follower = ArchiveFollower(self.folder, path, filename)
+                    self.followers.append((path, self._follower))
             else:
                 if field not in self.fields and len(self.fields) >= self.MAX_FIELDS:
                     raise UploadError(413, f"more than {self.MAX_FIELDS} form fields", field)
@@ -591,7 +753,12 @@ class MultipartWriter:
             buffer += data[start:end]
 
     def _part_end(self) -> None:
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.wrote(self._file.flush())
         self.close()
+        if follower is not None:
+            follower.end()
         self._field = None
 
 
