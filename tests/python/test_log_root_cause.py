@@ -300,6 +300,8 @@ REAL = os.path.join(os.path.dirname(__file__), "..", "data", "logs", "real")
     ("ray_task_error_cut.log", "python_exception"),  # Ray's wrapper names what the worker raised
     ("cuda_invalid_device_ordinal.log", "init_failure"),  # 2 processes, 1 GPU visible
     ("loss_nan.log", "non_finite"),          # {'loss': nan, ...}
+    ("nccl_ib_verbs_init_ranktag.log", "init_failure"),  # ibv_modify_qp failed in init.cc
+    ("nccl_ib_create_qp_init.log", "init_failure"),  # ibv_create_qp failed in init.cu
 ])
 def test_real_log_lines_pasted(cli, fixture, kind):
     """Lines printed by real jobs, from public issues (each fixture names its source)."""
@@ -318,6 +320,12 @@ def test_real_log_lines_pasted(cli, fixture, kind):
     if fixture == "cuda_invalid_device_ordinal.log":
         assert cause["ranks"] == [1]
         assert "nproc-per-node" in report["verdict"]["next_actions"][0]
+    if fixture in ("nccl_ib_verbs_init_ranktag.log", "nccl_ib_create_qp_init.log"):
+        # The fabric's set-up, on the host that printed it; not "MASTER_ADDR unreachable".
+        assert "InfiniBand" in cause["summary"], cause["summary"]
+        assert "NCCL_IB_GID_INDEX" in report["verdict"]["next_actions"][0]
+    if fixture == "nccl_ib_verbs_init_ranktag.log":
+        assert cause["ranks"] == [155]  # the launcher's "[155] " tag
     if fixture == "ray_task_error_cut.log":
         assert "RuntimeError" in cause["summary"], cause["summary"]
     if fixture == "store_listen_libuv.log":

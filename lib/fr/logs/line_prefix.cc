@@ -312,6 +312,26 @@ bool ConsumeTorchrunPrefix(std::string_view* s, LinePrefix* out) {
   return true;
 }
 
+bool ConsumeNcclPrefix(std::string_view* s, LinePrefix* out);
+
+// A launcher's bare rank tag before NCCL's own prefix: "[155] host:pid:tid [3] NCCL WARN ..."
+// (an MPI job's output tagged with its global rank, pasted from NVIDIA/nccl#302). Only before an
+// NCCL line: a bracketed number alone is too common in other output to be taken for a rank.
+bool ConsumeRankTagBeforeNccl(std::string_view* s, LinePrefix* out) {
+  std::string_view t = *s;
+  int64_t rank;
+  if (!ConsumeLiteral(&t, "[") || t.empty() || !IsDigit(t[0]) || !ConsumeInt(&t, &rank) ||
+      RankOrUnknown(rank) < 0 || !ConsumeLiteral(&t, "] ")) {
+    return false;
+  }
+  std::string_view rest = t;
+  LinePrefix probe;
+  if (!ConsumeNcclPrefix(&rest, &probe)) return false;
+  out->rank = rank;
+  *s = t;
+  return true;
+}
+
 // glog: "[E1201 12:03:04.123456 1234 file.cc:616] " (torch 2.x puts it in brackets, month not
 // zero-padded: "E321"), "E0325 20:57:27.620000 2606 api.py:869] ", and torch 1.x's
 // "[E ProcessGroupNCCL.cpp:458] " without a time.
@@ -647,6 +667,7 @@ void ParseLinePrefix(std::string_view line, LinePrefix* out) {
         p.launchers |= LauncherBit(Launcher::kOpenMpi);
         continue;
       }
+      if (pass == 0 && ConsumeRankTagBeforeNccl(&t, &p)) continue;
       if (ConsumeTorchrunPrefix(&t, &p)) {
         if (p.format == kFormatText || p.format == kFormatSlurm) p.format = kFormatTorchrun;
         if (p.local_rank >= 0) p.launchers |= LauncherBit(Launcher::kTorchrun);

@@ -616,6 +616,18 @@ std::vector<std::string> Explainer::KindActions(RootCauseKind kind, const report
         "init_process_group (torchrun sets LOCAL_RANK), and check CUDA_VISIBLE_DEVICES "
         "and the number of processes per node against the GPUs each node has."};
   }
+  if (kind == RootCauseKind::kInitFailure && init_step.starts_with("set up its InfiniBand")) {
+    return {fmt::format(
+                "Check the InfiniBand/RoCE set-up of {}: `ibstat` or `ibv_devinfo` (ports "
+                "Active, the link layer), NCCL_IB_HCA (only the HCAs cabled to the job's fabric), "
+                "and for RoCE NCCL_IB_GID_INDEX (the RoCEv2 GID of the interface, `show_gids`); "
+                "an ibv_modify_qp that fails with 'Network is unreachable' or 'Connection timed "
+                "out' is the route between the nodes.",
+                hosts),
+            "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET, and once with "
+            "NCCL_IB_DISABLE=1 (sockets): a job that then forms has a fabric problem, not a "
+            "bug of its own."};
+  }
   if (kind == RootCauseKind::kInitFailure && (init_step.find("NCCL") != std::string::npos ||
                                               init_step.find("NVML") != std::string::npos)) {
     return {

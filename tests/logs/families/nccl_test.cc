@@ -48,6 +48,38 @@ TEST(RealLogs, NcclTransportWarnings) {
   EXPECT_EQ(socket.events[0].peer_address, "10.200.84.247<58355>");
 }
 
+TEST(RealLogs, AVerbsCallThatFailsInInitIsACommunicatorThatNeverFormed) {
+  // NCCL's trace of the error (NCCLCHECK's "file:line -> 2") runs through init.cc: the failed
+  // ibv_modify_qp was the communicator's set-up. The MPI launcher tagged each line with the
+  // global rank ("[155] ").
+  LogSet tagged = ParseReal("nccl_ib_verbs_init_ranktag.log");
+  ASSERT_THAT(Kinds(tagged), ElementsAre("init_failure"));
+  EXPECT_EQ(tagged.events[0].rank, 155);
+  EXPECT_EQ(tagged.events[0].host, "crow-ib-new-nccl-256-info-19");
+  EXPECT_EQ(tagged.events[0].failed_step, "set up its InfiniBand/RoCE connections (ibv_modify_qp)");
+  EXPECT_EQ(tagged.events[0].reason, "NET/IB verbs call ibv_modify_qp failed: Invalid argument");
+  // NCCL 2.4's wording, without the error, from a .cu build (init.cu).
+  LogSet old = ParseReal("nccl_ib_create_qp_init.log");
+  ASSERT_THAT(Kinds(old), ElementsAre("init_failure"));
+  EXPECT_EQ(old.events[0].host, "ta1-1");
+  EXPECT_EQ(old.events[0].reason, "NET/IB verbs call ibv_create_qp failed");
+}
+
+TEST(WorldLogs, AVerbsCallThatFailsOutsideInitIsATransportError) {
+  // The same warning, its trace cut before it reaches init.cc (a connection made later, as a
+  // p2p channel's first use does): the transport failed, nothing says the job never formed.
+  LogSet logs = Parse(
+      "crow-ib-new-nccl-256-info-19:5330:7970 [3] misc/ibvwrap.cc:284 NCCL WARN Call to "
+      "ibv_modify_qp failed with error Invalid argument\n"
+      "crow-ib-new-nccl-256-info-19:5330:7970 [3] NCCL INFO transport/net_ib.cc:368 -> 2\n"
+      "crow-ib-new-nccl-256-info-19:5330:7970 [3] NCCL INFO transport/net_ib.cc:471 -> 2\n");
+  ASSERT_THAT(Kinds(logs), ElementsAre("transport_error"));
+  EXPECT_EQ(logs.events[0].rank, -1);
+  // A bracketed number before other text is no rank tag.
+  LogSet list = Parse("[3] RuntimeError: shapes differ\n");
+  for (const LogEvent& e : list.events) EXPECT_EQ(e.rank, -1);
+}
+
 TEST(RealLogs, RemotePeerGone) {
   LogSet logs = ParseReal("remote_error.log");
   // The error's words are a victim's; the warning it quotes under "Last error:" on the next

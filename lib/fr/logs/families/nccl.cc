@@ -11,6 +11,7 @@ namespace fr::logs_internal {
 bool NcclLines::OnLeveledLine(std::string_view line, std::string_view body) {
   const char level = context_->prefix().nccl_level;
   if (level == 'I') {
+    if (verbs_failure_) FollowVerbsFailure(body);
     if (EndsWith(Trim(body), "Init COMPLETE")) {
       OnInit(line, body);
     } else if (Contains(body, ": Using ")) {
@@ -113,6 +114,28 @@ bool NcclLines::OnWarn(std::string_view line, std::string_view body) {
     e->reason = EventText(Trim(body));
     return true;
   }
+  // ibvwrap's "Call to ibv_modify_qp failed with error Invalid argument" (before NCCL 2.4:
+  // "Call to ibv_create_qp failed"): a verbs call that sets up or uses an InfiniBand/RoCE
+  // connection failed on this host. Where its error's trace runs through init.cc the
+  // communicator never formed (FollowVerbsFailure).
+  if (size_t at = body.find("Call to ibv_"); at != std::string_view::npos) {
+    std::string_view call = WordAfter(body.substr(at), "Call to ", " ");
+    if (!call.empty() && Contains(body.substr(at), " failed")) {
+      LogEvent* e = context_->Emit(LogEventKind::kTransportError, line);
+      std::string_view error = Trim(body.substr(at));
+      size_t with = error.find(" with error ");
+      e->reason =
+          with == std::string_view::npos
+              ? Cat({"NET/IB verbs call ", call, " failed"})
+              : Cat({"NET/IB verbs call ", call, " failed: ", Trim(error.substr(with + 12))});
+      e->reason = EventText(e->reason);
+      if (!context_->IsDropped(e)) {
+        verbs_failure_ = VerbsFailure{CurrentWriter(), context_->event_count() - 1,
+                                      std::string(call), kVerbsTraceLines};
+      }
+      return true;
+    }
+  }
   if (Contains(body, "Cuda failure")) {
     bool oom = Contains(body, "out of memory");
     LogEvent* e = context_->Emit(oom ? LogEventKind::kCudaOom : LogEventKind::kCudaError, line);
@@ -168,6 +191,29 @@ bool NcclLines::OnWarn(std::string_view line, std::string_view body) {
     e->peer_address = EventText(peer);
   }
   return true;
+}
+
+// The writer's "NCCL INFO init.cc:424 -> 2" lines after a failed verbs call: NCCL's error trace
+// (NCCLCHECK), each caller's file and line with the error code. Through init.cc (init.cu before
+// NCCL 2.4), the call was the communicator's set-up: the job never formed.
+void NcclLines::FollowVerbsFailure(std::string_view body) {
+  if (CurrentWriter() != verbs_failure_->writer) return;
+  std::string_view text = Trim(body);
+  // Its other threads' lines may come between (the proxy thread warns, the main thread's
+  // trace reaches init.cc): only so many of the process's lines are read.
+  if (--verbs_failure_->lines_left <= 0) {
+    verbs_failure_.reset();
+    return;
+  }
+  bool trace = Contains(text, " -> ") && text.find(':') < text.find(" -> ");
+  if (!trace || (!StartsWith(text, "init.cc:") && !StartsWith(text, "init.cu:") &&
+                 !Contains(text, "/init.cc:") && !Contains(text, "/init.cu:"))) {
+    return;
+  }
+  LogEvent& e = context_->event(verbs_failure_->event);
+  e.kind = LogEventKind::kInitFailure;
+  e.failed_step = Cat({"set up its InfiniBand/RoCE connections (", verbs_failure_->call, ")"});
+  verbs_failure_.reset();
 }
 
 // "comm 0x55d0c8a0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 3b000 commId 0x1a2b - Init

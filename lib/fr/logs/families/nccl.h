@@ -63,12 +63,25 @@ class NcclLines {
   // A warning's text (a WARN line's body, or the warning quoted after "Last error:"): true when
   // it made an event.
   bool OnWarn(std::string_view line, std::string_view body);
+  // An INFO line while a failed verbs call's error trace may follow (verbs_failure_).
+  void FollowVerbsFailure(std::string_view body);
 
   LineContext* context_;
   // After a bare "Last error:": whose next line is the warning, and for how many more lines of
   // other writers to wait for it.
   std::optional<Writer> last_error_writer_;
   int lines_to_wait_ = 0;
+  // A failed verbs call ("Call to ibv_... failed") whose writer's error trace ("file:line -> N")
+  // is still being read: its event, amended to an init failure where the trace runs through
+  // init.cc. The trace is a handful of lines; a longer one stops being followed.
+  static constexpr int kVerbsTraceLines = 16;
+  struct VerbsFailure {
+    Writer writer;
+    size_t event = 0;
+    std::string call;
+    int lines_left = 0;
+  };
+  std::optional<VerbsFailure> verbs_failure_;
 };
 
 }  // namespace fr::logs_internal
