@@ -1,5 +1,6 @@
 #include "python_helper.h"
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,16 @@
 extern char** environ;
 
 namespace fr {
+namespace {
+
+// The helper being waited for, which a stop request to this process is passed on to.
+volatile sig_atomic_t helper_pid = 0;
+
+void ForwardToHelper(int signal) {
+  if (helper_pid > 0) ::kill(static_cast<pid_t>(helper_pid), signal);
+}
+
+}  // namespace
 
 std::string HelperPython() {
   const char* python = std::getenv("FR_ANALYZE_PYTHON");
@@ -42,18 +53,57 @@ absl::StatusOr<int> RunIsolatedPython(const std::vector<std::string>& argv, std:
   posix_spawn_file_actions_t actions;
   ::posix_spawn_file_actions_init(&actions);
   ::posix_spawn_file_actions_addchdir_np(&actions, "/");
+  // A stop request sent to this process alone (`kill PID`, `docker stop` on a container whose
+  // first process this is, a supervisor) must stop the helper too, not orphan it (`fr-analyze
+  // serve` would go on serving). SIGTERM and SIGHUP are passed on, unless this process was
+  // started ignoring them (nohup), which the helper inherits; they are blocked from before the
+  // spawn until the handlers know the helper, and the helper starts with this process's own
+  // mask. Ctrl-C reaches the helper from the terminal (one process group): this process
+  // ignores it meanwhile and ends when the helper does.
+  sigset_t stops, old_mask;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGHUP);
+  ::sigprocmask(SIG_BLOCK, &stops, &old_mask);
+  posix_spawnattr_t attributes;
+  ::posix_spawnattr_init(&attributes);
+  ::posix_spawnattr_setsigmask(&attributes, &old_mask);
+  ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  int error = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  int error = ::posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), envp.data());
   ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
   if (error != 0) {
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return absl::FailedPreconditionError(
         fmt::format("{}: cannot run {} ({}); set FR_ANALYZE_PYTHON to a python with {}", what,
                     argv[0], std::strerror(error), needs));
   }
+  helper_pid = pid;
+  struct sigaction forward = {}, ignore = {}, old_term, old_hup, old_int;
+  forward.sa_handler = ForwardToHelper;
+  sigemptyset(&forward.sa_mask);
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGTERM, nullptr, &old_term);
+  ::sigaction(SIGHUP, nullptr, &old_hup);
+  if (old_term.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &forward, nullptr);
+  if (old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &forward, nullptr);
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
+  bool lost = false;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return absl::InternalError(fmt::format("{}: lost the Python helper", what));
+    if (errno != EINTR) {
+      lost = true;
+      break;
+    }
   }
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  ::sigaction(SIGHUP, &old_hup, nullptr);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  helper_pid = 0;
+  if (lost) return absl::InternalError(fmt::format("{}: lost the Python helper", what));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

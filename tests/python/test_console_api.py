@@ -29,7 +29,7 @@ import zstandard
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
 import logsim  # noqa: E402
-from console_fixtures import (eventually, fresh_database, postgres, slow_job,  # noqa: E402,F401
+from console_fixtures import (_alive, eventually, fresh_database, postgres, slow_job,  # noqa: E402,F401,E501
                               start_server)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -1008,3 +1008,18 @@ def test_the_fleet_index_migration_goes_back_and_forth(database, tmp_path):
             assert indexes["ix_analysis_hosts_fleet"][0] == "host"
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_sent_to_the_command_alone_stops_the_console(tmp_path, sig):
+    # `kill PID` of `fr-analyze serve` (a supervisor, `docker stop` of a container whose first
+    # process it is) reaches the command only, not its process group: the console it runs as
+    # its child must stop too, not go on serving as an orphan.
+    with start_server(tmp_path / "data") as server:
+        console = server.console_pid()
+        assert console != server.process.pid, "the CLI runs the console as its child"
+        os.kill(server.process.pid, sig)
+        server.process.wait(timeout=30)
+        eventually(lambda: not _alive(console), "the console stops with the command", 30)
+        with pytest.raises(requests.ConnectionError):
+            requests.get(server.url + "/", timeout=5)
