@@ -309,6 +309,10 @@ def measure_upload(args, workdir):
     uploads = {form: {"client_s": [], "server_s": []} for form in args.formats}
     downloads = {}
     for repeat in range(args.repeats):
+        # Each measurement starts with nothing left to write back: the previous upload wrote
+        # its 181 MB of members and blobs, whose writeback would otherwise slow whichever
+        # measurement comes next (uploads reach a console one at a time, minutes apart).
+        os.sync()
         seconds, culprits = run_cli(args.cli, job, report)
         if culprits != expected:
             raise BenchError(f"fr-analyze analyze blamed {culprits}, not {expected}")
@@ -320,6 +324,7 @@ def measure_upload(args, workdir):
             try:
                 warm_up_console(console, workdir)
                 warm(archive)
+                os.sync()
                 status, answer, client_s, server_s = console.post_file(
                     archive, os.path.basename(archive))
                 if status == 201:
