@@ -375,12 +375,17 @@ bool Explainer::BlameTheOpThatDiffers(const std::vector<int64_t>& reporters,
       return std::find(group.ranks.begin(), group.ranks.end(), r) != group.ranks.end();
     });
   };
+  // Past this many ranks, neither the changed ops nor the group members single out a side: a
+  // job whose shapes vary from step to step changes many ops, and a large group names everyone.
+  constexpr size_t kMostNamed = 8;
   std::vector<int64_t> changed;
   FailureClass changed_kind = FailureClass::kSizeMismatch;
   bool against_siblings = false;
   std::vector<std::string> evidence;
+  const OpChange* first = nullptr;
   for (const OpChange& change : dumps_->op_changes) {
     if (!may_hold_reporter(change.group)) continue;
+    if (first == nullptr) first = &change;
     changed.push_back(change.rank);
     if (change.kind == FailureClass::kDtypeMismatch) changed_kind = change.kind;
     against_siblings |= change.unlike_siblings;
@@ -388,6 +393,7 @@ bool Explainer::BlameTheOpThatDiffers(const std::vector<int64_t>& reporters,
   }
   std::sort(changed.begin(), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  if (changed.size() > kMostNamed) changed.clear();
   // The reporters' peers: the ranks the dumps show in the failure (culprits, those blocked).
   std::set<int64_t> peer_set(dumps_->verdict.victims.begin(), dumps_->verdict.victims.end());
   peer_set.insert(dumps_->verdict.culprits.begin(), dumps_->verdict.culprits.end());
@@ -397,7 +403,6 @@ bool Explainer::BlameTheOpThatDiffers(const std::vector<int64_t>& reporters,
     // Nothing stuck in the dumps (Gloo records no completion): the members of the groups the
     // reporters may share with them, unless that is most of the job (the default group, a job
     // whose dumps list no members), which would name everyone.
-    constexpr size_t kMostPeersNamed = 8;
     std::set<int64_t> members;
     for (uint32_t g = 0; g < index.groups.size(); ++g) {
       if (index.groups[g].ranks_inferred || !may_hold_reporter(g)) continue;
@@ -406,7 +411,7 @@ bool Explainer::BlameTheOpThatDiffers(const std::vector<int64_t>& reporters,
       }
     }
     for (int64_t rank : reporters) members.erase(rank);
-    if (members.size() <= kMostPeersNamed) peer_set = std::move(members);
+    if (members.size() <= kMostNamed) peer_set = std::move(members);
   }
   std::vector<int64_t> peers(peer_set.begin(), peer_set.end());
   if (changed.empty() && peers.empty()) return false;
@@ -422,10 +427,6 @@ bool Explainer::BlameTheOpThatDiffers(const std::vector<int64_t>& reporters,
   FailureClass failure_class = changed_kind;
   if (!changed.empty()) {
     culprits = changed;
-    const OpChange* first = nullptr;
-    for (const OpChange& change : dumps_->op_changes) {
-      if (first == nullptr && may_hold_reporter(change.group)) first = &change;
-    }
     const JobGroup& group = index.groups[first->group];
     verdict->set_summary(fmt::format(
         "Rank(s) {} issued {} #{} in group {}{} with {} than {}; rank(s) {}, a peer there, "
