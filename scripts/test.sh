@@ -20,8 +20,10 @@ cmake --build build/dev
 # The users' wheel (tests/python/test_installed.py) is built and installed by .ci/run, or here
 # with FR_ANALYZE_WHEEL=$(bash scripts/build-wheel.sh): its profile-guided release build would
 # add minutes to this command.
-# Both pytest suites mostly wait (servers, browsers, hung torchrun jobs until their timeouts), so
-# they run one test per core with pytest-xdist: 2.6 -> 1.6 min and 5.8 -> 3.9 min on 2 cores.
+# The Python suite mostly waits (servers, browsers), so it runs one test per core with
+# pytest-xdist (2.6 -> 1.6 min on 2 cores). The real-PyTorch suite runs one test at a time: its
+# live tests catch a rank in a 9 s window between the debug server's snapshots, which a second
+# torchrun job on the same 2 cores made them miss (1 run in 3).
 PYTHONPATH="$PWD/build/dev/python" FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" \
   "$python" -m pytest -q -n "$(nproc)" tests/python
-FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" "$python" -m pytest -q -n "$(nproc)" tests/torch
+FR_ANALYZE_CLI="$PWD/build/dev/tools/fr-analyze" "$python" -m pytest -q tests/torch

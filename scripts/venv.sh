@@ -5,7 +5,7 @@
 # also needs tabulate; the Dask tests run a LocalCluster of distributed; PyTorch's debug server and
 # `fr-analyze live` fetch with requests; the console's tests run its extra, `fr_analyze[console]`,
 # and drive Debian's headless Chromium with Playwright, which downloads no browser; atheris fuzzes
-# the console's uploads; pytest-xdist runs each suite one test per core).
+# the console's uploads; pytest-xdist runs the Python suite one test per core).
 # Prints the venv's python.
 #
 #   py=$(bash scripts/venv.sh)       # then: "$py" -m pytest tests/python
