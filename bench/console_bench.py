@@ -15,7 +15,11 @@ noisy: a ratio against a baseline of the same run, or the server's own time).
    the baseline (median of --repeats each). Both must name the stuck rank. After each upload,
    on the same console, the downloads the console makes on demand: the HTML report and the
    Perfetto timeline, each fetched twice (the first makes it from the stored inputs, after
-   their compression that follows the answer; the second is the kept file).
+   their compression that follows the answer; the second is the kept file). Then each archive
+   once more, to a fresh console, sent at --link-mbps (default 100 Mbit/s) as from a user's
+   machine: the time from its last byte to the verdict, against the same baseline (no target:
+   on loopback the body takes 0.02 s and the upload is bound by the CPU; over a link the
+   unpacking and the worker's reading of the dumps happen while the body arrives).
 2. History and fleet pages with 10,000 stored analyses. The store is filled through
    Store.save, as the console writes it after an analysis: failed and healthy jobs over 8-64
    hosts (8 GPUs each) of a 1024-host fleet spread over 90 days, root-cause kinds spread as
@@ -167,9 +171,11 @@ class Console:
             if own:
                 conn.close()
 
-    def post_file(self, path, name):
+    def post_file(self, path, name, rate=None, last_byte=None):
         """POSTs one file as the multipart `files` part of /api/analyses, streamed from disk;
-        returns (status, parsed answer, client seconds, server seconds)."""
+        returns (status, parsed answer, client seconds, server seconds). `rate`: bytes per
+        second to send at, as over a link of that speed (default: as fast as loopback takes
+        them); `last_byte`, a list, gets the time the last byte was handed to the socket."""
         boundary = uuid.uuid4().hex
         head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; "
                 f"filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n").encode()
@@ -178,13 +184,19 @@ class Console:
 
         def body():
             yield head
+            began, sent = time.perf_counter(), 0
             with open(path, "rb") as f:
                 while True:
-                    block = f.read(1 << 20)
+                    block = f.read(256 << 10 if rate else 1 << 20)
                     if not block:
                         break
+                    if rate:
+                        sent += len(block)
+                        time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
                     yield block
             yield tail
+            if last_byte is not None:
+                last_byte.append(time.perf_counter())
 
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1800)
         try:
@@ -344,6 +356,13 @@ def measure_upload(args, workdir):
             uploads[form]["server_s"].append(server_s)
             print(f"  run {repeat + 1}: upload {form} {client_s:.2f} s "
                   f"(server {server_s:.2f} s)", flush=True)
+            if args.link_mbps:
+                total_s, after_s = upload_over_link(args, workdir, archive, expected, repeat)
+                uploads[form].setdefault("link_total_s", []).append(total_s)
+                uploads[form].setdefault("link_after_last_byte_s", []).append(after_s)
+                print(f"  run {repeat + 1}: upload {form} at {args.link_mbps:g} Mbit/s "
+                      f"{total_s:.2f} s, the verdict {after_s:.2f} s after the last byte",
+                      flush=True)
     cli_s = median(cli_times)
     result = {"ranks": args.ranks, "job_bytes": job_bytes, "expected_culprits": expected,
               "cli_s": cli_times, "cli_median_s": cli_s, "uploads": {},
@@ -354,8 +373,44 @@ def measure_upload(args, workdir):
             "archive_bytes": os.path.getsize(archives[form]), "client_s": u["client_s"],
             "server_s": u["server_s"], "median_s": upload_s,
             "server_median_s": median(u["server_s"]), "ratio": upload_s / cli_s}
+        if "link_total_s" in u:
+            result["uploads"][form].update({
+                "link_mbps": args.link_mbps, "link_total_s": u["link_total_s"],
+                "link_after_last_byte_s": u["link_after_last_byte_s"],
+                "link_after_last_byte_median_s": median(u["link_after_last_byte_s"]),
+                "link_after_last_byte_ratio": median(u["link_after_last_byte_s"]) / cli_s})
     result["job"], result["archives"] = job, archives
     return result
+
+
+def upload_over_link(args, workdir, archive, expected, repeat):
+    """One upload sent at --link-mbps, as from a user's machine over a network: on loopback the
+    body arrives in 0.02 s and everything after it waits for the CPU; over a link, the
+    unpacking and the worker's reading of the dumps happen while the body still arrives, and
+    what a user waits for is the time from the last byte to the verdict. Returns (total
+    seconds, seconds after the last byte)."""
+    data = os.path.join(workdir, f"console-link-{repeat}")
+    console = Console(args.cli, data)
+    try:
+        warm_up_console(console, workdir)
+        warm(archive)
+        os.sync()
+        last_byte = []
+        status, answer, client_s, _ = console.post_file(
+            archive, os.path.basename(archive), rate=args.link_mbps * 1e6 / 8,
+            last_byte=last_byte)
+        answered = time.perf_counter()
+    finally:
+        console.stop()
+        shutil.rmtree(data, ignore_errors=True)
+        if os.path.exists(data + ".log"):
+            os.remove(data + ".log")
+    if status != 201:
+        raise BenchError(f"the upload at {args.link_mbps:g} Mbit/s answered {status}: {answer}")
+    if answer["report"]["verdict"]["culprit_ranks"] != expected:
+        raise BenchError(f"the console blamed {answer['report']['verdict']['culprit_ranks']}, "
+                         f"not {expected}")
+    return client_s, answered - last_byte[0]
 
 
 def time_downloads(console, analysis_id):
@@ -796,6 +851,11 @@ def print_upload(upload, quick):
               f"ratio {u['ratio']:.1f}x  target {UPLOAD_TARGET_RATIO:g}x"
               + ("  (not checked in --quick)" if quick else
                  "" if u["ratio"] <= UPLOAD_TARGET_RATIO else "  MISSED"))
+        if "link_after_last_byte_s" in u:
+            label = f"  the same at {u['link_mbps']:g} Mbit/s, after the last byte"
+            print(f"{label:46s} {u['link_after_last_byte_median_s']:6.2f} s  (in all "
+                  f"{median(u['link_total_s']):.2f} s)  "
+                  f"{u['link_after_last_byte_ratio']:.1f}x the CLI")
     for name, seconds in upload["downloads_s"].items():
         print(f"  {'GET ' + name + ' download':44s} {seconds:6.2f} s")
 
@@ -831,6 +891,9 @@ def main():
     parser.add_argument("--postgres", help="auto (default; off in --quick), off, or a "
                                            "postgresql:// URL to use")
     parser.add_argument("--only", choices=["upload", "pages"], help="measure one part only")
+    parser.add_argument("--link-mbps", type=float, default=100.0,
+                        help="also upload each archive sent at this rate, as over a network, "
+                             "and time the verdict after its last byte (default 100; 0: not)")
     parser.add_argument("--breakdown", action="store_true",
                         help="time the upload's stages even when its target is met")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 when a target is missed")

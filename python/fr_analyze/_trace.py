@@ -445,6 +445,15 @@ def load(
     return Trace(loaded, root.source)
 
 
+def load_read_early(path: str, early: "_core.EarlyReads") -> Trace:
+    """load(path) of a folder some of whose files `early` read while they were being written
+    (the console's worker, as an upload is unpacked): the same trace, with those files not read
+    again. For the console; not part of the package's API."""
+    root = resolve(_args.paths(path, "path"))
+    files = [os.fsencode(f) for f in root.files]
+    return Trace(_core.load(os.fsencode(root.root), files=files, early=early), root.source)
+
+
 def loads(dumps: Mapping[int, bytes], *, jobs: Optional[int] = None) -> Trace:
     """Loads dumps held in memory, keyed by global rank (for dumps fetched over HTTP).
 

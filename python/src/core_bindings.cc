@@ -120,13 +120,14 @@ LoadedTrace RunInterruptibly(const std::function<absl::StatusOr<LoadedTrace>(Loa
 LoadedTrace Load(const std::string& path, const std::string& prefix,
                  const std::string& rank_pattern, int jobs,
                  std::function<void(size_t, size_t)> progress,
-                 const std::vector<std::string>& files, bool follow_links) {
+                 const std::vector<std::string>& files, bool follow_links, EarlyReads* early) {
   LoadOptions options;
   options.discover.prefix = prefix;
   options.discover.rank_pattern = rank_pattern;
   options.discover.files = files;
   options.discover.follow_links_out_of_root = follow_links;
   options.jobs = jobs;
+  options.early = early;
   return RunInterruptibly([&](LoadOptions& o) { return LoadTrace(path, o); }, std::move(options),
                           std::move(progress));
 }
@@ -543,7 +544,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("entries_columns", &EntriesColumns, py::arg("trace"));
   m.def("load", &Load, py::arg("path"), py::arg("prefix") = "", py::arg("rank_pattern") = "",
         py::arg("jobs") = 0, py::arg("progress") = nullptr,
-        py::arg("files") = std::vector<std::string>{}, py::arg("follow_links") = false);
+        py::arg("files") = std::vector<std::string>{}, py::arg("follow_links") = false,
+        py::arg("early") = nullptr);
+  // Files read while an upload is still being unpacked (the console's worker), handed to
+  // load(..., early=...) of the finished folder.
+  py::class_<EarlyReads>(m, "EarlyReads")
+      .def(py::init([](int jobs, bool background) {
+             return std::make_unique<EarlyReads>(jobs, background);
+           }),
+           py::arg("jobs") = 0, py::arg("background") = false)
+      .def("file_complete", &EarlyReads::FileComplete, py::arg("path"))
+      .def_property_readonly("files_read", &EarlyReads::files_read)
+      .def_property_readonly("files_used", &EarlyReads::files_used);
   m.def("load_bytes", &LoadBytes, py::arg("dumps"), py::arg("jobs") = 0);
   py::class_<Discovery>(m, "Discovery")
       .def_property_readonly("tasks", [](const Discovery& discovery) {

@@ -267,3 +267,20 @@ def slow_job(cli, tmp_path_factory):
                        check=True, capture_output=True, timeout=120)
         _slow_job = directory
     return _slow_job
+
+
+def worker_processes(data, busy=False):
+    """The analysis workers of the console on `data` (their command line names its folder);
+    busy=True: only those at work on an upload (moved into its folder), not the one waiting."""
+    found = []
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            folder = os.readlink(proc / "cwd") if busy else ""
+        except (OSError, ValueError, IndexError):
+            continue
+        if "console._worker" in line and str(data) in line and state != "Z":
+            if not busy or folder.startswith(str(data / "uploads") + "/"):
+                found.append(int(proc.name))
+    return found

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "logsim"))
 import logsim  # noqa: E402
 from console_fixtures import (_alive, eventually, fresh_database, postgres, slow_job,  # noqa: E402,F401,E501
-                              start_server)
+                              start_server, worker_processes)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TORCH_DATA = ROOT / "tests" / "data" / "torch"
@@ -631,23 +631,6 @@ def test_a_pasted_log_has_an_html_report_and_no_timeline(server, tmp_path):
 
 
 # --- crash safety and retention ----------------------------------------------------------------
-def worker_processes(data, busy=False):
-    """The analysis workers of the console on `data` (their command line names its folder);
-    busy=True: only those at work on an upload (moved into its folder), not the one waiting."""
-    found = []
-    for proc in pathlib.Path("/proc").iterdir():
-        try:
-            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            folder = os.readlink(proc / "cwd") if busy else ""
-        except (OSError, ValueError, IndexError):
-            continue
-        if "console._worker" in line and str(data) in line and state != "Z":
-            if not busy or folder.startswith(str(data / "uploads") + "/"):
-                found.append(int(proc.name))
-    return found
-
-
 def test_a_server_killed_mid_analysis_keeps_every_stored_analysis_whole(database, cli, slow_job,
                                                                         simulated_job, tmp_path):
     data = tmp_path / "data"

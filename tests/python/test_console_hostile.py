@@ -25,7 +25,7 @@ import requests
 import zstandard
 
 sys.path.insert(0, os.path.dirname(__file__))
-from console_fixtures import eventually, slow_job, start_server  # noqa: E402,F401
+from console_fixtures import eventually, slow_job, start_server, worker_processes  # noqa: E402,F401,E501
 
 TIMEOUT = 60
 IDLE_SECONDS = 2
@@ -372,6 +372,10 @@ def test_an_unreadable_tar_archive_is_refused_before_the_rest_of_it_arrives(serv
     assert time.monotonic() - started < IDLE_SECONDS + 10
     assert history_total(server) == total
     eventually(lambda: leftovers(server)[0] == [], "the refused upload's folder is removed")
+    # The worker that read the upload's files as they arrived is stopped with it: what is left
+    # is the one started ahead of the next upload.
+    eventually(lambda: len(worker_processes(server.data)) == 1,
+               "the refused upload's worker is stopped")
 
 
 def test_a_tar_archive_that_stops_arriving_gets_408_and_leaves_nothing(server, job_folder):

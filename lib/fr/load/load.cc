@@ -41,6 +41,7 @@ using load_internal::SettleRank;
 using load_internal::SettleWorld;
 using load_internal::SeveralAttempts;
 using load_internal::SeveralWorlds;
+using load_internal::TakeEarlyResult;
 using load_internal::WithPath;
 
 // How many files ahead of the one being read the kernel is asked to fetch (HintWillRead).
@@ -257,8 +258,22 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
       count, options.jobs,
       [&](size_t i) {
         if (i + kReadAheadFiles < count) HintWillRead(open_path(i + kReadAheadFiles), read);
-        results[i] = LoadDiscovered(files[i], read, contested.contains(files[i].rank));
-        KeepCompactly(&rank_lists, &results[i]);
+        // A file read early has no content hash: a contested rank's files are read here.
+        bool contested_rank = contested.contains(files[i].rank);
+        std::optional<FileResult> early;
+        if (options.early != nullptr && !contested_rank) {
+          early = TakeEarlyResult(*options.early, open_path(i));
+        }
+        if (early.has_value()) {
+          results[i] = *std::move(early);
+          if (results[i].dump.has_value() && results[i].dump->ok()) {
+            (*results[i].dump)->path = files[i].path;
+            (*results[i].dump)->rank = files[i].rank;
+          }
+        } else {
+          results[i] = LoadDiscovered(files[i], read, contested_rank);
+          KeepCompactly(&rank_lists, &results[i]);
+        }
         size_t finished = ++done;
         if (options.progress) options.progress(finished, count);
       },

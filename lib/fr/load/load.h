@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "fr/base/buffer.h"
 #include "fr/discover/discover.h"
+#include "fr/load/early_reads.h"
 #include "fr/model/loaded_trace.h"
 #include "fr/model/rank_dump.h"
 #include "fr/read/input_file.h"
@@ -40,6 +41,9 @@ struct LoadOptions {
   std::function<void(size_t, size_t)> progress;
   // Set to true from any thread to stop early; LoadTrace then returns Cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // Files of the folder already read while it was written (early_reads.h): LoadTrace uses
+  // their results instead of reading them again. May be null.
+  EarlyReads* early = nullptr;
 };
 
 // Reads, decodes and normalizes one file. Errors name the path.

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fr/discover/discover.h"
+#include "fr/load/early_reads.h"
 #include "fr/model/loaded_trace.h"
 #include "fr/model/rank_dump.h"
 #include "fr/model/shared_ranks.h"
@@ -73,6 +74,15 @@ void KeepCompactly(RankListPool* pool, FileResult* result);
 
 // Adds a file's bytes and per-stage times to the trace's.
 void AddTimings(const FileResult& result, LoadedTrace* trace);
+
+// Files read while their folder was still being written (early_reads.cc).
+
+// The early result of `open_path` if it was read early and its file is unchanged since (same
+// inode, size and modification time), already made compact; else nothing, and the caller reads
+// the file. A read still queued is taken back (the caller, about to read it, is sooner), one
+// under way is waited for. A dump in it has rank -1 and the path the writer named: the caller
+// sets both to what discovery found. Each result is handed out once.
+std::optional<FileResult> TakeEarlyResult(EarlyReads& early, const std::string& open_path);
 
 // Which file is each rank's dump, and which ranks the job has (settle_ranks.cc).
 

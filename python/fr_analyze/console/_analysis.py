@@ -20,12 +20,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from typing import List, Optional, Sequence
 
 from fr_analyze.console._store import (UNHASHED, Analysis, HostRole, InputFile, Store,
                                        file_sha256)
+from fr_analyze.console._uploads import is_archive
 
 
 @dataclasses.dataclass
@@ -165,15 +167,81 @@ class Workers:
             spare.cancel()
 
 
+class EarlyWorker:
+    """The worker of an upload that is still arriving. Taken when the upload begins, it is told
+    each file of the upload as soon as the file is written and closed ({"file": PATH} lines,
+    _worker.py) and reads it then, on the core the receiving and unpacking leave idle while
+    they wait for the file system; its job comes once the upload is whole (run_worker's
+    `process`). One at a time per console (`Slot`), so that the memory of the dumps it holds
+    adds at most one worker's to what the analysis semaphore allows."""
+
+    class Slot:
+        """Whether a console's one early worker is in use."""
+
+        def __init__(self):
+            self.taken = False
+
+    def __init__(self, process: asyncio.subprocess.Process, slot: "EarlyWorker.Slot"):
+        self.process = process
+        self._slot = slot
+        self._loop = asyncio.get_running_loop()
+        # Lines not yet sent. The event loop is woken once per batch, not per file: each
+        # wake-up takes the GIL from the threads that unpack.
+        self._lock = threading.Lock()
+        self._pending: List[bytes] = []
+
+    @classmethod
+    async def take(cls, workers: "Workers", slot: "EarlyWorker.Slot") -> Optional["EarlyWorker"]:
+        """A worker for an upload beginning now, or None when another upload has the slot or
+        no process can start (the analysis then takes its worker once the upload is whole)."""
+        if slot.taken:
+            return None
+        slot.taken = True
+        try:
+            return cls(await workers.take(), slot)
+        except (OSError, subprocess.SubprocessError):
+            slot.taken = False
+            return None
+
+    def file_complete(self, path: pathlib.Path) -> None:
+        """A file of the upload is written (UploadFolder.on_file_complete): from any thread."""
+        if is_archive(path.name):  # unpacked into files of its own, then removed
+            return
+        line = (json.dumps({"file": os.path.abspath(path)}) + "\n").encode()
+        with self._lock:
+            self._pending.append(line)
+            if len(self._pending) > 1:
+                return  # a send is scheduled already and takes this line too
+        try:
+            self._loop.call_soon_threadsafe(self._send)
+        except RuntimeError:  # the loop is closed: the server is stopping
+            pass
+
+    def _send(self) -> None:
+        with self._lock:
+            lines, self._pending = self._pending, []
+        stdin = self.process.stdin
+        if self.process.returncode is None and stdin is not None and not stdin.is_closing():
+            stdin.write(b"".join(lines))
+
+    def release(self, kill: bool) -> None:
+        """Frees the slot; `kill`: the upload was refused or the analysis did not run, so the
+        worker is stopped (its group killed; asyncio reaps it)."""
+        if kill and self.process.returncode is None:
+            _kill_group(self.process.pid)
+        self._slot.taken = False
+
+
 async def run_worker(workers: Workers, files: pathlib.Path, output: pathlib.Path, paste: bool,
-                     outputs: Optional[Sequence[str]] = None) -> Optional[str]:
+                     outputs: Optional[Sequence[str]] = None,
+                     process: Optional[asyncio.subprocess.Process] = None) -> Optional[str]:
     """Runs a worker on the upload's folder; returns None when it wrote its outputs, else why
     it failed (what the analysis page and the API show). `outputs`: the outputs to make
-    instead of an upload's report (_worker.LATER). The time limit counts from the job's
-    handing over."""
+    instead of an upload's report (_worker.LATER). `process`: a worker taken already (an
+    EarlyWorker's), else one is taken. The time limit counts from the job's handing over."""
     limits = workers.limits
     try:
-        process = await workers.take()
+        process = process or await workers.take()
     except (OSError, subprocess.SubprocessError) as error:  # no process (fork failed, EAGAIN)
         return f"the analysis process could not start: {error}"
     job = {"folder": str(files.resolve()), "source": worker_source(files, paste),
@@ -325,10 +393,23 @@ def _ranges(ranks: List[int]) -> str:
 
 async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: bool,
                   inputs: List[InputFile], workers: Workers, semaphore: asyncio.Semaphore,
-                  created_ms: Optional[int] = None) -> Analysis:
+                  created_ms: Optional[int] = None,
+                  early: Optional[EarlyWorker] = None) -> Analysis:
     """Analyses the files under `upload`/files (or the one pasted log in it) and saves the row
     with `inputs` (their bytes are the caller's to store, or stored already); returns it. The
-    upload's folder stays: the caller removes it, once its inputs are stored."""
+    upload's folder stays: the caller removes it, once its inputs are stored. `early`: the
+    worker that read the files as they arrived; it runs the analysis, and is released here."""
+    try:
+        return await _analyse(store, running, upload, paste, inputs, workers, semaphore,
+                              created_ms, early)
+    finally:
+        if early is not None:
+            early.release(kill=True)
+
+
+async def _analyse(store: Store, running: Running, upload: pathlib.Path, paste: bool,
+                   inputs: List[InputFile], workers: Workers, semaphore: asyncio.Semaphore,
+                   created_ms: Optional[int], early: Optional[EarlyWorker]) -> Analysis:
     import fr_analyze
 
     output = upload.parent / (upload.name + ".out")
@@ -340,7 +421,8 @@ async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: b
         running.stage = "waiting for a worker"
         async with semaphore:
             running.stage = "analysing"
-            failure = await run_worker(workers, upload / "files", output, paste)
+            failure = await run_worker(workers, upload / "files", output, paste,
+                                       process=early.process if early else None)
         analysis.inputs = inputs
         analysis.input_bytes = sum(i.size for i in inputs)
         analysis.seconds = round(time.monotonic() - started, 3)

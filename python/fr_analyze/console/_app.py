@@ -86,6 +86,7 @@ class ConsoleApp:
             self.recover_uploads()
         self.uploads.mkdir(parents=True, exist_ok=True)
         self.workers = _analysis.Workers(settings.worker, self.uploads)
+        self.early_slot = _analysis.EarlyWorker.Slot()
         self.running: Dict[str, _analysis.Running] = {}
         self.semaphore: Optional[asyncio.Semaphore] = None
         self.tasks: set = set()
@@ -235,12 +236,16 @@ class ConsoleApp:
             if not message.get("more_body", False):
                 return
 
-    async def read_upload(self, request: Request, analysis_id: str):
-        """Writes the request's evidence to uploads/<id>/files; returns (folder, is paste,
-        fields, inputs: every file kept, with its size; hashed later)."""
+    async def read_upload(self, request: Request, analysis_id: str,
+                          early: Optional[_analysis.EarlyWorker] = None):
+        """Writes the request's evidence to uploads/<id>/files, telling `early` (when given)
+        of each file as it is written; returns (folder, is paste, fields, inputs: every file
+        kept, with its size; hashed later)."""
         upload = self.uploads / analysis_id
         upload.mkdir()
         folder = UploadFolder(upload / "files", self.settings.limits)
+        if early is not None:
+            folder.on_file_complete = early.file_complete
         content_type = request.headers.get("content-type", "")
         fields: Dict[str, str] = {}
         paste = False
@@ -307,9 +312,15 @@ class ConsoleApp:
     async def start_analysis(self, request: Request, wait: bool):
         """Reads the upload and starts its analysis; returns (Running, task)."""
         analysis_id = _analysis.new_id()
+        # A job's files (not a pasted log) are read by the analysis worker as they arrive.
+        early = None
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            early = await _analysis.EarlyWorker.take(self.workers, self.early_slot)
         try:
-            upload, paste, fields, inputs = await self.read_upload(request, analysis_id)
+            upload, paste, fields, inputs = await self.read_upload(request, analysis_id, early)
         except BaseException as error:
+            if early is not None:
+                early.release(kill=True)
             shutil.rmtree(self.uploads / analysis_id, ignore_errors=True)
             if isinstance(error, UploadError):
                 await self.drain(request)
@@ -319,7 +330,8 @@ class ConsoleApp:
         running = _analysis.Running(analysis_id, name, label, time.time(),
                                     done=asyncio.Event())
         self.running[analysis_id] = running
-        task = self.keep_task(self._analyse(running, upload, paste, inputs, staged=True))
+        task = self.keep_task(self._analyse(running, upload, paste, inputs, staged=True,
+                                            early=early))
         return running, task
 
     def keep_task(self, coroutine) -> asyncio.Task:
@@ -331,12 +343,14 @@ class ConsoleApp:
 
     async def _analyse(self, running: _analysis.Running, upload: pathlib.Path, paste: bool,
                        inputs: List[InputFile], staged: bool,
-                       created_ms: Optional[int] = None) -> Analysis:
+                       created_ms: Optional[int] = None,
+                       early: Optional[_analysis.EarlyWorker] = None) -> Analysis:
         """`staged`: the upload's folder is the only copy of the inputs (a new upload), to be
         stored once the row is saved; else (a re-run) they are stored already."""
         try:
             analysis = await _analysis.analyse(self.store, running, upload, paste, inputs,
-                                               self.workers, self.sem(), created_ms=created_ms)
+                                               self.workers, self.sem(), created_ms=created_ms,
+                                               early=early)
         except BaseException:
             shutil.rmtree(upload, ignore_errors=True)
             raise

@@ -131,6 +131,8 @@ class UploadFile:
             return
         self._file.close()
         self._folder.sizes[self._relative] = self._size
+        if self._folder.on_file_complete is not None:
+            self._folder.on_file_complete(self._folder.root / self._relative)
 
     @property
     def closed(self) -> bool:
@@ -155,6 +157,10 @@ class UploadFolder:
         self.unpacked_bytes = 0
         self._folders: set = set()  # folders (relative) this upload made
         self._names: set = set()  # files (relative) this upload made
+        # Called with each file's path once it is written and closed, from whichever thread
+        # wrote it (an archive's members are written by a thread of their own): the analysis
+        # worker reads them while the rest arrives (_analysis.EarlyWorker).
+        self.on_file_complete: Optional[Callable[[pathlib.Path], None]] = None
         # An archive is unpacked in a thread while the request's other parts still arrive.
         self._lock = threading.RLock()
         root.mkdir(parents=True, exist_ok=False)

@@ -4,7 +4,11 @@ upload's folder with INPUT relative to it, so that the report names the files as
 uploaded (job/logs/node1.log), never the server's temporary folder. The console starts it as
 `python -m fr_analyze.console._worker --wait UPLOADS` ahead of need: it imports fr_analyze, then
 reads its one job from stdin, a JSON line {"folder", "source", "output", "paste", "outputs"},
-moves into the folder and runs as above.
+moves into the folder and runs as above. Before the job, while an upload is still being unpacked,
+the console may send lines {"file": PATH}, one per file of the upload as soon as it is written
+(absolute paths): the worker reads those files on its threads at once (_core.EarlyReads), and
+the job's load takes what was read instead of reading it again, so that the decoding overlaps
+the unpacking. The report is the same either way.
 
 The console starts one per analysis with limits on its time and memory (_analysis.py), so a
 large or crafted upload costs that process, never the server. Without --outputs it writes what
@@ -27,8 +31,10 @@ ANSWER = ("report.json", "report.pb")
 LATER = ("report.html", "report.pb", "timeline.perfetto-trace")
 
 
-def run(source: pathlib.Path, output: pathlib.Path, paste: bool, outputs=ANSWER) -> None:
+def run(source: pathlib.Path, output: pathlib.Path, paste: bool, outputs=ANSWER,
+        early=None) -> None:
     import fr_analyze
+    from fr_analyze import _trace
     from fr_analyze.errors import Error
 
     output.mkdir(parents=True, exist_ok=True)
@@ -37,7 +43,10 @@ def run(source: pathlib.Path, output: pathlib.Path, paste: bool, outputs=ANSWER)
             report = fr_analyze.analyze_log(source.read_bytes())
             trace = None
         else:
-            trace = fr_analyze.load(str(source), progress=False)
+            if early is not None:
+                trace = _trace.load_read_early(str(source), early)
+            else:
+                trace = fr_analyze.load(str(source), progress=False)
             report = trace.analyze()
     except Error as error:
         # SOURCE is relative to the upload's folder (the console runs this there), so the
@@ -67,15 +76,31 @@ def _write(path: pathlib.Path, data: bytes) -> None:
 def wait_for_job() -> int:
     """Imports what an analysis needs, then waits for the job on stdin (the console hands it
     over when an upload is in). No job (stdin closed: the server stopped) is no error."""
-    import fr_analyze  # noqa: F401 (the import is what is done ahead of the job)
+    from fr_analyze import _core  # the import is what is done ahead of the job
 
-    line = sys.stdin.readline()
-    if not line.strip():
-        return 0
-    job = json.loads(line)
+    early = None
+    while True:
+        line = sys.stdin.readline()
+        if not line.strip():
+            return 0
+        message = json.loads(line)
+        if "file" not in message:
+            break
+        if early is None:
+            # One thread at the lowest priority: on a few cores the server's unpacking is
+            # what the answer waits for, and reads that slow it gain nothing (measured on 2
+            # cores: docs/benchmarks.md).
+            early = _core.EarlyReads(jobs=1, background=True)
+        early.file_complete(os.fsencode(message["file"]))
+    job = message
     os.chdir(job["folder"])
     outputs = tuple(job.get("outputs") or ()) or ANSWER
-    run(pathlib.Path(job["source"]), pathlib.Path(job["output"]), bool(job["paste"]), outputs)
+    output = pathlib.Path(job["output"])
+    run(pathlib.Path(job["source"]), output, bool(job["paste"]), outputs, early)
+    if early is not None and output.is_dir():
+        # What the early reads saved (the console's benchmark and tests read it).
+        (output / "early-reads.json").write_text(json.dumps(
+            {"files_read": early.files_read, "files_used": early.files_used}))
     return 0
 
 
