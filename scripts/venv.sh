@@ -40,7 +40,7 @@ torch_version=${FR_TORCH_VERSION:-2.13.0}
 venv=${FR_VENV:-build/venv}
 packages=("torch==$torch_version" numpy pandas matplotlib tqdm pytest pytest-xdist nbclient nbformat ipykernel tabulate requests protobuf
   distributed
-  starlette uvicorn sqlalchemy alembic jinja2 python-multipart zstandard "psycopg[binary]" playwright
+  starlette uvicorn sqlalchemy alembic jinja2 python-multipart zstandard isal "psycopg[binary]" playwright
   atheris)
 python=$(find_python311) ||
   { echo "venv.sh: no Python 3.11 with venv and ensurepip found" >&2; exit 2; }

@@ -186,6 +186,12 @@ def test_a_truncated_archive_is_refused_by_name(server, job_folder):
     whole = buffer.getvalue()
     expect_refused(server, post_file(server, "cut.tar.gz", whole[: len(whole) // 2]), 400,
                    "cut.tar.gz", "truncated")
+    # Whole, but with its deflate data damaged past the gzip header: the inflater's own error
+    # (ISA-L's where installed, zlib's otherwise) is a refusal naming the archive.
+    damaged = bytearray(whole)
+    damaged[30:4000] = bytes(range(256)) * 15 + bytes(range(130))
+    expect_refused(server, post_file(server, "damaged.tar.gz", bytes(damaged)), 400,
+                   "damaged.tar.gz", "unreadable")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
         for f in sorted(job_folder.iterdir()):
