@@ -320,6 +320,11 @@ def measure_upload(args, workdir):
     cli_times = []
     uploads = {form: {"client_s": [], "server_s": []} for form in args.formats}
     downloads = {}
+
+    def downloads_after(console, answer):
+        for name, seconds in time_downloads(console, answer["id"]).items():
+            downloads.setdefault(name, []).append(seconds)
+
     for repeat in range(args.repeats):
         # Each measurement starts with nothing left to write back: the previous upload wrote
         # its 181 MB of members and blobs, whose writeback would otherwise slow whichever
@@ -331,27 +336,9 @@ def measure_upload(args, workdir):
         cli_times.append(seconds)
         print(f"  run {repeat + 1}: fr-analyze analyze {seconds:.2f} s", flush=True)
         for form, archive in archives.items():
-            data = os.path.join(workdir, f"console-{form}-{repeat}")
-            console = Console(args.cli, data)
-            try:
-                warm_up_console(console, workdir)
-                warm(archive)
-                os.sync()
-                status, answer, client_s, server_s = console.post_file(
-                    archive, os.path.basename(archive))
-                if status == 201:
-                    for name, seconds in time_downloads(console, answer["id"]).items():
-                        downloads.setdefault(name, []).append(seconds)
-            finally:
-                console.stop()
-                shutil.rmtree(data, ignore_errors=True)
-                if os.path.exists(data + ".log"):
-                    os.remove(data + ".log")
-            if status != 201:
-                raise BenchError(f"the upload of {form} answered {status}: {answer}")
-            culprits = answer["report"]["verdict"]["culprit_ranks"]
-            if culprits != expected:
-                raise BenchError(f"the console blamed {culprits}, not {expected}")
+            _, client_s, server_s, _ = upload_to_fresh_console(
+                args, workdir, f"console-{form}-{repeat}", archive, expected, form,
+                then=downloads_after)
             uploads[form]["client_s"].append(client_s)
             uploads[form]["server_s"].append(server_s)
             print(f"  run {repeat + 1}: upload {form} {client_s:.2f} s "
@@ -383,34 +370,49 @@ def measure_upload(args, workdir):
     return result
 
 
-def upload_over_link(args, workdir, archive, expected, repeat):
-    """One upload sent at --link-mbps, as from a user's machine over a network: on loopback the
-    body arrives in 0.02 s and everything after it waits for the CPU; over a link, the
-    unpacking and the worker's reading of the dumps happen while the body still arrives, and
-    what a user waits for is the time from the last byte to the verdict. Returns (total
-    seconds, seconds after the last byte)."""
-    data = os.path.join(workdir, f"console-link-{repeat}")
+def upload_to_fresh_console(args, workdir, name, archive, expected, what, rate=None,
+                            then=None):
+    """POSTs `archive` to a fresh console (folder `name` under `workdir`), started and warmed up
+    first, the page cache warm and nothing left to write back; `rate` as post_file's; `then`
+    (console, answer) runs on the same console before it stops. Checks the answer names
+    `expected`. Returns (answer, client seconds, server seconds, seconds from the request's
+    last byte to its answer)."""
+    data = os.path.join(workdir, name)
     console = Console(args.cli, data)
+    last_byte = []
     try:
         warm_up_console(console, workdir)
         warm(archive)
         os.sync()
-        last_byte = []
-        status, answer, client_s, _ = console.post_file(
-            archive, os.path.basename(archive), rate=args.link_mbps * 1e6 / 8,
-            last_byte=last_byte)
+        status, answer, client_s, server_s = console.post_file(
+            archive, os.path.basename(archive), rate=rate, last_byte=last_byte)
         answered = time.perf_counter()
+        if status == 201 and then is not None:
+            then(console, answer)
     finally:
         console.stop()
         shutil.rmtree(data, ignore_errors=True)
         if os.path.exists(data + ".log"):
             os.remove(data + ".log")
     if status != 201:
-        raise BenchError(f"the upload at {args.link_mbps:g} Mbit/s answered {status}: {answer}")
-    if answer["report"]["verdict"]["culprit_ranks"] != expected:
-        raise BenchError(f"the console blamed {answer['report']['verdict']['culprit_ranks']}, "
-                         f"not {expected}")
-    return client_s, answered - last_byte[0]
+        raise BenchError(f"the upload of {what} answered {status}: {answer}")
+    culprits = answer["report"]["verdict"]["culprit_ranks"]
+    if culprits != expected:
+        raise BenchError(f"the console blamed {culprits}, not {expected}")
+    return answer, client_s, server_s, answered - last_byte[0]
+
+
+def upload_over_link(args, workdir, archive, expected, repeat):
+    """One upload sent at --link-mbps, as from a user's machine over a network: on loopback the
+    body arrives in 0.02 s and everything after it waits for the CPU; over a link, the
+    unpacking and the worker's reading of the dumps happen while the body still arrives, and
+    what a user waits for is the time from the last byte to the verdict. Returns (total
+    seconds, seconds after the last byte)."""
+    what = f"{os.path.basename(archive)} at {args.link_mbps:g} Mbit/s"
+    _, client_s, _, after_s = upload_to_fresh_console(
+        args, workdir, f"console-link-{repeat}", archive, expected, what,
+        rate=args.link_mbps * 1e6 / 8)
+    return client_s, after_s
 
 
 def time_downloads(console, analysis_id):
