@@ -170,9 +170,8 @@ class Workers:
 class EarlyWorker:
     """The worker of an upload that is still arriving. Taken when the upload begins, it is told
     each file of the upload as soon as the file is written and closed ({"file": PATH} lines,
-    _worker.py) and reads it then, on the core the receiving and unpacking leave idle while
-    they wait for the file system; its job comes once the upload is whole (run_worker's
-    `process`). One at a time per console (`Slot`), so that the memory of the dumps it holds
+    _worker.py) and reads it then, at the lowest CPU priority, while the rest is received and
+    unpacked; its job comes once the upload is whole (run_worker's `process`). One at a time per console (`Slot`), so that the memory of the dumps it holds
     adds at most one worker's to what the analysis semaphore allows."""
 
     class Slot:
@@ -224,10 +223,11 @@ class EarlyWorker:
         if self.process.returncode is None and stdin is not None and not stdin.is_closing():
             stdin.write(b"".join(lines))
 
-    def release(self, kill: bool) -> None:
-        """Frees the slot; `kill`: the upload was refused or the analysis did not run, so the
-        worker is stopped (its group killed; asyncio reaps it)."""
-        if kill and self.process.returncode is None:
+    def release(self) -> None:
+        """Frees the slot once the worker's analysis ended, or its upload was refused: a worker
+        still running then (it never got its job) is stopped, its group killed (asyncio reaps
+        it)."""
+        if self.process.returncode is None:
             _kill_group(self.process.pid)
         self._slot.taken = False
 
@@ -404,7 +404,7 @@ async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: b
                               created_ms, early)
     finally:
         if early is not None:
-            early.release(kill=True)
+            early.release()
 
 
 async def _analyse(store: Store, running: Running, upload: pathlib.Path, paste: bool,

@@ -320,7 +320,7 @@ class ConsoleApp:
             upload, paste, fields, inputs = await self.read_upload(request, analysis_id, early)
         except BaseException as error:
             if early is not None:
-                early.release(kill=True)
+                early.release()
             shutil.rmtree(self.uploads / analysis_id, ignore_errors=True)
             if isinstance(error, UploadError):
                 await self.drain(request)
