@@ -4,6 +4,7 @@ session. Every expected answer is what the test set up: the fault the simulator 
 the CLI prints for the same input.
 """
 
+import contextlib
 import datetime
 import gzip
 import hashlib
@@ -993,12 +994,25 @@ def test_the_fleet_index_migration_goes_back_and_forth(database, tmp_path):
         engine.dispose()
 
 
+@contextlib.contextmanager
+def sighup_disposition(handler):
+    """What a process started inside inherits for SIGHUP: a shell's default, or nohup's
+    SIG_IGN (which the run of these tests may itself have inherited)."""
+    previous = signal.signal(signal.SIGHUP, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_sent_to_the_command_alone_stops_the_console(tmp_path, sig):
     # `kill PID` of `fr-analyze serve` (a supervisor, `docker stop` of a container whose first
     # process it is) reaches the command only, not its process group: the console it runs as
     # its child must stop too, not go on serving as an orphan.
-    with start_server(tmp_path / "data") as server:
+    with sighup_disposition(signal.SIG_DFL):  # started from a shell
+        server = start_server(tmp_path / "data")
+    with server:
         console = server.console_pid()
         assert console != server.process.pid, "the CLI runs the console as its child"
         os.kill(server.process.pid, sig)
@@ -1006,3 +1020,15 @@ def test_a_stop_sent_to_the_command_alone_stops_the_console(tmp_path, sig):
         eventually(lambda: not _alive(console), "the console stops with the command", 30)
         with pytest.raises(requests.ConnectionError):
             requests.get(server.url + "/", timeout=5)
+
+
+def test_a_console_started_under_nohup_keeps_serving_after_a_hangup(tmp_path):
+    # `nohup fr-analyze serve &`: the hangup of the terminal it was started from is ignored, by
+    # the command and so by the console it runs.
+    with sighup_disposition(signal.SIG_IGN):
+        server = start_server(tmp_path / "data")
+    with server:
+        os.kill(server.process.pid, signal.SIGHUP)
+        time.sleep(1.0)
+        assert server.process.poll() is None, server.log_text()
+        assert requests.get(server.url + "/", timeout=TIMEOUT).status_code == 200
