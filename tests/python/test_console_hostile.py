@@ -12,6 +12,7 @@ import os
 import pathlib
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tarfile
@@ -177,6 +178,29 @@ def test_a_path_given_twice_refuses_the_upload(server, names):
 def test_a_file_name_that_leaves_the_folder_refuses_the_upload(server):
     expect_refused(server, post_file(server, "../../etc/evil.log", b"x"), 400,
                    "../../etc/evil.log")
+
+
+def test_names_no_file_system_takes_refuse_the_upload(server):
+    # Found by the fuzzer once it measured coverage: each was a server error, not a refusal.
+    # A name of 100 CJK characters is 300 bytes, over the 255 a file system takes.
+    long_name = "job/" + "\u65e5" * 100 + ".log"
+    expect_refused(server, post_file(server, long_name, b"x"), 400, "longer than 255 bytes")
+    # A zip member with an empty name (zipfile's own is_dir() fails on it).
+    expect_refused(server, post_file(server, "empty.zip", zip_with_an_empty_name()), 400,
+                   "empty.zip", "without a name")
+
+
+def zip_with_an_empty_name(data=b"step 1\n"):
+    """One stored member whose name is empty, as zipfile cannot write it: local header, data,
+    central directory, end record."""
+    crc = zlib.crc32(data)
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, len(data), len(data),
+                        0, 0)
+    central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, crc, len(data),
+                          len(data), 0, 0, 0, 0, 0, 0, 0)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central),
+                      len(local) + len(data), 0)
+    return local + data + central + end
 
 
 def test_a_truncated_archive_is_refused_by_name(server, job_folder):

@@ -87,6 +87,10 @@ def safe_relative_path(name: str, limits: Limits, what: str = "file",
         raise UploadError(400, f"{what} {name!r} leaves the upload's folder", file)
     if any(any(ord(ch) < 32 for ch in p) for p in parts):
         raise UploadError(400, f"{what} {name!r} holds control characters", file)
+    # A file system takes 255 bytes per name (NAME_MAX): past it, creating the file would fail
+    # with an OSError, not a refusal (found by the fuzzer; 85 characters of CJK are enough).
+    if any(len(os.fsencode(p)) > 255 for p in parts):
+        raise UploadError(400, f"{what} {name[:80]!r} holds a name longer than 255 bytes", file)
     return pathlib.PurePosixPath(*parts)
 
 
@@ -574,6 +578,8 @@ def _read_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: st
                               f"{folder.limits.max_files} (--max-files)", name)
         for info in infos:
             where = f"{name}:{info.filename}"
+            if not info.filename:  # zipfile's is_dir() fails on it (found by the fuzzer)
+                raise UploadError(400, f"archive {name!r} has a member without a name", name)
             path = _member_path(folder, name, prefix, info.filename, info.is_dir())
             if info.is_dir():
                 continue
