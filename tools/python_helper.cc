@@ -26,6 +26,22 @@ void ForwardToHelper(int signal) {
   if (helper_pid > 0) ::kill(static_cast<pid_t>(helper_pid), signal);
 }
 
+// The caller's own SIGINT action while a helper runs (`live --watch` records Ctrl-C in it).
+struct sigaction caller_interrupt = {};
+
+// Ctrl-C at a terminal (si_code SI_KERNEL) already reached the helper, which shares this
+// process's group; a SIGINT sent to this process alone (`kill -INT`, a supervisor, a test) must
+// be passed on or it would be lost while the helper runs. Either way the caller's handler, if it
+// has one, learns of it.
+void InterruptWhileWaiting(int signal, siginfo_t* info, void* context) {
+  if (info == nullptr || info->si_code != SI_KERNEL) ForwardToHelper(signal);
+  if (caller_interrupt.sa_flags & SA_SIGINFO) {
+    caller_interrupt.sa_sigaction(signal, info, context);
+  } else if (caller_interrupt.sa_handler != SIG_DFL && caller_interrupt.sa_handler != SIG_IGN) {
+    caller_interrupt.sa_handler(signal);
+  }
+}
+
 }  // namespace
 
 std::string HelperPython() {
@@ -58,12 +74,13 @@ absl::StatusOr<int> RunIsolatedPython(const std::vector<std::string>& argv, std:
   // serve` would go on serving). SIGTERM and SIGHUP are passed on, unless this process was
   // started ignoring them (nohup), which the helper inherits; they are blocked from before the
   // spawn until the handlers know the helper, and the helper starts with this process's own
-  // mask. Ctrl-C reaches the helper from the terminal (one process group): this process
-  // ignores it meanwhile and ends when the helper does.
+  // mask. Ctrl-C reaches the helper from the terminal (one process group): this process ends
+  // when the helper does, passing on only a SIGINT sent to it alone (InterruptWhileWaiting).
   sigset_t stops, old_mask;
   sigemptyset(&stops);
   sigaddset(&stops, SIGTERM);
   sigaddset(&stops, SIGHUP);
+  sigaddset(&stops, SIGINT);
   ::sigprocmask(SIG_BLOCK, &stops, &old_mask);
   posix_spawnattr_t attributes;
   ::posix_spawnattr_init(&attributes);
@@ -80,16 +97,21 @@ absl::StatusOr<int> RunIsolatedPython(const std::vector<std::string>& argv, std:
                     argv[0], std::strerror(error), needs));
   }
   helper_pid = pid;
-  struct sigaction forward = {}, ignore = {}, old_term, old_hup, old_int;
+  struct sigaction forward = {}, interrupt = {}, old_term, old_hup, old_int;
   forward.sa_handler = ForwardToHelper;
   sigemptyset(&forward.sa_mask);
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
+  interrupt.sa_sigaction = InterruptWhileWaiting;
+  interrupt.sa_flags = SA_SIGINFO;
+  sigemptyset(&interrupt.sa_mask);
   ::sigaction(SIGTERM, nullptr, &old_term);
   ::sigaction(SIGHUP, nullptr, &old_hup);
+  ::sigaction(SIGINT, nullptr, &old_int);
   if (old_term.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &forward, nullptr);
   if (old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &forward, nullptr);
-  ::sigaction(SIGINT, &ignore, &old_int);
+  if (old_int.sa_handler != SIG_IGN) {
+    caller_interrupt = old_int;
+    ::sigaction(SIGINT, &interrupt, nullptr);
+  }
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
   bool lost = false;

@@ -815,6 +815,12 @@ def _main(argv: Optional[List[str]] = None) -> int:
             print(file=sys.stderr)
         print(f"fr-analyze: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C, or a SIGINT `fr-analyze live` passed on: its caller says the word under --quiet.
+        if not args.quiet:
+            print("\nfr-analyze: live: stopped" if tty else "fr-analyze: live: stopped",
+                  file=sys.stderr)
+        return 130
     except Exception as e:  # noqa: BLE001  (a bug: one line, and not Python's exit status 1)
         print(f"fr-analyze: live: internal error: {_first_line(e)}", file=sys.stderr)
         return 3

@@ -995,22 +995,27 @@ def test_the_fleet_index_migration_goes_back_and_forth(database, tmp_path):
 
 
 @contextlib.contextmanager
-def sighup_disposition(handler):
-    """What a process started inside inherits for SIGHUP: a shell's default, or nohup's
-    SIG_IGN (which the run of these tests may itself have inherited)."""
-    previous = signal.signal(signal.SIGHUP, handler)
+def inherited_disposition(sig, handler):
+    """What a process started inside inherits for `sig`: a shell's default, or the SIG_IGN of
+    nohup (SIGHUP) or of a background job in a script (SIGINT), which the run of these tests may
+    itself have inherited."""
+    previous = signal.signal(sig, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGHUP, previous)
+        signal.signal(sig, previous)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def sighup_disposition(handler):
+    return inherited_disposition(signal.SIGHUP, handler)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_stop_sent_to_the_command_alone_stops_the_console(tmp_path, sig):
     # `kill PID` of `fr-analyze serve` (a supervisor, `docker stop` of a container whose first
-    # process it is) reaches the command only, not its process group: the console it runs as
-    # its child must stop too, not go on serving as an orphan.
-    with sighup_disposition(signal.SIG_DFL):  # started from a shell
+    # process it is, `kill -INT` from a script) reaches the command only, not its process group:
+    # the console it runs as its child must stop too, not go on serving as an orphan.
+    with inherited_disposition(sig, signal.SIG_DFL):  # started from a shell
         server = start_server(tmp_path / "data")
     with server:
         console = server.console_pid()

@@ -204,3 +204,30 @@ def test_live_says_why_when_no_job_is_there(cli, tmp_path):
     assert proc.returncode == 2
     assert f"cannot reach the job's store at 127.0.0.1:{port}" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_watch_stops_on_an_interrupt_sent_while_it_fetches(cli, tmp_path):
+    """`kill -INT` of `live --watch` (a script, a supervisor, this test) reaches the command alone,
+    often while its Python helper is fetching. It must stop the watch, not vanish: CI once saw the
+    watch poll on for minutes after the interrupt it had swallowed during a fetch."""
+    import signal
+
+    import torchrun_capture
+
+    port = torchrun_capture.free_port()  # no store there: the fetch waits its whole --timeout
+    watch = subprocess.Popen([cli, "live", f"127.0.0.1:{port}", "--watch", "2", "--timeout", "20"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=helper_env(cli))
+    children = pathlib.Path(f"/proc/{watch.pid}/task/{watch.pid}/children")
+    deadline = time.monotonic() + 60
+    while not children.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children.read_text().split(), "the helper never started"
+    time.sleep(1.0)  # inside the fetch
+    started = time.monotonic()
+    watch.send_signal(signal.SIGINT)
+    out, err = watch.communicate(timeout=60)
+    assert watch.returncode == 130, err
+    assert "live: stopped" in err
+    assert "cannot reach" not in err, "the interrupt waited for the fetch to fail"
+    assert time.monotonic() - started < 15, err
