@@ -9,7 +9,9 @@ noisy: a ratio against a baseline of the same run, or the server's own time).
    level 6; --formats) and POSTed to /api/analyses as one multipart `files` part, streamed from
    disk with a Content-Length, until the 201 answer with the report. Each upload goes to a fresh
    console with an empty store (a job's archive is uploaded once: no blob is already stored),
-   started and warmed up (its first page and a small upload) before the clock starts. The
+   started and warmed up (its first page and a small upload) before the clock starts, and
+   --settle-s (61) after files were last removed (see settle(): on a file system without a
+   journal, files created within a minute of many removals cost an inode scan each). The
    baseline, in the same run and interleaved with the uploads: `fr-analyze analyze DIR --format
    json -o FILE` on the unpacked dumps. Page cache warm for both. Target: the upload at most 2x
    the baseline (median of --repeats each). Both must name the stuck rank. After each upload,
@@ -213,6 +215,7 @@ class Console:
             answer = json.loads(data)
         except ValueError:
             answer = {"error": data[:500].decode(errors="replace")}
+        self.last_stages = server_stages(response)
         return response.status, answer, seconds, server_ms(response) / 1000
 
     def stop(self):
@@ -227,6 +230,14 @@ class Console:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.log.close()
+
+
+def server_stages(response):
+    """{stage: seconds} from the answer's Server-Timing entries after `app` (the console notes
+    when the body was received, the archives unpacked, the worker done, the row saved)."""
+    header = response.getheader("server-timing") or ""
+    return {m.group(1): float(m.group(2)) / 1000
+            for m in re.finditer(r"(\w+);dur=([\d.]+)", header) if m.group(1) != "app"}
 
 
 def server_ms(response):
@@ -336,13 +347,16 @@ def measure_upload(args, workdir):
         cli_times.append(seconds)
         print(f"  run {repeat + 1}: fr-analyze analyze {seconds:.2f} s", flush=True)
         for form, archive in archives.items():
-            _, client_s, server_s, _ = upload_to_fresh_console(
+            _, client_s, server_s, _, stages = upload_to_fresh_console(
                 args, workdir, f"console-{form}-{repeat}", archive, expected, form,
                 then=downloads_after)
             uploads[form]["client_s"].append(client_s)
             uploads[form]["server_s"].append(server_s)
+            for stage, seconds in stages.items():
+                uploads[form].setdefault("stages_s", {}).setdefault(stage, []).append(seconds)
             print(f"  run {repeat + 1}: upload {form} {client_s:.2f} s "
-                  f"(server {server_s:.2f} s)", flush=True)
+                  f"(server {server_s:.2f} s: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()) + ")", flush=True)
             if args.link_mbps:
                 total_s, after_s = upload_over_link(args, workdir, archive, expected, repeat)
                 uploads[form].setdefault("link_total_s", []).append(total_s)
@@ -352,6 +366,7 @@ def measure_upload(args, workdir):
                       flush=True)
     cli_s = median(cli_times)
     result = {"ranks": args.ranks, "job_bytes": job_bytes, "expected_culprits": expected,
+              "settle_s": args.settle_s,
               "cli_s": cli_times, "cli_median_s": cli_s, "uploads": {},
               "downloads_s": {name: median(times) for name, times in downloads.items()}}
     for form, u in uploads.items():
@@ -359,7 +374,9 @@ def measure_upload(args, workdir):
         result["uploads"][form] = {
             "archive_bytes": os.path.getsize(archives[form]), "client_s": u["client_s"],
             "server_s": u["server_s"], "median_s": upload_s,
-            "server_median_s": median(u["server_s"]), "ratio": upload_s / cli_s}
+            "server_median_s": median(u["server_s"]), "ratio": upload_s / cli_s,
+            "server_stages_median_s": {stage: median(times)
+                                       for stage, times in u.get("stages_s", {}).items()}}
         if "link_total_s" in u:
             result["uploads"][form].update({
                 "link_mbps": args.link_mbps, "link_total_s": u["link_total_s"],
@@ -370,13 +387,32 @@ def measure_upload(args, workdir):
     return result
 
 
+# When the benchmark or a console it ran last removed files (time.monotonic()).
+last_removal = [time.monotonic()]
+
+
+def settle(args):
+    """Waits until --settle-s have passed since files were last removed. On an ext4 file system
+    without a journal (this project's VMs: /proc/fs/jbd2 is empty), creating a file skips every
+    free inode of its group that was freed in the last 60 s (the kernel's recently_deleted()
+    check, there for file systems without a journal) at a buffer-cache lookup each, scanning
+    from the group's start for every new file. A console of 512 dumps creates 520 files; the
+    previous measurement's console and its folder freed over a thousand inodes, so back to back
+    each upload paid 0.2-0.5 CPU-s of inode scanning that a console sees only when uploads
+    follow each other within a minute (perf: find_inode_bit, recently_deleted,
+    find_get_block_common in the unpacking thread), and never on a journalled ext4 or XFS."""
+    wait = last_removal[0] + args.settle_s - time.monotonic()
+    if wait > 0:
+        time.sleep(wait)
+
+
 def upload_to_fresh_console(args, workdir, name, archive, expected, what, rate=None,
                             then=None):
     """POSTs `archive` to a fresh console (folder `name` under `workdir`), started and warmed up
     first, the page cache warm and nothing left to write back; `rate` as post_file's; `then`
     (console, answer) runs on the same console before it stops. Checks the answer names
     `expected`. Returns (answer, client seconds, server seconds, seconds from the request's
-    last byte to its answer)."""
+    last byte to its answer, {stage: server seconds})."""
     data = os.path.join(workdir, name)
     console = Console(args.cli, data)
     last_byte = []
@@ -384,6 +420,8 @@ def upload_to_fresh_console(args, workdir, name, archive, expected, what, rate=N
         warm_up_console(console, workdir)
         warm(archive)
         os.sync()
+        if rate is None:
+            settle(args)
         status, answer, client_s, server_s = console.post_file(
             archive, os.path.basename(archive), rate=rate, last_byte=last_byte)
         answered = time.perf_counter()
@@ -394,12 +432,13 @@ def upload_to_fresh_console(args, workdir, name, archive, expected, what, rate=N
         shutil.rmtree(data, ignore_errors=True)
         if os.path.exists(data + ".log"):
             os.remove(data + ".log")
+        last_removal[0] = time.monotonic()
     if status != 201:
         raise BenchError(f"the upload of {what} answered {status}: {answer}")
     culprits = answer["report"]["verdict"]["culprit_ranks"]
     if culprits != expected:
         raise BenchError(f"the console blamed {culprits}, not {expected}")
-    return answer, client_s, server_s, answered - last_byte[0]
+    return answer, client_s, server_s, answered - last_byte[0], console.last_stages
 
 
 def upload_over_link(args, workdir, archive, expected, repeat):
@@ -409,7 +448,7 @@ def upload_over_link(args, workdir, archive, expected, repeat):
     what a user waits for is the time from the last byte to the verdict. Returns (total
     seconds, seconds after the last byte)."""
     what = f"{os.path.basename(archive)} at {args.link_mbps:g} Mbit/s"
-    _, client_s, _, after_s = upload_to_fresh_console(
+    _, client_s, _, after_s, _ = upload_to_fresh_console(
         args, workdir, f"console-link-{repeat}", archive, expected, what,
         rate=args.link_mbps * 1e6 / 8)
     return client_s, after_s
@@ -845,7 +884,8 @@ class Postgres:
 
 def print_upload(upload, quick):
     print(f"\nupload to verdict: {upload['ranks']} ranks, {upload['job_bytes'] / 1e6:.0f} MB "
-          f"of dumps, median of {len(upload['cli_s'])}")
+          f"of dumps, median of {len(upload['cli_s'])}, uploads on loopback "
+          f"{upload['settle_s']:g} s after the last removal of files")
     print(f"  {'fr-analyze analyze DIR --format json':44s} {upload['cli_median_s']:6.2f} s")
     for form, u in upload["uploads"].items():
         label = f"POST /api/analyses, {form} ({u['archive_bytes'] / 1e6:.0f} MB)"
@@ -853,6 +893,10 @@ def print_upload(upload, quick):
               f"ratio {u['ratio']:.1f}x  target {UPLOAD_TARGET_RATIO:g}x"
               + ("  (not checked in --quick)" if quick else
                  "" if u["ratio"] <= UPLOAD_TARGET_RATIO else "  MISSED"))
+        if u.get("server_stages_median_s"):
+            stages = u["server_stages_median_s"].items()
+            print("    the console's stages (Server-Timing, medians): " + ", ".join(
+                f"{stage} {seconds:.2f} s" for stage, seconds in stages))
         if "link_after_last_byte_s" in u:
             label = f"  the same at {u['link_mbps']:g} Mbit/s, after the last byte"
             print(f"{label:46s} {u['link_after_last_byte_median_s']:6.2f} s  (in all "
@@ -896,6 +940,9 @@ def main():
     parser.add_argument("--link-mbps", type=float, default=100.0,
                         help="also upload each archive sent at this rate, as over a network, "
                              "and time the verdict after its last byte (default 100; 0: not)")
+    parser.add_argument("--settle-s", type=float,
+                        help="seconds between the last removal of files and each upload on "
+                        "loopback (default 61, --quick 0; see settle())")
     parser.add_argument("--breakdown", action="store_true",
                         help="time the upload's stages even when its target is met")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 when a target is missed")
@@ -907,6 +954,8 @@ def main():
     args.requests = args.requests or (10 if args.quick else 20)
     args.formats = (args.formats or ("tar.zst" if args.quick else "tar.zst,tar.gz")).split(",")
     args.postgres = args.postgres or ("off" if args.quick else "auto")
+    if args.settle_s is None:
+        args.settle_s = 0.0 if args.quick else 61.0
     args.cli = os.path.abspath(args.cli)
 
     workdir = tempfile.mkdtemp(prefix="fr-console-bench-", dir=args.workdir)

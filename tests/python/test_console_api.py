@@ -233,6 +233,29 @@ def test_an_archive_of_the_job_gives_the_same_culprit(server, cli, simulated_job
         f"{folder}/{p.name}" for p in simulated_job.iterdir())
 
 
+def server_timing(answer):
+    """{name: ms} of an answer's Server-Timing entries, in their order."""
+    return {m.group(1): float(m.group(2)) for m in
+            re.finditer(r"(\w+);dur=([\d.]+)", answer.headers.get("Server-Timing", ""))}
+
+
+def test_an_uploads_answer_says_where_its_time_went(server, simulated_job, tmp_path):
+    # What an operator (and the benchmark) reads to tell a slow upload from a slow analysis:
+    # the request's whole time first, then each stage in the order it ran, none longer than
+    # the whole, together no longer than it.
+    archive = tar_archive(simulated_job, tmp_path / "job.tar.zst", "zst")
+    answer = post_files(server, [("files", ("job.tar.zst", archive.read_bytes()))])
+    assert answer.status_code == 201, answer.text
+    timing = server_timing(answer)
+    assert list(timing) == ["app", "body", "unpack", "worker", "save"], timing
+    stages = [ms for name, ms in timing.items() if name != "app"]
+    assert sum(stages) <= timing["app"] + 1.0, timing
+    assert timing["worker"] > 0, timing
+    # A pasted log has no archive to unpack: its stages are the analysis's.
+    pasted = post_log(server, "[rank0]: RuntimeError: CUDA error: an illegal memory access\n")
+    assert list(server_timing(pasted)) == ["app", "worker", "save"], pasted.headers
+
+
 def test_a_finished_report_is_recorded_without_inputs(server, cli, simulated_job):
     report = cli_json(cli, simulated_job)
     answer = requests.post(server.url + "/api/analyses", json=report, params={"name": "ci-42"},

@@ -394,14 +394,16 @@ def _ranges(ranks: List[int]) -> str:
 async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: bool,
                   inputs: List[InputFile], workers: Workers, semaphore: asyncio.Semaphore,
                   created_ms: Optional[int] = None,
-                  early: Optional[EarlyWorker] = None) -> Analysis:
+                  early: Optional[EarlyWorker] = None, mark=None) -> Analysis:
     """Analyses the files under `upload`/files (or the one pasted log in it) and saves the row
     with `inputs` (their bytes are the caller's to store, or stored already); returns it. The
     upload's folder stays: the caller removes it, once its inputs are stored. `early`: the
-    worker that read the files as they arrived; it runs the analysis, and is released here."""
+    worker that read the files as they arrived; it runs the analysis, and is released here.
+    `mark(stage)`, when given, is called as the worker ends ("worker") and the row is saved
+    ("save"): the answer's Server-Timing."""
     try:
         return await _analyse(store, running, upload, paste, inputs, workers, semaphore,
-                              created_ms, early)
+                              created_ms, early, mark or (lambda _: None))
     finally:
         if early is not None:
             early.release()
@@ -409,7 +411,8 @@ async def analyse(store: Store, running: Running, upload: pathlib.Path, paste: b
 
 async def _analyse(store: Store, running: Running, upload: pathlib.Path, paste: bool,
                    inputs: List[InputFile], workers: Workers, semaphore: asyncio.Semaphore,
-                   created_ms: Optional[int], early: Optional[EarlyWorker]) -> Analysis:
+                   created_ms: Optional[int], early: Optional[EarlyWorker],
+                   mark) -> Analysis:
     import fr_analyze
 
     output = upload.parent / (upload.name + ".out")
@@ -423,6 +426,7 @@ async def _analyse(store: Store, running: Running, upload: pathlib.Path, paste: 
             running.stage = "analysing"
             failure = await run_worker(workers, upload / "files", output, paste,
                                        process=early.process if early else None)
+        mark("worker")
         analysis.inputs = inputs
         analysis.input_bytes = sum(i.size for i in inputs)
         analysis.seconds = round(time.monotonic() - started, 3)
@@ -434,6 +438,7 @@ async def _analyse(store: Store, running: Running, upload: pathlib.Path, paste: 
             summarize(analysis, json.loads(text))
         running.stage = "saving"
         await asyncio.to_thread(_save, store, analysis, output if failure is None else None)
+        mark("save")
         return analysis
     finally:
         shutil.rmtree(output, ignore_errors=True)

@@ -259,6 +259,7 @@ class ConsoleApp:
                     writer.finish()
                 finally:
                     writer.close()
+                mark_stage(request.scope, "body")
                 # Tar archives were unpacked as they arrived (ArchiveFollower); a zip is
                 # unpacked below, once it is whole.
                 await asyncio.to_thread(writer.join_followers)
@@ -279,6 +280,7 @@ class ConsoleApp:
                         if is_archive(sent) and path not in followed]
             for path, sent in archives:
                 await asyncio.to_thread(unpack_archive, folder, folder.root / path, sent)
+            mark_stage(request.scope, "unpack")
             log = fields.get("log", "")
             if not writer.uploaded and log.strip():
                 _, out = folder.new_file("pasted.log")
@@ -331,7 +333,8 @@ class ConsoleApp:
                                     done=asyncio.Event())
         self.running[analysis_id] = running
         task = self.keep_task(self._analyse(running, upload, paste, inputs, staged=True,
-                                            early=early))
+                                            early=early,
+                                            mark=lambda name: mark_stage(request.scope, name)))
         return running, task
 
     def keep_task(self, coroutine) -> asyncio.Task:
@@ -344,13 +347,15 @@ class ConsoleApp:
     async def _analyse(self, running: _analysis.Running, upload: pathlib.Path, paste: bool,
                        inputs: List[InputFile], staged: bool,
                        created_ms: Optional[int] = None,
-                       early: Optional[_analysis.EarlyWorker] = None) -> Analysis:
+                       early: Optional[_analysis.EarlyWorker] = None,
+                       mark=None) -> Analysis:
         """`staged`: the upload's folder is the only copy of the inputs (a new upload), to be
-        stored once the row is saved; else (a re-run) they are stored already."""
+        stored once the row is saved; else (a re-run) they are stored already. `mark`: as
+        analyse's."""
         try:
             analysis = await _analysis.analyse(self.store, running, upload, paste, inputs,
                                                self.workers, self.sem(), created_ms=created_ms,
-                                               early=early)
+                                               early=early, mark=mark)
         except BaseException:
             shutil.rmtree(upload, ignore_errors=True)
             raise
@@ -504,6 +509,35 @@ def can_make(analysis: Analysis, name: str) -> bool:
     return True
 
 
+# Where a request's handlers note when each stage of its work ended (the ASGI scope: it is the
+# request's own, and outlives the handler's task into the answer's headers).
+STAGES_KEY = "fr_analyze.stages"
+
+# What each stage's Server-Timing entry measures, from the end of the one before it.
+STAGE_DESCRIPTIONS = {
+    "body": "the request's body received and written",
+    "unpack": "the archives unpacked, past the body",
+    "worker": "the analysis worker: the dumps left to read, the analysis, the report",
+    "save": "the row saved",
+}
+
+
+def mark_stage(scope: dict, name: str) -> None:
+    scope.setdefault(STAGES_KEY, []).append((name, time.perf_counter()))
+
+
+def server_timing(elapsed_ms: float, started: float, stages: list) -> str:
+    """The Server-Timing header: `app` (the whole request, first: what clients that read one
+    number take), then each stage noted by the handlers, as long as it took."""
+    entries = [f"app;dur={elapsed_ms:.1f}"]
+    previous = started
+    for name, at in stages:
+        entries.append(f'{name};dur={1000 * (at - previous):.1f};'
+                       f'desc="{STAGE_DESCRIPTIONS.get(name, name)}"')
+        previous = at
+    return ", ".join(entries)
+
+
 def wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
@@ -577,13 +611,15 @@ def build_app(settings: Settings) -> Starlette:
             if answer is not None:
                 return await answer(scope, receive, send)
             started = time.perf_counter()
+            stages = scope.setdefault(STAGES_KEY, [])
 
             async def send_with_headers(message):
                 if message["type"] == "http.response.start":
                     elapsed = 1000 * (time.perf_counter() - started)
                     headers = list(message.get("headers", []))
                     names = {k.lower() for k, _ in headers}
-                    headers.append((b"server-timing", f"app;dur={elapsed:.1f}".encode()))
+                    headers.append((b"server-timing",
+                                    server_timing(elapsed, started, stages).encode()))
                     headers.append((b"x-content-type-options", b"nosniff"))
                     for name, value in ((b"x-frame-options", b"SAMEORIGIN"),
                                         (b"referrer-policy", b"no-referrer")):
