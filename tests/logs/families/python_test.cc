@@ -140,6 +140,33 @@ TEST(Recognizers, ChainedTracebackReportsLastException) {
   EXPECT_EQ(logs.events[0].line, 1);
 }
 
+TEST(Recognizers, ATracebackWithoutAChainMarkerIsAnotherOne) {
+  // Python marks a chained exception ("During handling of the above exception..."); without
+  // the marker, a traceback after an exception line is another one: the same writer's next
+  // error, or another process of a combined console without prefixes. Each error stands, even
+  // when the second traceback is cut off before its exception line.
+  LogSet both = Parse(
+      "Traceback (most recent call last):\n"
+      "  File \"a.py\", line 1, in f\n"
+      "KeyError: 'x'\n"
+      "Traceback (most recent call last):\n"
+      "  File \"b.py\", line 3, in g\n"
+      "ValueError: y\n");
+  ASSERT_THAT(Kinds(both), ElementsAre("python_exception", "python_exception"));
+  EXPECT_EQ(both.events[0].reason, "KeyError");
+  EXPECT_EQ(both.events[1].reason, "ValueError");
+  EXPECT_EQ(both.events[1].line, 4);
+  LogSet cut = Parse(
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 14, in <module>\n"
+      "RuntimeError: setup failed\n"
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 14, in <module>\n");
+  ASSERT_THAT(Kinds(cut), ElementsAre("python_exception"));
+  EXPECT_EQ(cut.events[0].reason, "RuntimeError");
+  EXPECT_EQ(cut.events[0].line, 1);
+}
+
 TEST(Recognizers, DistBackendTimeoutTracebackIsCascade) {
   LogSet logs = Parse(
       "Traceback (most recent call last):\n"

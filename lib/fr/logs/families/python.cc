@@ -239,10 +239,16 @@ bool PythonLines::TracebackLine(std::string_view line, std::string_view body) {
   bool starts = StartsWith(body, "Traceback (most recent call last)");
   if (starts) {
     if (it != tracebacks_.end() && it->second.state == Traceback::kAfterException) {
-      // A chained exception continues the same traceback; only its last exception counts.
-      it->second.state = Traceback::kFrames;
-      it->second.frames.clear();
-      return true;
+      if (it->second.chained) {
+        // A chained exception continues the same traceback; only its last exception counts.
+        it->second.state = Traceback::kFrames;
+        it->second.chained = false;
+        it->second.frames.clear();
+        return true;
+      }
+      // No chain marker: another traceback (the same writer's next exception, or another
+      // process printing without a prefix). The finished one stands, even if this one is cut.
+      EmitTraceback(it->second);
     }
     if (it == tracebacks_.end()) {
       if (tracebacks_.size() >= kMaxTracebackWriters) return true;
@@ -291,6 +297,7 @@ bool PythonLines::TracebackLine(std::string_view line, std::string_view body) {
   if (Trim(body).empty() && ++tb.blank_lines <= 2) return true;
   if (StartsWith(body, "During handling of the above exception") ||
       StartsWith(body, "The above exception was the direct cause")) {
+    tb.chained = true;
     return true;
   }
   EmitTraceback(tb);

@@ -82,6 +82,9 @@ class PythonLines {
     LogTime time_after;
     std::string exception_line;
     int blank_lines = 0;
+    // Python's chain marker ("During handling of the above exception...") followed the
+    // exception line: the next traceback continues this one.
+    bool chained = false;
     bool outermost_frame_seen = false;
     bool in_launcher = false;  // the outermost frame is torchrun's or the elastic agent's
     // "function (file:line)" per frame line, outermost first (the innermost kMaxTracebackFrames).
