@@ -233,13 +233,26 @@ def _import_torch_distributed():
 
 def _open_store(host: str, port: int, timeout: float):
     dist = _import_torch_distributed()
-    try:
-        store = dist.TCPStore(host, port, is_master=False,
-                              timeout=datetime.timedelta(seconds=timeout))
-    except Exception as e:  # DistNetworkError, RuntimeError, TimeoutError: all say the same
+    made: dict = {}
+
+    def connect() -> None:
+        try:
+            made["store"] = dist.TCPStore(host, port, is_master=False,
+                                          timeout=datetime.timedelta(seconds=timeout))
+        except Exception as e:  # DistNetworkError, RuntimeError, TimeoutError: all say the same
+            made["error"] = e
+
+    # TCPStore retries its connection in C++ for the whole timeout, where Ctrl-C cannot reach
+    # Python: connecting in a thread keeps this one waiting in Python, so an interrupt stops
+    # the fetch at once (the connection releases the GIL; the thread dies with the process).
+    thread = threading.Thread(target=connect, name="fr-live-store", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+    if "error" in made:
         raise LiveError(f"live: cannot reach the job's store at {host}:{port}: "
-                        f"{_first_line(e)}") from None
-    return dist.PrefixStore(STORE_PREFIX, store)
+                        f"{_first_line(made['error'])}") from None
+    return dist.PrefixStore(STORE_PREFIX, made["store"])
 
 
 def _has(store, key: str) -> bool:

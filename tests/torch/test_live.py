@@ -215,7 +215,7 @@ def test_watch_stops_on_an_interrupt_sent_while_it_fetches(cli, tmp_path):
     import torchrun_capture
 
     port = torchrun_capture.free_port()  # no store there: the fetch waits its whole --timeout
-    watch = subprocess.Popen([cli, "live", f"127.0.0.1:{port}", "--watch", "2", "--timeout", "20"],
+    watch = subprocess.Popen([cli, "live", f"127.0.0.1:{port}", "--watch", "2", "--timeout", "60"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=helper_env(cli))
     children = pathlib.Path(f"/proc/{watch.pid}/task/{watch.pid}/children")
@@ -223,7 +223,7 @@ def test_watch_stops_on_an_interrupt_sent_while_it_fetches(cli, tmp_path):
     while not children.read_text().split() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert children.read_text().split(), "the helper never started"
-    time.sleep(1.0)  # inside the fetch
+    time.sleep(3.0)  # inside the fetch: torch imported, the store's connection retried in C++
     started = time.monotonic()
     watch.send_signal(signal.SIGINT)
     out, err = watch.communicate(timeout=60)
