@@ -554,9 +554,17 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("jobs") = 0, py::arg("background") = false)
       .def("file_complete", &EarlyReads::FileComplete, py::arg("path"))
+      // Takes the descriptor (a pipe's read end): closed once its frames are read.
+      .def("read_held", &EarlyReads::ReadHeld, py::arg("fd"))
       .def_property_readonly("files_read", &EarlyReads::files_read)
       .def_property_readonly("files_used", &EarlyReads::files_used);
   m.def("load_bytes", &LoadBytes, py::arg("dumps"), py::arg("jobs") = 0);
+  // Whether discovery takes a file of this relative path for a dump by its name alone (the
+  // console holds such archive members in memory until it has answered).
+  m.def(
+      "is_dump_by_name",
+      [](const std::string& relative_path) { return IsDumpByName(relative_path, {}); },
+      py::arg("relative_path"));
   py::class_<Discovery>(m, "Discovery")
       .def_property_readonly("tasks", [](const Discovery& discovery) {
         // (path, open_path, rank, hash_content) per file, in the order Assemble expects.

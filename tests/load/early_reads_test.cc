@@ -3,6 +3,8 @@
 // what changed since, and leaves out what discovery leaves out.
 #include "fr/load/early_reads.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fmt/format.h"
@@ -191,6 +194,172 @@ TEST_F(EarlyReadsTest, APathThatIsNoFileIsIgnored) {
   LoadedTrace trace = Load(dir_, &early);
   EXPECT_EQ(trace.ranks.size(), 1u);
   EXPECT_EQ(early.files_read(), 0u);
+}
+
+// Files held in memory (ReadHeld): an archive's members handed to the analysis through a pipe,
+// written to disk only afterwards.
+class HeldFilesTest : public EarlyReadsTest {
+ protected:
+  struct Member {
+    std::string path;  // as framed
+    std::string bytes;
+    int64_t mtime_ns = 0;
+  };
+
+  static std::string Frame(const Member& member) {
+    std::string out;
+    auto put = [&](uint64_t value, int bytes) {
+      for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(value >> (8 * i) & 0xff));
+    };
+    put(member.path.size(), 4);
+    out += member.path;
+    put(member.bytes.size(), 8);
+    put(static_cast<uint64_t>(member.mtime_ns), 8);
+    out += member.bytes;
+    return out;
+  }
+
+  // Writes `stream` into a new pipe from a thread of its own (a pipe holds 64 KiB: the reader
+  // must read while it is written), then closes it; ReadHeld takes the read end.
+  void Send(EarlyReads& early, std::string stream) {
+    int ends[2];
+    ASSERT_EQ(::pipe(ends), 0);
+    early.ReadHeld(ends[0]);
+    writer_ = std::thread([fd = ends[1], stream = std::move(stream)] {
+      size_t sent = 0;
+      while (sent < stream.size()) {
+        ssize_t n = ::write(fd, stream.data() + sent, stream.size() - sent);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+      ::close(fd);
+    });
+  }
+
+  // Writes the held members to disk as the console does after answering: at their framed
+  // paths (under dir_), with their framed modification times.
+  void Materialize(const std::vector<Member>& members) {
+    for (const Member& member : members) {
+      fs::path path = Write(fs::path(member.path).lexically_relative(dir_).string(), member.bytes);
+      struct timespec times[2] = {
+          {member.mtime_ns / 1'000'000'000, member.mtime_ns % 1'000'000'000},
+          {member.mtime_ns / 1'000'000'000, member.mtime_ns % 1'000'000'000}};
+      ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+    }
+  }
+
+  void TearDown() override {
+    if (writer_.joinable()) writer_.join();
+    EarlyReadsTest::TearDown();
+  }
+
+  std::vector<Member> JobMembers(const fs::path& folder) {
+    std::vector<Member> members;
+    for (int64_t rank = 0; rank < job_.world_size; ++rank) {
+      if (rank == 9) continue;  // the crashed rank left no dump
+      std::string bytes = Dump(rank);
+      if (rank == 4) bytes.resize(bytes.size() / 2);  // copied while being written
+      std::string name = (rank < 8 ? "node0/" : "node1/") + fmt::format("nccl_trace_rank_{}", rank);
+      members.push_back({(folder / name).string(), bytes, 1'700'000'000'123'456'789 + rank});
+    }
+    return members;
+  }
+
+  std::thread writer_;
+};
+
+TEST_F(HeldFilesTest, HeldMembersLoadAsTheSameFilesOnDiskDo) {
+  fs::path job = dir_ / "job";
+  std::vector<Member> members = JobMembers(job);
+  Write("job/node0/train.log", "step 100 loss 2.31\n");  // a log stays on disk
+  std::string stream;
+  for (const Member& member : members) stream += Frame(member);
+  EarlyReads early(/*jobs=*/1, /*background=*/true);
+  Send(early, stream);
+
+  LoadedTrace held = Load(job, &early);
+  EXPECT_EQ(early.files_used(), members.size());
+  Materialize(members);
+  LoadedTrace plain = Load(job, nullptr);
+  ExpectSameTrace(held, plain);
+  EXPECT_EQ(held.ranks.size(), 14u);
+  EXPECT_EQ(held.missing_ranks, std::vector<int64_t>{9});
+  ASSERT_EQ(held.rejected.size(), 1u);
+  EXPECT_THAT(held.rejected[0].error, HasSubstr("nccl_trace_rank_4"));
+  // The dump time comes from the members' own times, as from the files' once written.
+  EXPECT_EQ(held.ranks[0].file_mtime_ns, 1'700'000'000'123'456'789);
+}
+
+TEST_F(HeldFilesTest, AHeldFileClaimingARankOnDiskIsSettledByContent) {
+  fs::path job = dir_ / "job";
+  for (int64_t rank = 0; rank < 4; ++rank)
+    Write("job/nccl_trace_rank_" + std::to_string(rank), Dump(rank));
+  // A copy of rank 2 from a longer run, held: only the contents can tell which is newer.
+  std::vector<Member> members = {{(job / "backup/nccl_trace_rank_2").string(), Dump(2, 60), 0}};
+  EarlyReads early(/*jobs=*/1);
+  Send(early, Frame(members[0]));
+  LoadedTrace held = Load(job, &early);
+  Materialize(members);
+  ExpectSameTrace(held, Load(job, nullptr));
+  EXPECT_EQ(held.ranks.size(), 4u);
+}
+
+TEST_F(HeldFilesTest, OnlyHeldFilesUnderTheRootAndNamedAsDumpsAreLoaded) {
+  fs::create_directories(dir_ / "job");
+  std::string stream = Frame({(dir_ / "job/nccl_trace_rank_0").string(), Dump(0), 0}) +
+                       Frame({(dir_ / "job2/nccl_trace_rank_1").string(), Dump(1), 0}) +
+                       Frame({(dir_ / "job/.cache/nccl_trace_rank_2").string(), Dump(2), 0}) +
+                       Frame({(dir_ / "job/notes.txt").string(), "hello\n", 0});
+  EarlyReads early(/*jobs=*/1);
+  Send(early, stream);
+  LoadedTrace trace = Load(dir_ / "job", &early);
+  ASSERT_EQ(trace.ranks.size(), 1u);
+  EXPECT_EQ(trace.ranks[0].path, (dir_ / "job/nccl_trace_rank_0").string());
+  std::vector<std::string> skipped;
+  for (const SkippedFile& file : trace.skipped) skipped.push_back(file.path);
+  EXPECT_THAT(skipped,
+              ::testing::UnorderedElementsAre((dir_ / "job/.cache/nccl_trace_rank_2").string(),
+                                              (dir_ / "job/notes.txt").string()));
+}
+
+TEST_F(HeldFilesTest, APipeThatEndsInsideAFileFailsTheLoadAndSaysSo) {
+  fs::create_directories(dir_ / "job");
+  std::string stream = Frame({(dir_ / "job/nccl_trace_rank_0").string(), Dump(0), 0});
+  stream.resize(stream.size() - 10);  // the server died mid-member
+  EarlyReads early(/*jobs=*/1);
+  Send(early, stream);
+  LoadOptions options;
+  options.early = &early;
+  absl::StatusOr<LoadedTrace> trace = LoadTrace((dir_ / "job").string(), options);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_THAT(trace.status().message(), HasSubstr("ended inside"));
+  EXPECT_THAT(trace.status().message(), HasSubstr("nccl_trace_rank_0"));
+}
+
+TEST_F(HeldFilesTest, AFrameClaimingAnAbsurdPathIsRefused) {
+  fs::create_directories(dir_ / "job");
+  std::string stream = "\xff\xff\xff\x7f" + std::string(64, 'x');
+  EarlyReads early(/*jobs=*/1);
+  Send(early, stream);
+  LoadOptions options;
+  options.early = &early;
+  absl::StatusOr<LoadedTrace> trace = LoadTrace((dir_ / "job").string(), options);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_THAT(trace.status().message(), HasSubstr("claims a path of"));
+}
+
+TEST_F(HeldFilesTest, StoppingWhileFilesStillArriveReturnsPromptly) {
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  auto started = std::chrono::steady_clock::now();
+  {
+    EarlyReads early(/*jobs=*/1);
+    early.ReadHeld(ends[0]);
+    std::string half = Frame({"job/nccl_trace_rank_0", Dump(0), 0}).substr(0, 1000);
+    ASSERT_EQ(::write(ends[1], half.data(), half.size()), static_cast<ssize_t>(half.size()));
+  }  // the upload was refused while the writer still holds the pipe open
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  ::close(ends[1]);
 }
 
 }  // namespace

@@ -207,20 +207,18 @@ NameVerdict JudgeNameByPattern(const std::string& relative_path, std::string_vie
   return RankFromDigits(digits, max_rank);
 }
 
-// Reads at most 4 bytes. Returns the reason to skip the file, or nothing when its start could be
-// a dump (or cannot be read: the loader then reports the real error).
-std::optional<std::string> NotADumpByContent(const std::string& path) {
-  // O_NONBLOCK: the file was regular when stat'ed, but must not hang us if it became a FIFO.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  unsigned char head[4] = {};
-  ssize_t got = ::read(fd, head, sizeof(head));
-  ::close(fd);
-  if (got <= 0) return std::nullopt;
+// The reason to skip a file that starts with `head` (its first bytes, at most 4 looked at), or
+// nothing when that start could be a dump.
+std::optional<std::string> NotADumpByHead(std::string_view head) {
+  if (head.empty()) return std::nullopt;
+  head = head.substr(0, 4);
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(head[i]); };
   auto starts_with = [&](std::initializer_list<unsigned char> magic) {
-    return static_cast<size_t>(got) >= magic.size() && std::equal(magic.begin(), magic.end(), head);
+    return head.size() >= magic.size() &&
+           std::equal(magic.begin(), magic.end(), head.begin(),
+                      [](unsigned char m, char c) { return m == static_cast<unsigned char>(c); });
   };
-  if (head[0] == 0x80 /* pickle PROTO */ || head[0] == '{' || head[0] == '[' || head[0] == ' ' ||
+  if (byte(0) == 0x80 /* pickle PROTO */ || head[0] == '{' || head[0] == '[' || head[0] == ' ' ||
       head[0] == '\t' || head[0] == '\n' || head[0] == '\r' ||
       starts_with({0xef, 0xbb, 0xbf} /* UTF-8 BOM */) ||
       starts_with({0x28, 0xb5, 0x2f, 0xfd} /* zstd */) || starts_with({0x1f, 0x8b} /* gzip */)) {
@@ -228,8 +226,34 @@ std::optional<std::string> NotADumpByContent(const std::string& path) {
   }
   // Say what it looks like, never what it holds: the file may be anything a link pointed to.
   return fmt::format("content is not a pickle, JSON, zstd or gzip stream: {}",
-                     DescribeNonDump(std::string_view(reinterpret_cast<const char*>(head),
-                                                      static_cast<size_t>(got))));
+                     DescribeNonDump(head));
+}
+
+// Reads at most 4 bytes. Returns the reason to skip the file, or nothing when its start could be
+// a dump (or cannot be read: the loader then reports the real error).
+std::optional<std::string> NotADumpByContent(const std::string& path) {
+  // O_NONBLOCK: the file was regular when stat'ed, but must not hang us if it became a FIFO.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char head[4] = {};
+  ssize_t got = ::read(fd, head, sizeof(head));
+  ::close(fd);
+  if (got <= 0) return std::nullopt;
+  return NotADumpByHead(std::string_view(head, static_cast<size_t>(got)));
+}
+
+// Whether a folder on the way to `relative_path` ('/' separators) is hidden (".git/x"): the walk
+// does not enter those.
+bool InHiddenFolder(std::string_view relative_path) {
+  size_t slash = relative_path.rfind('/');
+  if (slash == std::string_view::npos) return false;
+  std::string_view folders = relative_path.substr(0, slash);
+  for (size_t begin = 0; begin <= folders.size();) {
+    size_t end = std::min(folders.find('/', begin), folders.size());
+    if (end > begin && folders[begin] == '.') return true;
+    begin = end + 1;
+  }
+  return false;
 }
 
 std::string NonRegularReason(mode_t mode) {
@@ -245,6 +269,7 @@ struct Candidate {
   int64_t rank = -1;
   uint64_t size = 0;
   std::pair<dev_t, ino_t> identity;
+  bool held = false;
 };
 
 // The absolute path `path` resolves to (every link followed), or nothing when it cannot be.
@@ -298,19 +323,7 @@ class Walker {
     if (!S_ISREG(info.st_mode)) {
       return SkipFile(path, NonRegularReason(info.st_mode), SetAsideKind::kSpecial);
     }
-    std::string_view name = relative_path;
-    if (size_t slash = name.rfind('/'); slash != std::string_view::npos) {
-      name.remove_prefix(slash + 1);
-    }
-    NameVerdict verdict;
-    if (pattern_ != nullptr) {
-      verdict = JudgeNameByPattern(relative_path, name, *pattern_, options_.rank_pattern,
-                                   options_.max_rank);
-    } else if (!prefix_.empty()) {
-      verdict = JudgeNameByPrefix(name, prefix_, options_.max_rank);
-    } else {
-      verdict = JudgeNameByDefault(name, options_.max_rank);
-    }
+    NameVerdict verdict = JudgeName(relative_path);
     if (!verdict.rank.has_value()) {
       return SkipFile(path, std::move(verdict.skip_reason), verdict.skip_kind);
     }
@@ -324,6 +337,44 @@ class Walker {
                            .rank = *verdict.rank,
                            .size = static_cast<uint64_t>(info.st_size),
                            .identity = {info.st_dev, info.st_ino}});
+  }
+
+  // Judges a file held in memory as if it were at `held.relative_path` under `root`. Its
+  // identity is its place in the list, on a device no file has: distinct from every file.
+  void VisitHeld(const std::string& root, const HeldFile& held, size_t index) {
+    std::string path = (fs::path(root) / held.relative_path).string();
+    if (InHiddenFolder(held.relative_path)) {
+      return SkipFile(path, "hidden directory (not searched)", SetAsideKind::kHidden);
+    }
+    NameVerdict verdict = JudgeName(held.relative_path);
+    if (!verdict.rank.has_value()) {
+      return SkipFile(path, std::move(verdict.skip_reason), verdict.skip_kind);
+    }
+    if (verdict.confirm_by_content && held.size > 0) {
+      if (std::optional<std::string> reason = NotADumpByHead(held.head)) {
+        return SkipFile(path, std::move(*reason), SetAsideKind::kNotADump);
+      }
+    }
+    candidates_.push_back({.path = path,
+                           .open_path = "",
+                           .rank = *verdict.rank,
+                           .size = held.size,
+                           .identity = {static_cast<dev_t>(-1), static_cast<ino_t>(index)},
+                           .held = true});
+  }
+
+  // The verdict of rules 1-4 on a name alone (`relative_path`, '/' separators).
+  NameVerdict JudgeName(const std::string& relative_path) const {
+    std::string_view name = relative_path;
+    if (size_t slash = name.rfind('/'); slash != std::string_view::npos) {
+      name.remove_prefix(slash + 1);
+    }
+    if (pattern_ != nullptr) {
+      return JudgeNameByPattern(relative_path, name, *pattern_, options_.rank_pattern,
+                                options_.max_rank);
+    }
+    if (!prefix_.empty()) return JudgeNameByPrefix(name, prefix_, options_.max_rank);
+    return JudgeNameByDefault(name, options_.max_rank);
   }
 
   void SkipFile(std::string path, std::string reason, SetAsideKind kind) {
@@ -344,7 +395,7 @@ class Walker {
       }
       const Candidate& first = candidates_[begin];
       if (one_file) {
-        result_.files.push_back({first.path, first.rank, first.size, first.open_path});
+        result_.files.push_back({first.path, first.rank, first.size, first.open_path, first.held});
         for (size_t i = begin + 1; i < end; ++i) {
           SkipFile(candidates_[i].path, fmt::format("same file as {}", first.path),
                    SetAsideKind::kSameFile);
@@ -368,7 +419,7 @@ class Walker {
           continue;
         }
         result_.files.push_back(
-            {candidate.path, candidate.rank, candidate.size, candidate.open_path});
+            {candidate.path, candidate.rank, candidate.size, candidate.open_path, candidate.held});
         conflict.paths.push_back(candidate.path);
       }
       result_.conflicts.push_back(std::move(conflict));
@@ -508,6 +559,17 @@ std::string HostOfDumpPath(std::string_view path, std::string_view root) {
   return "";
 }
 
+bool IsDumpByName(std::string_view relative_path, const DiscoverOptions& options) {
+  absl::StatusOr<std::unique_ptr<RE2>> pattern = CompileRankPattern(options.rank_pattern);
+  if (!pattern.ok()) return false;
+  if (relative_path.empty() || relative_path.back() == '/' || InHiddenFolder(relative_path)) {
+    return false;
+  }
+  Walker walker(options, pattern->get());
+  NameVerdict verdict = walker.JudgeName(std::string(relative_path));
+  return verdict.rank.has_value() && !verdict.confirm_by_content;
+}
+
 absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverOptions& options) {
   absl::StatusOr<std::unique_ptr<RE2>> pattern = CompileRankPattern(options.rank_pattern);
   if (!pattern.ok()) return pattern.status();
@@ -537,6 +599,7 @@ absl::StatusOr<Discovery> DiscoverDumps(const std::string& root, const DiscoverO
   }
   if (S_ISDIR(info.st_mode)) {
     if (absl::Status status = walker.WalkTree(root, info); !status.ok()) return status;
+    for (size_t i = 0; i < options.held.size(); ++i) walker.VisitHeld(root, options.held[i], i);
   } else if (S_ISREG(info.st_mode)) {
     // A file named on its own is read wherever a link in its path leads: the user chose it.
     walker.VisitFile(root, fs::path(root).filename().string(), info, RealPath(root).value_or(root));

@@ -47,6 +47,15 @@
 
 namespace fr {
 
+// A file the caller holds in memory instead of on disk: an archive's member handed straight to
+// the analysis (the console writes it to disk only after answering). Judged by the same rules
+// as a file found at `relative_path` under the root, as if it were there.
+struct HeldFile {
+  std::string relative_path;  // under the root, '/' separators
+  uint64_t size = 0;
+  std::string head;  // its first bytes (4 are enough): the content check of rule 4
+};
+
 struct DiscoverOptions {
   // Only files whose name is `prefix`, then the rank digits, then optional format and
   // compression extensions (.zst .zstd .gz .json .pkl .pickle) are dumps; nothing else may follow
@@ -73,6 +82,10 @@ struct DiscoverOptions {
   // path leads, as a file named on its own is (the user chose it). Their path relative to the
   // root is what `rank_pattern` matches. A path that does not exist is NotFound.
   std::vector<std::string> files;
+  // Files held in memory (HeldFile), judged beside those found when walking a root directory
+  // (not with `files`, nor for a root that is a file). A held file under a hidden folder is
+  // skipped as the walk skips the folder.
+  std::vector<HeldFile> held;
 };
 
 struct DiscoveredFile {
@@ -83,6 +96,8 @@ struct DiscoveredFile {
   // it without following links (ReadOptions::follow_symlinks = false): a link put in its place
   // later is then refused instead of followed out of the root.
   std::string open_path;
+  // A HeldFile: not on disk (open_path is empty); its bytes are the caller's.
+  bool held = false;
 };
 
 struct Discovery {
@@ -95,6 +110,12 @@ struct Discovery {
 // inside the file name ("nccl_trace_rank_container-node02_5.zst" is container-node02), with
 // the extension and rank rules discovery uses. `root` (the directory searched) is not part of it.
 std::string HostOfDumpPath(std::string_view path, std::string_view root);
+
+// Whether the name alone makes a file at `relative_path` ('/' separators) a dump under
+// `options`' rules (rules 1-4 above; no hidden folder on the way), with no need to read it: what
+// the console holds in memory instead of writing before its answer. A name that needs its first
+// bytes to decide, or that is no dump, is false.
+bool IsDumpByName(std::string_view relative_path, const DiscoverOptions& options);
 
 // Walks `root` recursively (a single file is accepted too and judged by the same rules; its
 // relative path is its name). The result does not depend on directory order. Errors: NotFound

@@ -2,13 +2,16 @@
 // that read them, and the hand-over of each result to the load that discovers the file.
 #include "fr/load/early_reads.h"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -19,6 +22,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "fmt/format.h"
+#include "fr/base/buffer.h"
 #include "fr/load/load_internal.h"
 
 namespace fr {
@@ -61,7 +66,32 @@ struct EarlyRead {
   FileIdentity identity;
   ReadState state = ReadState::kQueued;
   FileResult result;
+  // A file held in memory (ReadHeld): its bytes until decoded, and its modification time.
+  bool held = false;
+  std::shared_ptr<const Buffer> bytes;
+  int64_t mtime_ns = 0;
 };
+
+// A held file's longest path: what a frame may claim before its bytes are believed.
+constexpr uint32_t kMaxHeldPath = 4096;
+
+// Decodes a held file's bytes as the load decodes a file's.
+FileResult DecodeHeld(const std::string& path, std::shared_ptr<const Buffer> bytes,
+                      int64_t mtime_ns, const ReadOptions& read) {
+  FileResult result;
+  try {
+    int64_t started = NowNs();
+    result = DecodeAndNormalize(ReadInputBytes(std::move(bytes), read), /*rank=*/-1, path, started,
+                                /*hash_content=*/true);
+  } catch (const std::bad_alloc&) {
+    result = FileResult();
+    result.dump = OutOfMemory(path);
+  }
+  if (result.dump.has_value() && result.dump->ok()) {
+    (*result.dump)->file_mtime_ns = mtime_ns > 0 ? mtime_ns : kUnknown;
+  }
+  return result;
+}
 
 using InodeKey = std::pair<uint64_t, uint64_t>;  // (device, inode)
 
@@ -85,6 +115,15 @@ struct EarlyReadsState {
   size_t files_used = 0;
   std::vector<std::thread> threads;
 
+  // Files held in memory (ReadHeld): by path as framed, the list so far, and the pipe's state.
+  absl::flat_hash_map<std::string, size_t> by_held;
+  std::vector<HeldFile> held;
+  bool held_started = false;
+  bool held_ended = false;
+  absl::Status held_status;
+  uint64_t held_pending_bytes = 0;  // held bytes not yet decoded
+  std::thread held_reader;
+
   void Run() {
     if (background) {
       // The lowest priority, for this thread alone (Linux gives each thread its own nice
@@ -99,8 +138,21 @@ struct EarlyReadsState {
       if (read_item.state != ReadState::kQueued) continue;  // taken back by a load
       read_item.state = ReadState::kReading;
       std::string path = read_item.path;
+      std::shared_ptr<const Buffer> bytes = std::move(read_item.bytes);
+      bool held_item = read_item.held;
+      int64_t mtime_ns = read_item.mtime_ns;
       lock.unlock();
-      std::optional<FileResult> result = ReadOne(path);
+      std::optional<FileResult> result;
+      if (held_item) {
+        uint64_t size = bytes->size();
+        result = DecodeHeld(path, std::move(bytes), mtime_ns, read);
+        KeepCompactly(&rank_lists, &*result);
+        lock.lock();
+        held_pending_bytes -= size;
+        lock.unlock();
+      } else {
+        result = ReadOne(path);
+      }
       lock.lock();
       // A deque's elements stay where they are as it grows at the back.
       if (result.has_value()) {
@@ -112,6 +164,110 @@ struct EarlyReadsState {
       }
       changed.notify_all();
     }
+  }
+
+  // Reads exactly `size` bytes into `out` from the pipe; false at its end (or when the reads
+  // stop), with `*at_end` set when nothing at all was read. Polls, so that stopping is seen.
+  bool ReadExactly(int fd, char* out, size_t size, bool* at_end) {
+    size_t got = 0;
+    while (got < size) {
+      struct pollfd ready = {.fd = fd, .events = POLLIN, .revents = 0};
+      int polled = ::poll(&ready, 1, 100);
+      {
+        std::lock_guard lock(mutex);
+        if (stopping) return false;
+      }
+      if (polled < 0 && errno != EINTR) return false;
+      if (polled <= 0) continue;
+      ssize_t n = ::read(fd, out + got, size - got);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        if (at_end != nullptr) *at_end = got == 0;
+        return false;
+      }
+      got += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // The held files' reader: one frame after another until the pipe ends (EarlyReads::ReadHeld).
+  void ReadHeldFrames(int fd) {
+    absl::Status status;
+    while (true) {
+      unsigned char head[4];
+      bool at_end = false;
+      if (!ReadExactly(fd, reinterpret_cast<char*>(head), sizeof(head), &at_end)) {
+        if (!at_end) status = absl::DataLossError("the held files' pipe ended inside a frame");
+        break;
+      }
+      uint32_t path_size = 0;
+      for (int i = 3; i >= 0; --i) path_size = path_size << 8 | head[i];
+      if (path_size == 0 || path_size > kMaxHeldPath) {
+        status = absl::DataLossError(
+            fmt::format("a held file's frame claims a path of {} bytes", path_size));
+        break;
+      }
+      std::string path(path_size, '\0');
+      unsigned char numbers[16];
+      if (!ReadExactly(fd, path.data(), path.size(), nullptr) ||
+          !ReadExactly(fd, reinterpret_cast<char*>(numbers), sizeof(numbers), nullptr)) {
+        status = absl::DataLossError("the held files' pipe ended inside a frame");
+        break;
+      }
+      uint64_t size = 0, mtime = 0;
+      for (int i = 7; i >= 0; --i) size = size << 8 | numbers[i];
+      for (int i = 15; i >= 8; --i) mtime = mtime << 8 | numbers[i];
+      if (size > read.max_decompressed_bytes) {
+        status = absl::DataLossError(
+            fmt::format("held file '{}' claims {} bytes, over the {}-byte limit", path, size,
+                        read.max_decompressed_bytes));
+        break;
+      }
+      {
+        // Held back until the decoding has caught up (a file larger than the bound alone waits
+        // until nothing else is pending).
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] {
+          return stopping || held_pending_bytes == 0 ||
+                 held_pending_bytes + size <= EarlyReads::kMaxHeldBytes;
+        });
+        if (stopping) break;
+        held_pending_bytes += size;
+      }
+      std::string bytes(size, '\0');
+      if (!ReadExactly(fd, bytes.data(), bytes.size(), nullptr)) {
+        std::lock_guard lock(mutex);
+        held_pending_bytes -= size;
+        status = absl::DataLossError(
+            fmt::format("the held files' pipe ended inside '{}' ({} bytes)", path, size));
+        break;
+      }
+      HeldFile file{.relative_path = path, .size = size, .head = bytes.substr(0, 4)};
+      {
+        std::lock_guard lock(mutex);
+        auto [found, added] = by_held.try_emplace(path, reads.size());
+        if (!added) {
+          held_pending_bytes -= size;
+          status = absl::DataLossError(fmt::format("held file '{}' was sent twice", path));
+          break;
+        }
+        reads.push_back({.path = path,
+                         .identity = {},
+                         .result = {},
+                         .held = true,
+                         .bytes = Buffer::FromString(std::move(bytes)),
+                         .mtime_ns = static_cast<int64_t>(mtime)});
+        held.push_back(std::move(file));
+      }
+      queued.notify_one();
+    }
+    ::close(fd);
+    {
+      std::lock_guard lock(mutex);
+      held_status = status;
+      held_ended = true;
+    }
+    changed.notify_all();
   }
 
   // The file's result, or nothing when discovery's rules (on the file alone) skip it.
@@ -158,6 +314,44 @@ std::optional<FileResult> TakeEarlyResult(EarlyReads& early, const std::string& 
   return result;
 }
 
+FileResult TakeHeldResult(EarlyReads& early, const std::string& path) {
+  EarlyReadsState& state = *early.state_;
+  std::unique_lock lock(state.mutex);
+  auto found = state.by_held.find(path);
+  if (found == state.by_held.end()) {
+    FileResult missing;
+    missing.dump = absl::InternalError("held file was never received");
+    return missing;
+  }
+  EarlyRead& read = state.reads[found->second];
+  if (read.state == ReadState::kQueued) {
+    // No thread has begun it: decoded here, beside the load's other files.
+    read.state = ReadState::kTaken;
+    std::shared_ptr<const Buffer> bytes = std::move(read.bytes);
+    int64_t mtime_ns = read.mtime_ns;
+    ++state.files_used;
+    lock.unlock();
+    uint64_t size = bytes->size();
+    FileResult result = DecodeHeld(path, std::move(bytes), mtime_ns, state.read);
+    KeepCompactly(&state.rank_lists, &result);
+    lock.lock();
+    state.held_pending_bytes -= size;
+    lock.unlock();
+    state.changed.notify_all();
+    return result;
+  }
+  state.changed.wait(lock, [&] { return read.state != ReadState::kReading; });
+  FileResult result = std::move(read.result);
+  read.result = FileResult();
+  if (read.state != ReadState::kDone) {
+    result.dump = absl::InternalError("held file was handed out twice");
+    return result;
+  }
+  read.state = ReadState::kTaken;
+  ++state.files_used;
+  return result;
+}
+
 }  // namespace load_internal
 
 EarlyReads::EarlyReads(int jobs, bool background, DiscoverOptions discover, ReadOptions read)
@@ -180,6 +374,25 @@ EarlyReads::~EarlyReads() {
   state_->queued.notify_all();
   state_->changed.notify_all();
   for (std::thread& thread : state_->threads) thread.join();
+  if (state_->held_reader.joinable()) state_->held_reader.join();
+}
+
+void EarlyReads::ReadHeld(int fd) {
+  std::lock_guard lock(state_->mutex);
+  if (state_->held_started) {
+    ::close(fd);
+    return;
+  }
+  state_->held_started = true;
+  state_->held_reader = std::thread([state = state_.get(), fd] { state->ReadHeldFrames(fd); });
+}
+
+absl::StatusOr<std::vector<HeldFile>> EarlyReads::HeldFiles() {
+  std::unique_lock lock(state_->mutex);
+  if (!state_->held_started) return std::vector<HeldFile>();
+  state_->changed.wait(lock, [&] { return state_->held_ended; });
+  if (!state_->held_status.ok()) return state_->held_status;
+  return state_->held;
 }
 
 void EarlyReads::FileComplete(const std::string& path) {
@@ -199,7 +412,12 @@ void EarlyReads::FileComplete(const std::string& path) {
       }
       found->second = state_->reads.size();
     }
-    state_->reads.push_back({.path = path, .identity = *identity, .result = {}});
+    state_->reads.push_back({.path = path,
+                             .identity = *identity,
+                             .result = {},
+                             .held = false,
+                             .bytes = nullptr,
+                             .mtime_ns = 0});
   }
   state_->queued.notify_one();
 }

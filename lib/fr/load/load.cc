@@ -42,6 +42,7 @@ using load_internal::SettleWorld;
 using load_internal::SeveralAttempts;
 using load_internal::SeveralWorlds;
 using load_internal::TakeEarlyResult;
+using load_internal::TakeHeldResult;
 using load_internal::WithPath;
 
 // How many files ahead of the one being read the kernel is asked to fetch (HintWillRead).
@@ -236,9 +237,49 @@ absl::StatusOr<RankDump> LoadDumpFile(const std::string& path, int64_t rank,
   return *std::move(result.dump);
 }
 
+namespace {
+
+// The files held in memory that lie under `root`, with paths relative to it: held files are
+// framed relative to the folder `root` is named from ("job/rank_3" is "rank_3" under "job").
+// `framed` maps each back to its path as framed.
+std::vector<HeldFile> HeldUnder(const std::string& root, const std::vector<HeldFile>& held,
+                                std::map<std::string, std::string>* framed) {
+  std::string base = std::filesystem::path(root).lexically_normal().generic_string();
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  if (base == ".") base.clear();
+  std::vector<HeldFile> under;
+  for (const HeldFile& file : held) {
+    std::string_view path = file.relative_path;
+    if (!base.empty()) {
+      if (!path.starts_with(base) || path.size() <= base.size() || path[base.size()] != '/') {
+        continue;
+      }
+      path.remove_prefix(base.size() + 1);
+    }
+    HeldFile relative = file;
+    relative.relative_path = std::string(path);
+    (*framed)[(std::filesystem::path(root) / relative.relative_path).string()] = file.relative_path;
+    under.push_back(std::move(relative));
+  }
+  return under;
+}
+
+}  // namespace
+
 absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions& options) {
   int64_t started = NowNs();
-  FR_ASSIGN_OR_RETURN(Discovery discovery, DiscoverDumps(root, options.discover));
+  // Held files (an upload's members not yet on disk) are judged beside the folder's own.
+  DiscoverOptions discover_options = options.discover;
+  std::map<std::string, std::string> held_framed;  // discovered path -> path as framed
+  if (options.early != nullptr) {
+    absl::StatusOr<std::vector<HeldFile>> held = options.early->HeldFiles();
+    if (!held.ok()) {
+      return absl::Status(held.status().code(),
+                          fmt::format("{}: {}", root, std::string(held.status().message())));
+    }
+    discover_options.held = HeldUnder(root, *held, &held_framed);
+  }
+  FR_ASSIGN_OR_RETURN(Discovery discovery, DiscoverDumps(root, discover_options));
   int64_t discover_ns = NowNs() - started;
   std::set<int64_t> contested = ContestedRanks(discovery);
   ReadOptions read = NoNewLinks(options.read);
@@ -253,11 +294,28 @@ absl::StatusOr<LoadedTrace> LoadTrace(const std::string& root, const LoadOptions
   auto open_path = [&](size_t i) {
     return files[i].open_path.empty() ? files[i].path : files[i].open_path;
   };
-  for (size_t i = 0; i < std::min(count, kReadAheadFiles); ++i) HintWillRead(open_path(i), read);
+  for (size_t i = 0; i < std::min(count, kReadAheadFiles); ++i) {
+    if (!files[i].held) HintWillRead(open_path(i), read);
+  }
   ParallelFor(
       count, options.jobs,
       [&](size_t i) {
-        if (i + kReadAheadFiles < count) HintWillRead(open_path(i + kReadAheadFiles), read);
+        if (i + kReadAheadFiles < count && !files[i + kReadAheadFiles].held) {
+          HintWillRead(open_path(i + kReadAheadFiles), read);
+        }
+        if (files[i].held) {
+          // Its bytes were never on disk: the early reads hold its result (content hashed).
+          auto framed = held_framed.find(files[i].path);  // read only: threads share it
+          results[i] = TakeHeldResult(*options.early,
+                                      framed == held_framed.end() ? files[i].path : framed->second);
+          if (results[i].dump.has_value() && results[i].dump->ok()) {
+            (*results[i].dump)->path = files[i].path;
+            (*results[i].dump)->rank = files[i].rank;
+          }
+          size_t finished = ++done;
+          if (options.progress) options.progress(finished, count);
+          return;
+        }
         // A file read early has no content hash: a contested rank's files are read here.
         bool contested_rank = contested.contains(files[i].rank);
         std::optional<FileResult> early;

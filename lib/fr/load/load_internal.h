@@ -84,6 +84,12 @@ void AddTimings(const FileResult& result, LoadedTrace* trace);
 // sets both to what discovery found. Each result is handed out once.
 std::optional<FileResult> TakeEarlyResult(EarlyReads& early, const std::string& open_path);
 
+// The result of the held file `path` (as framed: EarlyReads::ReadHeld), decoded here when no
+// thread has begun it, waited for when one has. Its content is always hashed (the file cannot
+// be read again to compare it with another claiming its rank). Called once HeldFiles() is known,
+// once per held file; a path never held is an error result.
+FileResult TakeHeldResult(EarlyReads& early, const std::string& path);
+
 // Which file is each rank's dump, and which ranks the job has (settle_ranks.cc).
 
 // Sorts the results of the files discovered for one rank ([begin, end) of `files`) into the
