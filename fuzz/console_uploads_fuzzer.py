@@ -2,7 +2,9 @@
 multipart body, a .tar, .tar.gz, .tar.zst or .zip archive, or a file name, chosen by the input's
 first byte. Each must either be accepted or refused with UploadError; anything else raised is a
 bug, and so is any file written outside the upload's folder, a link in it, more files than the
-limit, or more bytes than the unpacked-size limit.
+limit, or more bytes than the unpacked-size limit. Every other input holds a tar's dumps as the
+console does for its analysis worker (sent through a real pipe, written after the answer by
+write_held): an accepted upload must then have every held member written whole, no more.
 
     python fuzz/console_uploads_fuzzer.py -max_total_time=30 CORPUS_DIR   # atheris (libFuzzer)
     python fuzz/console_uploads_fuzzer.py --replay tests/data/fuzz/console  # every seed, once
@@ -17,9 +19,11 @@ import pathlib
 import shutil
 import sys
 import tempfile
+import threading
 
-from fr_analyze.console._uploads import (Limits, MultipartWriter, UploadError, UploadFolder,
-                                         safe_relative_path, unpack_archive)
+from fr_analyze.console._uploads import (HeldPipe, Limits, MultipartWriter, UploadError,
+                                         UploadFolder, safe_relative_path, unpack_archive,
+                                         write_held)
 
 LIMITS = Limits(max_request_bytes=8 << 20, max_files=64, max_unpacked_bytes=8 << 20,
                 max_ratio=200.0, max_path_length=256)
@@ -70,8 +74,12 @@ def one_input(data: bytes) -> None:
             raise AssertionError(f"{name!r} became {text!r}")
         return
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="fr-fuzz-"))
+    drain = None
     try:
         folder = UploadFolder(scratch / "files", LIMITS)
+        if len(body) % 2:
+            drain = HeldDrain()
+            folder.holder = drain.pipe
         try:
             if surface == 0:
                 writer = MultipartWriter(folder, BOUNDARY)
@@ -95,11 +103,48 @@ def one_input(data: bytes) -> None:
                 with out:
                     out.write(body)
                 unpack_archive(folder, folder.root / relative, name)
+            if drain is not None:
+                drain.finish()
+                folder.write_held_manifest()
+                write_held(scratch)
+                for member in folder.held:
+                    written = folder.root / member.path
+                    if written.stat().st_size != member.size:
+                        raise AssertionError(f"held member {member.path} written short")
+                    if written.stat().st_mtime_ns != member.mtime_ns:
+                        raise AssertionError(f"held member {member.path} lost its time")
+                if sorted(p.name for p in scratch.iterdir()) != ["files"]:
+                    raise AssertionError(f"write_held left {sorted(scratch.iterdir())}")
         except UploadError:
             pass
         check_folder(folder.root)
     finally:
+        if drain is not None:
+            drain.finish()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+class HeldDrain:
+    """A real pipe, as the console's to its worker, read to the end by a thread."""
+
+    def __init__(self):
+        read_end, write_end = os.pipe()
+        self.pipe = HeldPipe(write_end)
+        self._read_end = read_end
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self):
+        while os.read(self._read_end, 1 << 16):
+            pass
+
+    def finish(self):
+        self.pipe.close()
+        if self._thread.is_alive():
+            self._thread.join()
+        if self._read_end is not None:
+            os.close(self._read_end)
+            self._read_end = None
 
 
 def replay(corpus: str) -> int:

@@ -302,6 +302,37 @@ TEST_F(DiscoverTest, ChecksTheFirstBytesOfNamesThatDoNotDecide) {
             "file?)");
 }
 
+TEST_F(DiscoverTest, HeldFilesAreJudgedAsFilesOnDiskAre) {
+  // An upload's members held in memory: the same names and first bytes decide, beside the
+  // files that are on disk.
+  Write("nccl_trace_rank_0");
+  DiscoverOptions options;
+  options.held = {{.relative_path = "nccl_trace_rank_1", .size = 10, .head = "\x80\x04}q"},
+                  {.relative_path = "node1/worker_2", .size = 10, .head = "\x28\xb5\x2f\xfd"},
+                  {.relative_path = "node1/worker_3", .size = 10, .head = "#!/b"},
+                  {.relative_path = ".git/nccl_trace_rank_4", .size = 10, .head = "\x80\x04}q"},
+                  {.relative_path = "train.log", .size = 10, .head = "step"}};
+  Discovery found = Discover(options);
+  EXPECT_EQ(RankedFiles(found),
+            (Ranked{{0, "nccl_trace_rank_0"}, {1, "nccl_trace_rank_1"}, {2, "node1/worker_2"}}));
+  EXPECT_THAT(SkipReason(found, "node1/worker_3"), HasSubstr("content is not a pickle"));
+  EXPECT_EQ(SkipReason(found, ".git/nccl_trace_rank_4"), "hidden directory (not searched)");
+  EXPECT_THAT(SkipReason(found, "train.log"), HasSubstr("log"));
+  for (const DiscoveredFile& file : found.files) {
+    EXPECT_EQ(file.held, file.rank != 0) << file.path;
+  }
+}
+
+TEST_F(DiscoverTest, IsDumpByNameSaysWhichNamesNeedNoRead) {
+  EXPECT_TRUE(IsDumpByName("job/nccl_trace_rank_3", {}));
+  EXPECT_TRUE(IsDumpByName("job/node02/rank_3.json.zst", {}));
+  EXPECT_FALSE(IsDumpByName("job/worker_3", {}));  // its first bytes decide
+  EXPECT_FALSE(IsDumpByName("job/train.log", {}));
+  EXPECT_FALSE(IsDumpByName("job/.cache/nccl_trace_rank_3", {}));
+  EXPECT_FALSE(IsDumpByName("job/nccl_trace_rank_3.bak", {}));
+  EXPECT_FALSE(IsDumpByName("", {}));
+}
+
 TEST_F(DiscoverTest, PrefixSelectsOneNaming) {
   Write("nccl_trace_rank_0");
   Write("nccl_trace_rank_1.json.zst", "\x28\xb5\x2f\xfd");

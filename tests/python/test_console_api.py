@@ -233,6 +233,44 @@ def test_an_archive_of_the_job_gives_the_same_culprit(server, cli, simulated_job
         f"{folder}/{p.name}" for p in simulated_job.iterdir())
 
 
+def test_an_archives_dumps_are_dated_by_their_own_times_as_the_cli_dates_them(
+        server, cli, simulated_job, tmp_path):
+    # A tar keeps its members' times and `tar -x` gives them back: the console must date the
+    # dumps as the CLI does on the unpacked folder, not by when they were uploaded. Its dumps
+    # reach the analysis from memory (written after the answer), its log from disk: both dated.
+    taken = 1_767_323_045  # 2026-01-02T03:04:05Z, when the job's dumps were written
+    folder = tmp_path / "job"
+    shutil.copytree(simulated_job, folder)
+    (folder / "train.log").write_text("[rank0]: step 1 loss 2.31\n")
+    archive = tmp_path / "job.tar.zst"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:") as tar:
+        for path in sorted(folder.iterdir()):
+            info = tar.gettarinfo(str(path), arcname=f"job/{path.name}")
+            info.mtime = taken
+            with open(path, "rb") as f:
+                tar.addfile(info, f)
+    archive.write_bytes(zstandard.ZstdCompressor().compress(buffer.getvalue()))
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(fileobj=io.BytesIO(buffer.getvalue())) as tar:
+        tar.extractall(unpacked / "job", filter="data")  # the console's folder: job.tar.zst's
+    expected = cli_json(cli, "job", cwd=unpacked)
+    assert expected["inputs"]["dump_time_ns"] == taken * 10**9  # what `tar -x` gave the CLI
+
+    answer = post_files(server, [("files", ("job.tar.zst", archive.read_bytes()))])
+    assert answer.status_code == 201, answer.text
+    report = answer.json()["report"]
+    assert report["inputs"]["dump_time_ns"] == taken * 10**9
+    assert report["inputs"]["dump_time_source"] == "file modification time"
+    for key in report["inputs"]:
+        assert report["inputs"][key] == expected["inputs"][key], key
+    assert report == expected
+    # Stored as sent: every member, byte for byte.
+    stored = get(server, f"/api/analyses/{answer.json()['id']}")
+    assert sorted(i["path"] for i in stored["inputs"]) == sorted(
+        f"job/job/{p.name}" for p in folder.iterdir())
+
+
 def server_timing(answer):
     """{name: ms} of an answer's Server-Timing entries, in their order."""
     return {m.group(1): float(m.group(2)) for m in
@@ -738,6 +776,51 @@ def test_the_answer_comes_before_the_inputs_are_stored_and_a_kill_then_loses_non
         assert stored["report"]["verdict"]["culprit_ranks"] == [5]
         # Every input is stored, byte for byte as sent, and the upload's folder is gone.
         contents = {name: content for _, (name, content) in sent}
+        assert sorted(i["path"] for i in stored["inputs"]) == sorted(contents)
+        for item in stored["inputs"]:
+            assert stored_blob(data, item["sha256"]) == contents[item["path"]], item["path"]
+        assert list((data / "uploads").iterdir()) == []
+        rerun = requests.post(again.url + f"/api/analyses/{analysis_id}/rerun", timeout=TIMEOUT)
+        assert rerun.status_code == 200, rerun.text
+        assert rerun.json()["report"]["verdict"]["culprit_ranks"] == [5]
+
+
+def test_a_kill_before_an_archives_dumps_were_written_loses_none(database, slow_job, tmp_path):
+    """A tar's dumps go to the analysis from memory and are written into the upload's folder
+    only after the answer, from the archive, which is kept until then. kill -9 the moment the
+    answer's status line arrives: the next start writes them from the kept archive and stores
+    every member as it was in the archive. (Should the writing ever win the race, the upload is
+    tried again with a fresh server.)"""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:") as tar:
+        tar.add(slow_job, arcname="slow")
+    archive = zstandard.ZstdCompressor(level=1).compress(buffer.getvalue())
+    contents = {f"slow/slow/{p.name}": p.read_bytes() for p in slow_job.iterdir()}
+    for attempt in range(3):
+        data = tmp_path / f"data{attempt}"
+        server = start_server(data, *database)
+        try:
+            answer = requests.post(server.url + "/api/analyses",
+                                   files=[("files", ("slow.tar.zst", archive))],
+                                   timeout=TIMEOUT, stream=True)
+            server.kill()
+            assert answer.status_code == 201
+            analysis_id = answer.headers["Location"].rsplit("/", 1)[1]
+            answer.close()
+        finally:
+            server.stop()
+        upload = data / "uploads" / analysis_id
+        if (upload / "held.json").exists():
+            break
+    else:
+        pytest.fail("every kill came after the held members were written")
+    # What the kill left: the kept archive, its members not all written yet (or not at all).
+    assert list((upload / "held").iterdir()), "the archive was not kept"
+
+    with start_server(data, *database) as again:
+        stored = get(again, f"/api/analyses/{analysis_id}")
+        assert stored["status"] == "done"
+        assert stored["report"]["verdict"]["culprit_ranks"] == [5]
         assert sorted(i["path"] for i in stored["inputs"]) == sorted(contents)
         for item in stored["inputs"]:
             assert stored_blob(data, item["sha256"]) == contents[item["path"]], item["path"]

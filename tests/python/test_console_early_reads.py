@@ -112,3 +112,67 @@ def test_a_worker_whose_upload_was_refused_stops_without_a_report(simulated_job,
     assert worker.returncode == 0, stderr.decode()
     assert not any(tmp_path.glob("**/report.json"))
     assert os.listdir(tmp_path) == ["files"]
+
+
+def frame(path: str, data: bytes, mtime_ns: int) -> bytes:
+    """One held member as the console sends it (HeldPipe; EarlyReads.read_held)."""
+    name = path.encode()
+    return (len(name).to_bytes(4, "little") + name + len(data).to_bytes(8, "little")
+            + mtime_ns.to_bytes(8, "little") + data)
+
+
+def test_members_held_in_memory_give_the_clis_report_on_the_written_folder(cli, simulated_job,
+                                                                           tmp_path):
+    # The console sends a tar's dumps to the worker through a pipe and writes them only after
+    # the answer: the worker's report must be the CLI's on the folder once they are written,
+    # dated by the members' own times, with the log beside them read from disk.
+    files = tmp_path / "files"
+    (files / "dumps").mkdir(parents=True)
+    (files / "dumps" / "train.log").write_text("step 100 loss 2.31\n")
+    taken_ns = 1_767_323_045_000_000_000
+    members = {f"dumps/{p.name}": p.read_bytes() for p in sorted(simulated_job.iterdir())}
+    read_end, write_end = os.pipe()
+    worker = subprocess.Popen([sys.executable, "-m", "fr_analyze.console._worker", "--wait",
+                               str(tmp_path), "--held-fd", str(read_end)], cwd=tmp_path,
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, pass_fds=(read_end,))
+    os.close(read_end)
+    send(worker, {"held": True})
+    with os.fdopen(write_end, "wb") as pipe:
+        for path, data in members.items():
+            pipe.write(frame(path, data, taken_ns))
+    # The pipe closed: every member was sent. Nothing of them is on disk yet.
+    assert [p.name for p in (files / "dumps").iterdir()] == ["train.log"]
+    report = finish(worker, files, "dumps", tmp_path / "out")
+    # Every member was used from memory (decoded early, or by the load when still queued).
+    assert early_counts(tmp_path / "out")["files_used"] == len(members)
+    for path, data in members.items():  # what the console does after its answer
+        (files / path).write_bytes(data)
+        os.utime(files / path, ns=(taken_ns, taken_ns))
+    assert report == cli_json(cli, "dumps", cwd=files)
+    assert report["inputs"]["dump_time_ns"] == taken_ns
+    assert report["verdict"]["culprit_ranks"] == [5]
+
+
+def test_a_worker_whose_held_members_were_cut_off_says_so(simulated_job, tmp_path):
+    # The server died (or refused the upload) in the middle of a member: the job's load must
+    # fail and say why, never analyse the members that happened to arrive.
+    files = tmp_path / "files"
+    (files / "dumps").mkdir(parents=True)
+    data = next(p for p in sorted(simulated_job.iterdir())).read_bytes()
+    read_end, write_end = os.pipe()
+    worker = subprocess.Popen([sys.executable, "-m", "fr_analyze.console._worker", "--wait",
+                               str(tmp_path), "--held-fd", str(read_end)], cwd=tmp_path,
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, pass_fds=(read_end,))
+    os.close(read_end)
+    send(worker, {"held": True})
+    with os.fdopen(write_end, "wb") as pipe:
+        pipe.write(frame("dumps/nccl_trace_rank_0", data, 0)[:-100])
+    send(worker, {"folder": str(files), "source": "dumps", "output": str(tmp_path / "out"),
+                  "paste": False, "outputs": []})
+    _, stderr = worker.communicate(timeout=TIMEOUT)
+    assert worker.returncode == 0, stderr.decode()
+    error = json.loads((tmp_path / "out" / "error.json").read_text())["error"]
+    assert "ended inside" in error and "nccl_trace_rank_0" in error, error
+    assert not (tmp_path / "out" / "report.json").exists()

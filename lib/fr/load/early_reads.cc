@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -234,7 +235,16 @@ struct EarlyReadsState {
         if (stopping) break;
         held_pending_bytes += size;
       }
-      std::string bytes(size, '\0');
+      std::string bytes;
+      try {
+        bytes.resize(size);
+      } catch (const std::bad_alloc&) {
+        std::lock_guard lock(mutex);
+        held_pending_bytes -= size;
+        status = absl::ResourceExhaustedError(
+            fmt::format("ran out of memory holding '{}' ({} bytes)", path, size));
+        break;
+      }
       if (!ReadExactly(fd, bytes.data(), bytes.size(), nullptr)) {
         std::lock_guard lock(mutex);
         held_pending_bytes -= size;

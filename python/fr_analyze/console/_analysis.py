@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import fcntl
 import json
 import os
 import pathlib
@@ -27,7 +28,7 @@ from typing import List, Optional, Sequence
 
 from fr_analyze.console._store import (UNHASHED, Analysis, HostRole, InputFile, Store,
                                        file_sha256)
-from fr_analyze.console._uploads import is_archive
+from fr_analyze.console._uploads import HeldPipe, is_archive
 
 
 @dataclasses.dataclass
@@ -126,13 +127,31 @@ class Workers:
         # glibc reserves 64 MiB of address space per thread's arena: under RLIMIT_AS that
         # counts as used, so the limit would hit on a many-core machine before the memory is.
         env.setdefault("MALLOC_ARENA_MAX", "2")
+        # A pipe for the archive members an upload holds in memory (HeldPipe): its read end
+        # is the worker's, its write end stays here until the job is handed over.
+        held_read, held_write = os.pipe()
+        try:
+            # 1 MiB (the unprivileged most) instead of 64 KiB: a member's blocks then pass in
+            # one write each, not in sixteen turns of the writer and the reader.
+            fcntl.fcntl(held_write, fcntl.F_SETPIPE_SZ, 1 << 20)
+        except (OSError, AttributeError):
+            pass
         # The folder on the command line says whose worker it is (ps, and the tests).
-        argv = [sys.executable, "-m", "fr_analyze.console._worker", "--wait", str(self.home)]
+        argv = [sys.executable, "-m", "fr_analyze.console._worker", "--wait", str(self.home),
+                "--held-fd", str(held_read)]
         parent, memory = os.getpid(), self.limits.memory_bytes
-        return await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE, env=env, cwd=str(self.home),
-            preexec_fn=lambda: _limit_worker(memory, parent))
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=str(self.home),
+                pass_fds=(held_read,), preexec_fn=lambda: _limit_worker(memory, parent))
+        except BaseException:
+            os.close(held_write)
+            raise
+        finally:
+            os.close(held_read)
+        process.held = HeldPipe(held_write)
+        return process
 
     def prepare(self) -> None:
         """Starts the spare worker, unless one is started or starting."""
@@ -161,8 +180,9 @@ class Workers:
         spare, self._spare = self._spare, None
         if spare is None:
             return
-        if spare.done() and spare.exception() is None:
+        if spare.done() and not spare.cancelled() and spare.exception() is None:
             _kill_group(spare.result().pid)
+            spare.result().held.close()
         else:
             spare.cancel()
 
@@ -188,6 +208,10 @@ class EarlyWorker:
         # wake-up takes the GIL from the threads that unpack.
         self._lock = threading.Lock()
         self._pending: List[bytes] = []
+        # The worker reads held members from its pipe from now on (HeldPipe).
+        self.held: HeldPipe = process.held
+        if process.stdin is not None:
+            process.stdin.write(b'{"held": true}\n')
 
     @classmethod
     async def take(cls, workers: "Workers", slot: "EarlyWorker.Slot") -> Optional["EarlyWorker"]:
@@ -229,6 +253,7 @@ class EarlyWorker:
         it)."""
         if self.process.returncode is None:
             _kill_group(self.process.pid)
+        self.held.close()
         self._slot.taken = False
 
 
@@ -244,6 +269,8 @@ async def run_worker(workers: Workers, files: pathlib.Path, output: pathlib.Path
         process = process or await workers.take()
     except (OSError, subprocess.SubprocessError) as error:  # no process (fork failed, EAGAIN)
         return f"the analysis process could not start: {error}"
+    # No member is held any more: the worker's held files end here (EOF), before its job.
+    process.held.close()
     job = {"folder": str(files.resolve()), "source": worker_source(files, paste),
            "output": str(output.resolve()), "paste": paste, "outputs": list(outputs or [])}
     try:

@@ -20,6 +20,7 @@ import secrets
 import re
 import shutil
 import sys
+import tarfile
 import time
 import urllib.parse
 from typing import Dict, List, Optional, Tuple
@@ -35,7 +36,7 @@ from starlette.routing import Route
 from fr_analyze.console import _analysis, _locks, _worker
 from fr_analyze.console._store import UNHASHED, Analysis, InputFile, Store, iso_time
 from fr_analyze.console._uploads import (Limits, MultipartWriter, UploadError, UploadFolder,
-                                         is_archive, unpack_archive)
+                                         is_archive, unpack_archive, write_held)
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates"
 PAGE_SIZE = 50
@@ -96,6 +97,9 @@ class ConsoleApp:
         # Those of them whose inputs' hashes are not recorded yet (set once they are): what
         # shows the inputs' hashes (the API's analysis) waits for them.
         self.hashing: Dict[str, asyncio.Event] = {}
+        # Those of them whose held archive members are not yet written into the upload's folder
+        # (set once they are): what reads the folder (a download made from it) waits for them.
+        self.writing_held: Dict[str, asyncio.Event] = {}
         # Outputs being made, by (analysis, name): a second download waits for the first's.
         self.making: Dict[Tuple[str, str], asyncio.Task] = {}
         # Per analysis still storing its inputs: the tasks that make outputs from its upload's
@@ -122,6 +126,11 @@ class ConsoleApp:
         for entry in sorted(self.uploads.iterdir()):
             if (_ANALYSIS_ID.fullmatch(entry.name) and entry.is_dir()
                     and (entry / "files").is_dir()):
+                try:
+                    write_held(entry)
+                except (OSError, ValueError, UploadError, tarfile.TarError) as error:
+                    print(f"fr-analyze serve: analysis {entry.name}: its held archive members "
+                          f"could not be written ({error})", file=sys.stderr, flush=True)
                 lost = self.store.finish_storing(entry.name, entry / "files")
                 for path in lost:
                     print(f"fr-analyze serve: analysis {entry.name}: input {path!r} was lost "
@@ -246,6 +255,8 @@ class ConsoleApp:
         folder = UploadFolder(upload / "files", self.settings.limits)
         if early is not None:
             folder.on_file_complete = early.file_complete
+            # A tar's dumps go to the worker's memory; written to disk after the answer.
+            folder.holder = early.held
         content_type = request.headers.get("content-type", "")
         fields: Dict[str, str] = {}
         paste = False
@@ -280,6 +291,7 @@ class ConsoleApp:
                         if is_archive(sent) and path not in followed]
             for path, sent in archives:
                 await asyncio.to_thread(unpack_archive, folder, folder.root / path, sent)
+            folder.write_held_manifest()
             mark_stage(request.scope, "unpack")
             log = fields.get("log", "")
             if not writer.uploaded and log.strip():
@@ -364,6 +376,7 @@ class ConsoleApp:
             running.done.set()
         if staged:
             self.hashing[analysis.id] = asyncio.Event()
+            self.writing_held[analysis.id] = asyncio.Event()
             self.storing[analysis.id] = self.keep_task(self._store_inputs(analysis, upload))
         else:
             await asyncio.to_thread(shutil.rmtree, upload, True)
@@ -376,6 +389,11 @@ class ConsoleApp:
         and the next start of the server stores it (recover_uploads)."""
         try:
             try:
+                try:
+                    # The members the worker read from memory: on disk now, as uploaded.
+                    await asyncio.to_thread(write_held, upload)
+                finally:
+                    self.writing_held.pop(analysis.id).set()
                 await asyncio.to_thread(_analysis.hash_staged_inputs, self.store, analysis,
                                         upload / "files")
             finally:
@@ -466,6 +484,9 @@ class ConsoleApp:
             me = asyncio.current_task()
             readers.add(me)
             try:
+                held = self.writing_held.get(analysis.id)
+                if held is not None:
+                    await held.wait()
                 failure = await self._make_output_from(analysis, name, upload_files)
                 if failure is None and len(self.made_from_upload) < 1000:
                     self.made_from_upload.add((analysis.id, name))

@@ -13,13 +13,16 @@ from __future__ import annotations
 import bz2
 import dataclasses
 import gzip
+import json
 import lzma
 import os
 import pathlib
 import queue
+import shutil
 import stat
 import tarfile
 import threading
+import time
 import zipfile
 import zlib
 from typing import BinaryIO, Callable, Dict, List, Optional, Tuple
@@ -94,6 +97,59 @@ def safe_relative_path(name: str, limits: Limits, what: str = "file",
     return pathlib.PurePosixPath(*parts)
 
 
+class HeldPipe:
+    """The write end of a worker's pipe of held members (EarlyReads.read_held's frames): an
+    upload's archive members that are dumps by their names alone are sent there as they are
+    unpacked, and written to disk only after the answer (write_held). Members are sent whole,
+    one at a time (`send`, from the unpacking threads); blocking writes, so a worker that decodes
+    slower than the archive unpacks holds the unpacking back instead of growing a buffer. A
+    worker gone (killed, over its memory) makes the sending stop quietly: its analysis fails
+    and says why, and the members are still written from the archive."""
+
+    def __init__(self, fd: int):
+        self._fd: Optional[int] = fd
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def send(self, path: str, size: int, mtime_ns: int, blocks) -> None:
+        """Sends one member: `path` relative to the upload's files, `size` bytes that `blocks`
+        (an iterable of bytes) yields in order, read and counted by the caller's checks."""
+        name = path.encode("utf-8", "surrogateescape")
+        head = (len(name).to_bytes(4, "little") + name + size.to_bytes(8, "little")
+                + max(mtime_ns, 0).to_bytes(8, "little"))
+        with self._lock:
+            try:
+                self._write(head)
+                for block in blocks:
+                    self._write(block)
+            except BaseException:
+                # The member was cut short (the upload refused): the worker sees the pipe end
+                # inside it, and is stopped anyway.
+                self.close_locked()
+                raise
+
+    def _write(self, data) -> None:
+        if self.broken or self._fd is None:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError:  # EPIPE: the worker is gone
+            self.broken = True
+
+    def close_locked(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def close(self) -> None:
+        """The end of the held members (the worker then loads), or of the worker. Waits for a
+        member being sent: close only once the unpacking ended, or its worker is killed."""
+        with self._lock:
+            self.close_locked()
+
+
 class UploadFile:
     """A new file of the upload, written once from start to end; created (O_EXCL, O_NOFOLLOW)
     by open(), or by its first write or its close. On close, the folder learns its size. (Its
@@ -107,6 +163,9 @@ class UploadFile:
         self._twice = twice  # what a name already taken on disk is refused with
         self._file: Optional[BinaryIO] = None
         self._size = 0
+        # An archive member's own modification time (ns), given to the file once it is
+        # written, as `tar -x` does: what dates the dumps when they carry no time themselves.
+        self.mtime_ns: Optional[int] = None
 
     def open(self) -> None:
         # O_EXCL and O_NOFOLLOW: never through a link, never over something already there (a
@@ -143,6 +202,9 @@ class UploadFile:
         if self._file.closed:
             return
         self._file.close()
+        if self.mtime_ns is not None:
+            os.utime(self._folder.root / self._relative, ns=(self.mtime_ns, self.mtime_ns),
+                     follow_symlinks=False)
         self._folder.sizes[self._relative] = self._size
         if self._folder.on_file_complete is not None:
             self._folder.on_file_complete(self._folder.root / self._relative)
@@ -174,6 +236,12 @@ class UploadFolder:
         # wrote it (an archive's members are written by a thread of their own): the analysis
         # worker reads them while the rest arrives (_analysis.EarlyWorker).
         self.on_file_complete: Optional[Callable[[pathlib.Path], None]] = None
+        # Where a tar archive's members that are dumps by their names alone go instead of the
+        # disk (a HeldPipe: the analysis worker's), or None. They are written after the answer
+        # (write_held), from the archive, which is kept for that (HELD_FOLDER, HELD_MANIFEST).
+        self.holder = None
+        self.held: List[HeldMember] = []
+        self._kept_archives: List[dict] = []
         # An archive is unpacked in a thread while the request's other parts still arrive.
         self._lock = threading.RLock()
         root.mkdir(parents=True, exist_ok=False)
@@ -186,8 +254,25 @@ class UploadFolder:
         with self._lock:
             return self._new_file(name, what, file, opened)
 
+    def new_held(self, name: str, what: str, file: str, size: int) -> pathlib.PurePosixPath:
+        """Claims the file `name` (checked as new_file's) for a member held in memory: its
+        folder is made, the file itself only after the answer (write_held)."""
+        with self._lock:
+            relative = self._claim(name, what, file)
+            self.sizes[relative] = size
+            return relative
+
     def _new_file(self, name: str, what: str, file: Optional[str],
                   opened: bool) -> tuple[pathlib.PurePosixPath, UploadFile]:
+        relative = self._claim(name, what, file)
+        twice = UploadError(400, f"{what} {name!r} appears twice in the upload",
+                            name if file is None else file)
+        target = UploadFile(self, relative, twice)
+        if opened:
+            target.open()
+        return relative, target
+
+    def _claim(self, name: str, what: str, file: Optional[str]) -> pathlib.PurePosixPath:
         file = name if file is None else file
         relative = safe_relative_path(name, self.limits, what, file)
         if len(self.files) >= self.limits.max_files:
@@ -206,10 +291,34 @@ class UploadFolder:
             self._folders.update(relative.parents)
         self.files.append(relative)
         self._names.add(relative)
-        target = UploadFile(self, relative, twice)
-        if opened:
-            target.open()
-        return relative, target
+        return relative
+
+    def archive_done(self, archive: pathlib.Path, name: str) -> None:
+        """`archive` (in the folder, sent as `name`) is unpacked: removed, or kept outside the
+        folder's files when members of it are held (write_held reads them from it)."""
+        relative = archive.relative_to(self.root).as_posix()
+        members = [m for m in self.held if m.archive == relative]
+        if members:
+            kept = self.root.parent / HELD_FOLDER
+            kept.mkdir(exist_ok=True)
+            target = kept / f"{len(self._kept_archives)}.archive"
+            os.replace(archive, target)
+            self._kept_archives.append({
+                "archive": f"{HELD_FOLDER}/{target.name}", "name": name,
+                "members": [[m.member, m.path, m.size, m.mtime_ns] for m in members]})
+        else:
+            archive.unlink()
+        self.forget(archive)
+
+    def write_held_manifest(self) -> None:
+        """Notes, beside the folder, which members are held and in which kept archive: what
+        write_held reads, after the answer or at the next start of a server killed before."""
+        if not self._kept_archives:
+            return
+        manifest = self.root.parent / HELD_MANIFEST
+        temporary = manifest.with_name(manifest.name + ".part")
+        temporary.write_text(json.dumps({"archives": self._kept_archives}))
+        os.replace(temporary, manifest)
 
     def forget(self, path: pathlib.Path) -> None:
         """`path` (an unpacked archive) was removed: it is no file of the upload any more."""
@@ -273,8 +382,7 @@ def unpack_archive(folder: UploadFolder, archive: pathlib.Path, name: str,
         # compression method zipfile lacks.
         raise UploadError(400, f"archive {name!r} is truncated or unreadable: {error}", name)
     if source is None:
-        archive.unlink()
-        folder.forget(archive)
+        folder.archive_done(archive, name)
 
 
 class ArchiveFollower:
@@ -288,6 +396,7 @@ class ArchiveFollower:
     unpacking's error; `error` is the error so far, to stop reading a request early."""
 
     def __init__(self, folder: UploadFolder, relative: pathlib.PurePosixPath, name: str):
+        self.name = name
         self._path = folder.root / relative
         self._cond = threading.Condition()
         self._written = 0
@@ -523,16 +632,20 @@ def _open_tar_stream(raw: BinaryIO, name: str) -> BinaryIO:
 def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
                 check_ratio: Callable[[str], None],
                 source: Optional[ArchiveFollower] = None) -> None:
+    relative = archive.relative_to(folder.root).as_posix()
     with _MemberWriter() as writer:
         if source is not None:
-            _read_tar(folder, source, name, prefix, check_ratio, writer)
+            _read_tar(folder, source, name, prefix, check_ratio, writer, relative)
         else:
             with open(archive, "rb") as raw:
-                _read_tar(folder, raw, name, prefix, check_ratio, writer)
+                _read_tar(folder, raw, name, prefix, check_ratio, writer, relative)
 
 
 def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
-              check_ratio: Callable[[str], None], writer: _MemberWriter) -> None:
+              check_ratio: Callable[[str], None], writer: _MemberWriter,
+              archive: str) -> None:
+    from fr_analyze import _core
+
     stream = _ForwardStream(_open_tar_stream(raw, name))
     # One pass, members in order: nothing seeks back or lists the whole archive first.
     with tarfile.open(fileobj=stream, mode="r:") as tar:
@@ -547,8 +660,9 @@ def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
                         else "a device or FIFO")
                 raise UploadError(400, f"archive {name!r} member {member.name!r} is {what}"
                                   "; only plain files are accepted", where)
-            _, target = folder.new_file(path, "archive member", where, opened=False)
-            try:
+            mtime_ns = _member_mtime_ns(member.mtime)
+
+            def blocks():
                 stream.seek(member.offset_data)
                 left = member.size
                 while left > 0:
@@ -558,9 +672,88 @@ def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
                     left -= len(block)
                     folder.count_unpacked(len(block), where)
                     check_ratio(member.name)
+                    yield block
+
+            if folder.holder is not None and _core.is_dump_by_name(path):
+                relative = folder.new_held(path, "archive member", where, member.size)
+                folder.held.append(HeldMember(archive, member.name, relative.as_posix(),
+                                              member.size, mtime_ns))
+                folder.holder.send(relative.as_posix(), member.size, mtime_ns, blocks())
+                continue
+            _, target = folder.new_file(path, "archive member", where, opened=False)
+            target.mtime_ns = mtime_ns
+            try:
+                for block in blocks():
                     writer.write(target, block)
             finally:
                 writer.close(target)
+
+
+def _member_mtime_ns(mtime: float) -> int:
+    """A tar member's time in ns; a member without one (0: `tar --mtime=@0`, reproducible
+    archives) gets the time it is unpacked, as a file written now would."""
+    if mtime and mtime > 0:
+        return int(round(mtime * 1e9))
+    return time.time_ns()
+
+
+@dataclasses.dataclass
+class HeldMember:
+    """A tar member sent to the analysis worker instead of written (UploadFolder.holder)."""
+
+    archive: str  # the archive, relative to the upload's files
+    member: str  # its name in the archive
+    path: str  # where it goes, relative to the upload's files
+    size: int
+    mtime_ns: int
+
+
+# Beside an upload's files: the archives members of which are held, and which members.
+HELD_FOLDER = "held"
+HELD_MANIFEST = "held.json"
+
+
+def write_held(upload: pathlib.Path) -> None:
+    """Writes the held members of the upload in `upload` (its folder: files/, held/,
+    held.json) into its files, from the kept archives, with their own times, then removes the
+    archives: after the answer, or at the start of a server killed before it was done. Each file
+    appears whole (written aside, then renamed). Does nothing when nothing is held. Raises
+    OSError, or UploadError when an archive no longer holds what it held."""
+    manifest = upload / HELD_MANIFEST
+    if not manifest.exists():
+        return
+    files = upload / "files"
+    for entry in json.loads(manifest.read_text())["archives"]:
+        wanted = {member: (path, size, mtime_ns)
+                  for member, path, size, mtime_ns in entry["members"]}
+        with open(upload / entry["archive"], "rb") as raw:
+            stream = _ForwardStream(_open_tar_stream(raw, entry["name"]))
+            with tarfile.open(fileobj=stream, mode="r:") as tar:
+                for member in tar:
+                    if member.name not in wanted or not member.isfile():
+                        continue
+                    path, size, mtime_ns = wanted.pop(member.name)
+                    if member.size != size:
+                        raise UploadError(500, f"archive {entry['name']!r} member "
+                                          f"{member.name!r} changed size", member.name)
+                    temporary = upload / HELD_FOLDER / "member.part"
+                    with open(temporary, "wb") as out:
+                        stream.seek(member.offset_data)
+                        left = size
+                        while left > 0:
+                            block = stream.read_block(left)
+                            if not block:
+                                raise tarfile.ReadError(
+                                    f"unexpected end of data in {member.name!r}")
+                            left -= len(block)
+                            out.write(block)
+                    os.utime(temporary, ns=(mtime_ns, mtime_ns))
+                    os.replace(temporary, files / path)
+        if wanted:
+            raise UploadError(500, f"archive {entry['name']!r} lacks members it held: "
+                              + ", ".join(sorted(wanted)[:3]), entry["name"])
+    manifest.unlink()
+    shutil.rmtree(upload / HELD_FOLDER, ignore_errors=True)
 
 
 def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
@@ -679,8 +872,7 @@ class MultipartWriter:
         it in a worker thread."""
         for path, follower in self.followers:
             follower.join()
-            (self.folder.root / path).unlink()
-            self.folder.forget(self.folder.root / path)
+            self.folder.archive_done(self.folder.root / path, follower.name)
 
     def follower_error(self) -> Optional[UploadError]:
         """The first archive found unreadable (or over a limit) so far, or None."""

@@ -8,7 +8,10 @@ moves into the folder and runs as above. Before the job, while an upload is stil
 the console may send lines {"file": PATH}, one per file of the upload as soon as it is written
 (absolute paths): the worker reads those files on its threads at once (_core.EarlyReads), and
 the job's load takes what was read instead of reading it again, so that the decoding overlaps
-the unpacking. The report is the same either way.
+the unpacking. With `--held-fd N` (a pipe's read end), a line {"held": true} makes it read the
+archive members the console holds in memory from that pipe instead (frames: EarlyReads.read_held;
+paths relative to the upload's folder), until the console closes it: those members are on no
+disk until the console has answered. The report is the same either way.
 
 The console starts one per analysis with limits on its time and memory (_analysis.py), so a
 large or crafted upload costs that process, never the server. Without --outputs it writes what
@@ -26,6 +29,7 @@ import json
 import os
 import pathlib
 import sys
+from typing import Optional
 
 ANSWER = ("report.json", "report.pb")
 LATER = ("report.html", "report.pb", "timeline.perfetto-trace")
@@ -73,9 +77,10 @@ def _write(path: pathlib.Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def wait_for_job() -> int:
+def wait_for_job(held_fd: Optional[int] = None) -> int:
     """Imports what an analysis needs, then waits for the job on stdin (the console hands it
-    over when an upload is in). No job (stdin closed: the server stopped) is no error."""
+    over when an upload is in). No job (stdin closed: the server stopped) is no error.
+    `held_fd`: the pipe of held members, read once {"held": true} comes."""
     from fr_analyze import _core  # the import is what is done ahead of the job
 
     early = None
@@ -84,14 +89,20 @@ def wait_for_job() -> int:
         if not line.strip():
             return 0
         message = json.loads(line)
-        if "file" not in message:
+        if "file" not in message and "held" not in message:
             break
         if early is None:
             # One thread at the lowest priority: on a few cores the server's unpacking is
             # what the answer waits for, and reads that slow it gain nothing (measured on 2
             # cores: docs/benchmarks.md).
             early = _core.EarlyReads(jobs=1, background=True)
-        early.file_complete(os.fsencode(message["file"]))
+        if "file" in message:
+            early.file_complete(os.fsencode(message["file"]))
+        elif held_fd is not None:
+            early.read_held(held_fd)  # it closes the descriptor at the pipe's end
+            held_fd = None
+    if held_fd is not None:
+        os.close(held_fd)
     job = message
     os.chdir(job["folder"])
     outputs = tuple(job.get("outputs") or ()) or ANSWER
@@ -108,6 +119,8 @@ def main(argv: list) -> int:
     usage = "usage: python -m fr_analyze.console._worker INPUT OUTPUT [--paste] [--outputs N,...]"
     if len(argv) == 2 and argv[0] == "--wait":
         return wait_for_job()
+    if len(argv) == 4 and argv[0] == "--wait" and argv[2] == "--held-fd":
+        return wait_for_job(int(argv[3]))
     if len(argv) < 2:
         print(usage, file=sys.stderr)
         return 2
