@@ -9,9 +9,10 @@ noisy: a ratio against a baseline of the same run, or the server's own time).
    level 6; --formats) and POSTed to /api/analyses as one multipart `files` part, streamed from
    disk with a Content-Length, until the 201 answer with the report. Each upload goes to a fresh
    console with an empty store (a job's archive is uploaded once: no blob is already stored),
-   started and warmed up (its first page and a small upload) before the clock starts, and
-   --settle-s (61) after files were last removed (see settle(): on a file system without a
-   journal, files created within a minute of many removals cost an inode scan each). The
+   started and warmed up (its first page and a small upload) before the clock starts, right
+   after the previous console's folder was removed (--settle-s waits longer: see settle(); a
+   tar's dumps are written after the answer, so the inode scans it describes no longer come
+   before it). The
    baseline, in the same run and interleaved with the uploads: `fr-analyze analyze DIR --format
    json -o FILE` on the unpacked dumps. Page cache warm for both. Target: the upload at most 2x
    the baseline (median of --repeats each). Both must name the stuck rank. After each upload,
@@ -392,15 +393,16 @@ last_removal = [time.monotonic()]
 
 
 def settle(args):
-    """Waits until --settle-s have passed since files were last removed. On an ext4 file system
-    without a journal (this project's VMs: /proc/fs/jbd2 is empty), creating a file skips every
-    free inode of its group that was freed in the last 60 s (the kernel's recently_deleted()
-    check, there for file systems without a journal) at a buffer-cache lookup each, scanning
-    from the group's start for every new file. A console of 512 dumps creates 520 files; the
-    previous measurement's console and its folder freed over a thousand inodes, so back to back
-    each upload paid 0.2-0.5 CPU-s of inode scanning that a console sees only when uploads
-    follow each other within a minute (perf: find_inode_bit, recently_deleted,
-    find_get_block_common in the unpacking thread), and never on a journalled ext4 or XFS."""
+    """Waits until --settle-s (default 0) have passed since files were last removed. On an ext4
+    file system without a journal (this project's VMs: /proc/fs/jbd2 is empty), creating a file
+    skips every free inode of its group that was freed in the last 60 s (the kernel's
+    recently_deleted() check, there for file systems without a journal) at a buffer-cache lookup
+    each, scanning from the group's start for every new file. When the console wrote a tar's
+    512 dumps before answering, back-to-back uploads each paid 0.2-0.5 CPU-s of that scanning
+    (perf: find_inode_bit, recently_deleted, find_get_block_common in the unpacking thread),
+    and the benchmark waited 61 s. Since 2026-12-08 those members reach the analysis from memory
+    and are written after the answer; 61 still shows what an upload of loose files (written
+    before the answer) costs once the scans are gone."""
     wait = last_removal[0] + args.settle_s - time.monotonic()
     if wait > 0:
         time.sleep(wait)
@@ -940,9 +942,9 @@ def main():
     parser.add_argument("--link-mbps", type=float, default=100.0,
                         help="also upload each archive sent at this rate, as over a network, "
                              "and time the verdict after its last byte (default 100; 0: not)")
-    parser.add_argument("--settle-s", type=float,
+    parser.add_argument("--settle-s", type=float, default=0.0,
                         help="seconds between the last removal of files and each upload on "
-                        "loopback (default 61, --quick 0; see settle())")
+                        "loopback (default 0; see settle())")
     parser.add_argument("--breakdown", action="store_true",
                         help="time the upload's stages even when its target is met")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 when a target is missed")
@@ -954,8 +956,6 @@ def main():
     args.requests = args.requests or (10 if args.quick else 20)
     args.formats = (args.formats or ("tar.zst" if args.quick else "tar.zst,tar.gz")).split(",")
     args.postgres = args.postgres or ("off" if args.quick else "auto")
-    if args.settle_s is None:
-        args.settle_s = 0.0 if args.quick else 61.0
     args.cli = os.path.abspath(args.cli)
 
     workdir = tempfile.mkdtemp(prefix="fr-console-bench-", dir=args.workdir)
