@@ -36,7 +36,8 @@ from starlette.routing import Route
 from fr_analyze.console import _analysis, _locks, _worker
 from fr_analyze.console._store import UNHASHED, Analysis, InputFile, Store, iso_time
 from fr_analyze.console._uploads import (Limits, MultipartWriter, UploadError, UploadFolder,
-                                         is_archive, unpack_archive, write_held)
+                                         HELD_MANIFEST, is_archive, unpack_archive,
+                                         write_held)
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates"
 PAGE_SIZE = 50
@@ -487,6 +488,11 @@ class ConsoleApp:
                 held = self.writing_held.get(analysis.id)
                 if held is not None:
                     await held.wait()
+                if (upload_files.parent / HELD_MANIFEST).exists():
+                    # Writing the held members failed (the server's log says why): the folder
+                    # lacks them, and an output made from it would be of the other files only.
+                    return ("the upload's dumps could not be written to disk yet; the next "
+                            "start of the server writes and stores them")
                 failure = await self._make_output_from(analysis, name, upload_files)
                 if failure is None and len(self.made_from_upload) < 1000:
                     self.made_from_upload.add((analysis.id, name))

@@ -663,13 +663,7 @@ def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
             mtime_ns = _member_mtime_ns(member.mtime)
 
             def blocks():
-                stream.seek(member.offset_data)
-                left = member.size
-                while left > 0:
-                    block = stream.read_block(left)
-                    if not block:
-                        raise tarfile.ReadError(f"unexpected end of data in {member.name!r}")
-                    left -= len(block)
+                for block in _member_blocks(stream, member):
                     folder.count_unpacked(len(block), where)
                     check_ratio(member.name)
                     yield block
@@ -687,6 +681,18 @@ def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
                     writer.write(target, block)
             finally:
                 writer.close(target)
+
+
+def _member_blocks(stream: "_ForwardStream", member: tarfile.TarInfo):
+    """A tar member's bytes, in the stream's blocks (at most 1 MiB each)."""
+    stream.seek(member.offset_data)
+    left = member.size
+    while left > 0:
+        block = stream.read_block(left)
+        if not block:
+            raise tarfile.ReadError(f"unexpected end of data in {member.name!r}")
+        left -= len(block)
+        yield block
 
 
 def _member_mtime_ns(mtime: float) -> int:
@@ -738,14 +744,7 @@ def write_held(upload: pathlib.Path) -> None:
                                           f"{member.name!r} changed size", member.name)
                     temporary = upload / HELD_FOLDER / "member.part"
                     with open(temporary, "wb") as out:
-                        stream.seek(member.offset_data)
-                        left = size
-                        while left > 0:
-                            block = stream.read_block(left)
-                            if not block:
-                                raise tarfile.ReadError(
-                                    f"unexpected end of data in {member.name!r}")
-                            left -= len(block)
+                        for block in _member_blocks(stream, member):
                             out.write(block)
                     os.utime(temporary, ns=(mtime_ns, mtime_ns))
                     os.replace(temporary, files / path)
