@@ -271,6 +271,40 @@ def test_an_archives_dumps_are_dated_by_their_own_times_as_the_cli_dates_them(
         f"job/job/{p.name}" for p in folder.iterdir())
 
 
+def test_an_archive_beside_loose_files_is_read_with_them(server, cli, simulated_job, tmp_path):
+    # Two archives and a log dropped beside them: the upload's folder has three entries, so the
+    # analysis reads all of it; the archives' dumps (sent to the worker from memory) and the
+    # loose log (written) must be found where the CLI finds them in the same folder.
+    dumps = sorted(simulated_job.iterdir())
+    half = len(dumps) // 2
+    parts = []
+    for name, members in (("a.tar.zst", dumps[:half]), ("b.tar", dumps[half:])):
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:") as tar:
+            for path in members:
+                tar.add(path, arcname=f"job/{path.name}")
+        data = buffer.getvalue()
+        parts.append(("files", (name, zstandard.ZstdCompressor().compress(data)
+                                if name.endswith(".zst") else data)))
+    log = b"[rank0]: step 1 loss 2.31\n"
+    parts.append(("files", ("train.log", log)))
+    answer = post_files(server, parts)
+    assert answer.status_code == 201, answer.text
+    report = answer.json()["report"]
+
+    unpacked = tmp_path / "unpacked"
+    for name, members in (("a", dumps[:half]), ("b", dumps[half:])):
+        (unpacked / name / "job").mkdir(parents=True)
+        for path in members:
+            shutil.copy2(path, unpacked / name / "job" / path.name)  # tar -x keeps the times
+    (unpacked / "train.log").write_bytes(log)
+    expected = cli_json(cli, ".", cwd=unpacked)
+    assert report["verdict"]["culprit_ranks"] == [5]
+    assert without_dump_time(report) == without_dump_time(expected)
+    stored = get(server, f"/api/analyses/{answer.json()['id']}")
+    assert len(stored["inputs"]) == len(dumps) + 1
+
+
 def server_timing(answer):
     """{name: ms} of an answer's Server-Timing entries, in their order."""
     return {m.group(1): float(m.group(2)) for m in
