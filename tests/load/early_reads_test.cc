@@ -322,6 +322,26 @@ TEST_F(HeldFilesTest, OnlyHeldFilesUnderTheRootAndNamedAsDumpsAreLoaded) {
                                               (dir_ / "job/notes.txt").string()));
 }
 
+TEST_F(HeldFilesTest, AHeldFileOverTheSizeLimitIsThatFilesErrorAlone) {
+  // One bad member among many is reported, and the others analysed, as on disk.
+  fs::path job = dir_ / "job";
+  fs::create_directories(job);
+  std::string small = Dump(1, 20);
+  std::string large = Dump(0, 400);
+  ASSERT_GT(large.size(), small.size() + 100);
+  ReadOptions read;
+  read.max_decompressed_bytes = small.size() + 100;
+  EarlyReads early(/*jobs=*/1, /*background=*/false, DiscoverOptions(), read);
+  Send(early, Frame({(job / "nccl_trace_rank_0").string(), large, 0}) +
+                  Frame({(job / "nccl_trace_rank_1").string(), small, 0}));
+  LoadedTrace trace = Load(job, &early);
+  ASSERT_EQ(trace.ranks.size(), 1u);
+  EXPECT_EQ(trace.ranks[0].rank, 1);
+  ASSERT_EQ(trace.rejected.size(), 1u);
+  EXPECT_THAT(trace.rejected[0].path, HasSubstr("nccl_trace_rank_0"));
+  EXPECT_THAT(trace.rejected[0].error, HasSubstr("more than"));
+}
+
 TEST_F(HeldFilesTest, APipeThatEndsInsideAFileFailsTheLoadAndSaysSo) {
   fs::create_directories(dir_ / "job");
   std::string stream = Frame({(dir_ / "job/nccl_trace_rank_0").string(), Dump(0), 0});

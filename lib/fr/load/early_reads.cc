@@ -191,6 +191,33 @@ struct EarlyReadsState {
     return true;
   }
 
+  // Reads and drops `size` bytes of the pipe; false when it ends first.
+  bool SkipBytes(int fd, uint64_t size) {
+    std::string chunk(std::min<uint64_t>(size, uint64_t{1} << 20), '\0');
+    while (size > 0) {
+      size_t step = static_cast<size_t>(std::min<uint64_t>(size, chunk.size()));
+      if (!ReadExactly(fd, chunk.data(), step, nullptr)) return false;
+      size -= step;
+    }
+    return true;
+  }
+
+  // Lists a held file whose result is known without decoding (its error); false when its path
+  // was held already.
+  bool AddHeld(HeldFile file, FileResult result) {
+    std::lock_guard lock(mutex);
+    if (!by_held.try_emplace(file.relative_path, reads.size()).second) return false;
+    reads.push_back({.path = file.relative_path,
+                     .identity = {},
+                     .state = ReadState::kDone,
+                     .result = std::move(result),
+                     .held = true,
+                     .bytes = nullptr,
+                     .mtime_ns = 0});
+    held.push_back(std::move(file));
+    return true;
+  }
+
   // The held files' reader: one frame after another until the pipe ends (EarlyReads::ReadHeld).
   void ReadHeldFrames(int fd) {
     absl::Status status;
@@ -219,10 +246,22 @@ struct EarlyReadsState {
       for (int i = 7; i >= 0; --i) size = size << 8 | numbers[i];
       for (int i = 15; i >= 8; --i) mtime = mtime << 8 | numbers[i];
       if (size > read.max_decompressed_bytes) {
-        status = absl::DataLossError(
-            fmt::format("held file '{}' claims {} bytes, over the {}-byte limit", path, size,
-                        read.max_decompressed_bytes));
-        break;
+        // That file's error, as a file on disk over the limit is: passed over, never held.
+        if (!SkipBytes(fd, size)) {
+          status = absl::DataLossError(
+              fmt::format("the held files' pipe ended inside '{}' ({} bytes)", path, size));
+          break;
+        }
+        FileResult too_large;
+        too_large.dump = absl::ResourceExhaustedError(
+            fmt::format("{} bytes, more than the {}-byte limit (ReadOptions::"
+                        "max_decompressed_bytes)",
+                        size, read.max_decompressed_bytes));
+        if (!AddHeld({.relative_path = path, .size = size, .head = ""}, std::move(too_large))) {
+          status = absl::DataLossError(fmt::format("held file '{}' was sent twice", path));
+          break;
+        }
+        continue;
       }
       {
         // Held back until the decoding has caught up (a file larger than the bound alone waits

@@ -668,7 +668,8 @@ def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
                     check_ratio(member.name)
                     yield block
 
-            if folder.holder is not None and _core.is_dump_by_name(path):
+            if (folder.holder is not None and member.size <= HELD_MAX_MEMBER_BYTES
+                    and _core.is_dump_by_name(path)):
                 relative = folder.new_held(path, "archive member", where, member.size)
                 folder.held.append(HeldMember(archive, member.name, relative.as_posix(),
                                               member.size, mtime_ns))
@@ -713,6 +714,10 @@ class HeldMember:
     size: int
     mtime_ns: int
 
+
+# The largest member held in memory: a larger dump (a rare 100k-entry buffer with stacks) is
+# written before the answer as other files are, and the worker maps it from disk.
+HELD_MAX_MEMBER_BYTES = 64 << 20
 
 # Beside an upload's files: the archives members of which are held, and which members.
 HELD_FOLDER = "held"
