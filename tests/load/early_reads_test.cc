@@ -253,6 +253,15 @@ class HeldFilesTest : public EarlyReadsTest {
     EarlyReadsTest::TearDown();
   }
 
+  // The error of a load of `root` that must fail (OK when it did not).
+  static absl::Status FailedLoad(const fs::path& root, EarlyReads& early) {
+    LoadOptions options;
+    options.early = &early;
+    absl::StatusOr<LoadedTrace> trace = LoadTrace(root.string(), options);
+    EXPECT_FALSE(trace.ok());
+    return trace.status();
+  }
+
   std::vector<Member> JobMembers(const fs::path& folder) {
     std::vector<Member> members;
     for (int64_t rank = 0; rank < job_.world_size; ++rank) {
@@ -348,12 +357,9 @@ TEST_F(HeldFilesTest, APipeThatEndsInsideAFileFailsTheLoadAndSaysSo) {
   stream.resize(stream.size() - 10);  // the server died mid-member
   EarlyReads early(/*jobs=*/1);
   Send(early, stream);
-  LoadOptions options;
-  options.early = &early;
-  absl::StatusOr<LoadedTrace> trace = LoadTrace((dir_ / "job").string(), options);
-  ASSERT_FALSE(trace.ok());
-  EXPECT_THAT(trace.status().message(), HasSubstr("ended inside"));
-  EXPECT_THAT(trace.status().message(), HasSubstr("nccl_trace_rank_0"));
+  absl::Status failed = FailedLoad(dir_ / "job", early);
+  EXPECT_THAT(failed.message(), HasSubstr("ended inside"));
+  EXPECT_THAT(failed.message(), HasSubstr("nccl_trace_rank_0"));
 }
 
 TEST_F(HeldFilesTest, AFrameClaimingAnAbsurdPathIsRefused) {
@@ -361,11 +367,7 @@ TEST_F(HeldFilesTest, AFrameClaimingAnAbsurdPathIsRefused) {
   std::string stream = "\xff\xff\xff\x7f" + std::string(64, 'x');
   EarlyReads early(/*jobs=*/1);
   Send(early, stream);
-  LoadOptions options;
-  options.early = &early;
-  absl::StatusOr<LoadedTrace> trace = LoadTrace((dir_ / "job").string(), options);
-  ASSERT_FALSE(trace.ok());
-  EXPECT_THAT(trace.status().message(), HasSubstr("claims a path of"));
+  EXPECT_THAT(FailedLoad(dir_ / "job", early).message(), HasSubstr("claims a path of"));
 }
 
 TEST_F(HeldFilesTest, StoppingWhileFilesStillArriveReturnsPromptly) {

@@ -781,16 +781,12 @@ def test_a_server_killed_mid_analysis_keeps_every_stored_analysis_whole(database
         assert list((data / "uploads").iterdir()) == []
 
 
-def test_the_answer_comes_before_the_inputs_are_stored_and_a_kill_then_loses_none(
-        database, slow_job, tmp_path):
-    """A 512-file upload is answered once its row is saved: hashing its inputs and compressing
-    them into the blob store follow. kill -9 the moment the answer's status line arrives: the
-    inputs are not all stored yet, and the next start stores them from the upload's folder."""
-    data = tmp_path / "data"
-    sent = folder_files(slow_job)
+def post_then_kill_at_the_answer(data, database, files):
+    """POSTs `files` to a new server on `data` and kills it (-9) the moment the answer's
+    status line arrives; returns the analysis's id."""
     server = start_server(data, *database)
     try:
-        answer = requests.post(server.url + "/api/analyses", files=sent, timeout=TIMEOUT,
+        answer = requests.post(server.url + "/api/analyses", files=files, timeout=TIMEOUT,
                                stream=True)
         server.kill()
         assert answer.status_code == 201
@@ -798,18 +794,35 @@ def test_the_answer_comes_before_the_inputs_are_stored_and_a_kill_then_loses_non
         answer.close()
     finally:
         server.stop()
+    return analysis_id
+
+
+def test_the_answer_comes_before_the_inputs_are_stored_and_a_kill_then_loses_none(
+        database, slow_job, tmp_path):
+    """A 512-file upload is answered once its row is saved: hashing its inputs and compressing
+    them into the blob store follow. kill -9 the moment the answer's status line arrives: the
+    inputs are not all stored yet, and the next start stores them from the upload's folder."""
+    data = tmp_path / "data"
+    sent = folder_files(slow_job)
+    analysis_id = post_then_kill_at_the_answer(data, database, sent)
     # What the kill left: the answered upload's files, not yet all in the blob store.
     staged = data / "uploads" / analysis_id / "files"
     assert sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*")
                   if p.is_file()) == sorted(name for _, (name, _) in sent)
     assert len(blob_files(data)) < len(sent), "the answer waited for the inputs' compression"
 
+    check_restart_stored_everything(data, database, analysis_id,
+                                    {name: content for _, (name, content) in sent})
+
+
+def check_restart_stored_everything(data, database, analysis_id, contents):
+    """After a kill at the answer: the next start has the analysis whole, every input stored
+    byte for byte as sent (`contents`: path -> bytes), the upload's folder gone, and a re-run
+    of the stored inputs names the same culprit."""
     with start_server(data, *database) as again:
         stored = get(again, f"/api/analyses/{analysis_id}")
         assert stored["status"] == "done"
         assert stored["report"]["verdict"]["culprit_ranks"] == [5]
-        # Every input is stored, byte for byte as sent, and the upload's folder is gone.
-        contents = {name: content for _, (name, content) in sent}
         assert sorted(i["path"] for i in stored["inputs"]) == sorted(contents)
         for item in stored["inputs"]:
             assert stored_blob(data, item["sha256"]) == contents[item["path"]], item["path"]
@@ -832,17 +845,8 @@ def test_a_kill_before_an_archives_dumps_were_written_loses_none(database, slow_
     contents = {f"slow/slow/{p.name}": p.read_bytes() for p in slow_job.iterdir()}
     for attempt in range(3):
         data = tmp_path / f"data{attempt}"
-        server = start_server(data, *database)
-        try:
-            answer = requests.post(server.url + "/api/analyses",
-                                   files=[("files", ("slow.tar.zst", archive))],
-                                   timeout=TIMEOUT, stream=True)
-            server.kill()
-            assert answer.status_code == 201
-            analysis_id = answer.headers["Location"].rsplit("/", 1)[1]
-            answer.close()
-        finally:
-            server.stop()
+        analysis_id = post_then_kill_at_the_answer(data, database,
+                                                   [("files", ("slow.tar.zst", archive))])
         upload = data / "uploads" / analysis_id
         if (upload / "held.json").exists():
             break
@@ -850,18 +854,7 @@ def test_a_kill_before_an_archives_dumps_were_written_loses_none(database, slow_
         pytest.fail("every kill came after the held members were written")
     # What the kill left: the kept archive, its members not all written yet (or not at all).
     assert list((upload / "held").iterdir()), "the archive was not kept"
-
-    with start_server(data, *database) as again:
-        stored = get(again, f"/api/analyses/{analysis_id}")
-        assert stored["status"] == "done"
-        assert stored["report"]["verdict"]["culprit_ranks"] == [5]
-        assert sorted(i["path"] for i in stored["inputs"]) == sorted(contents)
-        for item in stored["inputs"]:
-            assert stored_blob(data, item["sha256"]) == contents[item["path"]], item["path"]
-        assert list((data / "uploads").iterdir()) == []
-        rerun = requests.post(again.url + f"/api/analyses/{analysis_id}/rerun", timeout=TIMEOUT)
-        assert rerun.status_code == 200, rerun.text
-        assert rerun.json()["report"]["verdict"]["culprit_ranks"] == [5]
+    check_restart_stored_everything(data, database, analysis_id, contents)
 
 
 def test_a_restart_hashes_and_stores_inputs_answered_before_they_were_hashed(database,

@@ -121,6 +121,19 @@ def frame(path: str, data: bytes, mtime_ns: int) -> bytes:
             + mtime_ns.to_bytes(8, "little") + data)
 
 
+def start_holding_worker(home: pathlib.Path):
+    """The worker as the console starts it, with the pipe of held members (its write end
+    returned, open) and the line that makes it read them."""
+    read_end, write_end = os.pipe()
+    worker = subprocess.Popen([sys.executable, "-m", "fr_analyze.console._worker", "--wait",
+                               str(home), "--held-fd", str(read_end)], cwd=home,
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, pass_fds=(read_end,))
+    os.close(read_end)
+    send(worker, {"held": True})
+    return worker, os.fdopen(write_end, "wb")
+
+
 def test_members_held_in_memory_give_the_clis_report_on_the_written_folder(cli, simulated_job,
                                                                            tmp_path):
     # The console sends a tar's dumps to the worker through a pipe and writes them only after
@@ -131,14 +144,8 @@ def test_members_held_in_memory_give_the_clis_report_on_the_written_folder(cli, 
     (files / "dumps" / "train.log").write_text("step 100 loss 2.31\n")
     taken_ns = 1_767_323_045_000_000_000
     members = {f"dumps/{p.name}": p.read_bytes() for p in sorted(simulated_job.iterdir())}
-    read_end, write_end = os.pipe()
-    worker = subprocess.Popen([sys.executable, "-m", "fr_analyze.console._worker", "--wait",
-                               str(tmp_path), "--held-fd", str(read_end)], cwd=tmp_path,
-                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, pass_fds=(read_end,))
-    os.close(read_end)
-    send(worker, {"held": True})
-    with os.fdopen(write_end, "wb") as pipe:
+    worker, pipe = start_holding_worker(tmp_path)
+    with pipe:
         for path, data in members.items():
             pipe.write(frame(path, data, taken_ns))
     # The pipe closed: every member was sent. Nothing of them is on disk yet.
@@ -160,14 +167,8 @@ def test_a_worker_whose_held_members_were_cut_off_says_so(simulated_job, tmp_pat
     files = tmp_path / "files"
     (files / "dumps").mkdir(parents=True)
     data = next(p for p in sorted(simulated_job.iterdir())).read_bytes()
-    read_end, write_end = os.pipe()
-    worker = subprocess.Popen([sys.executable, "-m", "fr_analyze.console._worker", "--wait",
-                               str(tmp_path), "--held-fd", str(read_end)], cwd=tmp_path,
-                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, pass_fds=(read_end,))
-    os.close(read_end)
-    send(worker, {"held": True})
-    with os.fdopen(write_end, "wb") as pipe:
+    worker, pipe = start_holding_worker(tmp_path)
+    with pipe:
         pipe.write(frame("dumps/nccl_trace_rank_0", data, 0)[:-100])
     send(worker, {"folder": str(files), "source": "dumps", "output": str(tmp_path / "out"),
                   "paste": False, "outputs": []})
