@@ -271,6 +271,36 @@ def test_an_archives_dumps_are_dated_by_their_own_times_as_the_cli_dates_them(
         f"job/job/{p.name}" for p in folder.iterdir())
 
 
+def test_a_zips_dumps_are_dated_by_their_utc_times_as_unzip_dates_them(server, cli,
+                                                                        simulated_job, tmp_path):
+    # Info-ZIP's zip keeps each file's UTC time in an extended-timestamp field (0x5455) beside
+    # the DOS local time, and unzip restores that one: so must the console (whatever its own
+    # time zone), its dumps read from memory and its log from disk alike.
+    taken = 1_767_323_045
+    members = {f"job/{p.name}": p.read_bytes() for p in sorted(simulated_job.iterdir())}
+    members["job/train.log"] = b"[rank0]: step 1 loss 2.31\n"
+    archive = tmp_path / "job.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, date_time=(2020, 5, 6, 7, 8, 9))  # a wrong local time
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.extra = (0x5455).to_bytes(2, "little") + (5).to_bytes(2, "little") + bytes(
+                [1]) + taken.to_bytes(4, "little")
+            z.writestr(info, data)
+    unpacked = tmp_path / "unpacked" / "job"  # as unzip leaves it, under the console's folder
+    for name, data in members.items():
+        (unpacked / name).parent.mkdir(parents=True, exist_ok=True)
+        (unpacked / name).write_bytes(data)
+        os.utime(unpacked / name, (taken, taken))
+    expected = cli_json(cli, "job", cwd=tmp_path / "unpacked")
+
+    answer = post_files(server, [("files", ("job.zip", archive.read_bytes()))])
+    assert answer.status_code == 201, answer.text
+    report = answer.json()["report"]
+    assert report["inputs"]["dump_time_ns"] == taken * 10**9
+    assert report == expected
+
+
 def test_an_archive_beside_loose_files_is_read_with_them(server, cli, simulated_job, tmp_path):
     # Two archives and a log dropped beside them: the upload's folder has three entries, so the
     # analysis reads all of it; the archives' dumps (sent to the worker from memory) and the

@@ -20,7 +20,6 @@ import secrets
 import re
 import shutil
 import sys
-import tarfile
 import time
 import urllib.parse
 from typing import Dict, List, Optional, Tuple
@@ -129,7 +128,7 @@ class ConsoleApp:
                     and (entry / "files").is_dir()):
                 try:
                     write_held(entry)
-                except (OSError, ValueError, UploadError, tarfile.TarError) as error:
+                except Exception as error:  # noqa: BLE001 (said; then what is lost is said)
                     print(f"fr-analyze serve: analysis {entry.name}: its held archive members "
                           f"could not be written ({error})", file=sys.stderr, flush=True)
                 lost = self.store.finish_storing(entry.name, entry / "files")

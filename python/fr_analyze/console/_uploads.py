@@ -120,8 +120,15 @@ class HeldPipe:
         with self._lock:
             try:
                 self._write(head)
+                sent = 0
                 for block in blocks:
+                    sent += len(block)
+                    if sent > size:
+                        break
                     self._write(block)
+                if sent != size:  # a zip's header may lie about a member's size
+                    raise UploadError(400, f"member {path!r} holds other than the {size} bytes "
+                                      "its archive's header says", path)
             except BaseException:
                 # The member was cut short (the upload refused): the worker sees the pipe end
                 # inside it, and is stopped anyway.
@@ -532,18 +539,6 @@ class _MemberWriter:
                 self._error = self._error or error
 
 
-def _copy_member(folder: UploadFolder, source: BinaryIO, target: UploadFile, name: str,
-                 member: str, check_ratio: Callable[[str], None],
-                 writer: _MemberWriter) -> None:
-    while True:
-        block = source.read(1 << 20)
-        if not block:
-            return
-        folder.count_unpacked(len(block), f"{name}:{member}")
-        check_ratio(member)
-        writer.write(target, block)
-
-
 def _member_path(folder: UploadFolder, name: str, prefix: str, member: str,
                  is_dir: bool = False) -> str:
     """Where a member goes (under the archive's folder), once its own name is checked: an
@@ -734,28 +729,43 @@ def write_held(upload: pathlib.Path) -> None:
     if not manifest.exists():
         return
     files = upload / "files"
+
+    def place(path: str, size: int, mtime_ns: int, blocks, member: str, archive: str) -> None:
+        temporary = upload / HELD_FOLDER / "member.part"
+        written = 0
+        with open(temporary, "wb") as out:
+            for block in blocks:
+                written += len(block)
+                out.write(block)
+        if written != size:
+            raise UploadError(500, f"archive {archive!r} member {member!r} changed size", member)
+        os.utime(temporary, ns=(mtime_ns, mtime_ns))
+        os.replace(temporary, files / path)
+
     for entry in json.loads(manifest.read_text())["archives"]:
+        name = entry["name"]
         wanted = {member: (path, size, mtime_ns)
                   for member, path, size, mtime_ns in entry["members"]}
-        with open(upload / entry["archive"], "rb") as raw:
-            stream = _ForwardStream(_open_tar_stream(raw, entry["name"]))
-            with tarfile.open(fileobj=stream, mode="r:") as tar:
-                for member in tar:
-                    if member.name not in wanted or not member.isfile():
-                        continue
-                    path, size, mtime_ns = wanted.pop(member.name)
-                    if member.size != size:
-                        raise UploadError(500, f"archive {entry['name']!r} member "
-                                          f"{member.name!r} changed size", member.name)
-                    temporary = upload / HELD_FOLDER / "member.part"
-                    with open(temporary, "wb") as out:
-                        for block in _member_blocks(stream, member):
-                            out.write(block)
-                    os.utime(temporary, ns=(mtime_ns, mtime_ns))
-                    os.replace(temporary, files / path)
+        if name.lower().endswith(".zip"):
+            with zipfile.ZipFile(upload / entry["archive"]) as zf:
+                for member, (path, size, mtime_ns) in list(wanted.items()):
+                    with zf.open(member) as source:
+                        place(path, size, mtime_ns, iter(lambda: source.read(1 << 20), b""),
+                              member, name)
+                    del wanted[member]
+        else:
+            with open(upload / entry["archive"], "rb") as raw:
+                stream = _ForwardStream(_open_tar_stream(raw, name))
+                with tarfile.open(fileobj=stream, mode="r:") as tar:
+                    for member in tar:
+                        if member.name not in wanted or not member.isfile():
+                            continue
+                        path, size, mtime_ns = wanted.pop(member.name)
+                        place(path, size, mtime_ns, _member_blocks(stream, member), member.name,
+                              name)
         if wanted:
-            raise UploadError(500, f"archive {entry['name']!r} lacks members it held: "
-                              + ", ".join(sorted(wanted)[:3]), entry["name"])
+            raise UploadError(500, f"archive {name!r} lacks members it held: "
+                              + ", ".join(sorted(wanted)[:3]), name)
     manifest.unlink()
     shutil.rmtree(upload / HELD_FOLDER, ignore_errors=True)
 
@@ -768,6 +778,9 @@ def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: 
 
 def _read_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
               check_ratio: Callable[[str], None], writer: _MemberWriter) -> None:
+    from fr_analyze import _core
+
+    archive_relative = archive.relative_to(folder.root).as_posix()
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
         if len(infos) > folder.limits.max_files:
@@ -787,13 +800,60 @@ def _read_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: st
                 what = "a symbolic link" if kind == stat.S_IFLNK else "a device, FIFO or socket"
                 raise UploadError(400, f"archive {name!r} member {info.filename!r} is {what}; "
                                   "only plain files are accepted", where)
+            mtime_ns = _zip_mtime_ns(info)
+            if (folder.holder is not None and info.file_size <= HELD_MAX_MEMBER_BYTES
+                    and _core.is_dump_by_name(path)):
+                relative = folder.new_held(path, "archive member", where, info.file_size)
+                folder.held.append(HeldMember(archive_relative, info.filename,
+                                              relative.as_posix(), info.file_size, mtime_ns))
+                with zf.open(info) as source:
+                    folder.holder.send(relative.as_posix(), info.file_size, mtime_ns,
+                                       _counted_blocks(folder, source, where, info.filename,
+                                                       check_ratio))
+                continue
             _, target = folder.new_file(path, "archive member", where, opened=False)
+            target.mtime_ns = mtime_ns
             try:
                 with zf.open(info) as source:
-                    _copy_member(folder, source, target, name, info.filename, check_ratio,
-                                 writer)
+                    for block in _counted_blocks(folder, source, where, info.filename,
+                                                 check_ratio):
+                        writer.write(target, block)
             finally:
                 writer.close(target)
+
+
+def _counted_blocks(folder: UploadFolder, source: BinaryIO, where: str, member: str,
+                    check_ratio: Callable[[str], None]):
+    """A zip member's bytes in 1 MiB blocks, each counted against the upload's limits."""
+    while True:
+        block = source.read(1 << 20)
+        if not block:
+            return
+        folder.count_unpacked(len(block), where)
+        check_ratio(member)
+        yield block
+
+
+def _zip_mtime_ns(info: zipfile.ZipInfo) -> int:
+    """A zip member's time in ns, as unzip restores it: the UTC time of its extended-timestamp
+    field (0x5455, which Info-ZIP's zip writes), else its DOS time read as this machine's local
+    time (what the zip tool wrote from); a member with neither (the DOS epoch) gets the time it
+    is unpacked."""
+    extra = info.extra
+    at = 0
+    while at + 4 <= len(extra):
+        tag = int.from_bytes(extra[at:at + 2], "little")
+        length = int.from_bytes(extra[at + 2:at + 4], "little")
+        body = extra[at + 4:at + 4 + length]
+        if tag == 0x5455 and len(body) >= 5 and body[0] & 1:
+            return int.from_bytes(body[1:5], "little", signed=True) * 1_000_000_000
+        at += 4 + length
+    if info.date_time <= (1980, 1, 1, 0, 0, 0):
+        return time.time_ns()
+    try:
+        return int(time.mktime(info.date_time + (0, 0, -1))) * 1_000_000_000
+    except (OverflowError, ValueError):
+        return time.time_ns()
 
 
 class MultipartWriter:
