@@ -25,7 +25,7 @@ import threading
 import time
 import zipfile
 import zlib
-from typing import BinaryIO, Callable, Dict, List, Optional, Tuple
+from typing import BinaryIO, Callable, Dict, Iterable, List, Optional, Tuple
 
 import zstandard
 
@@ -261,13 +261,25 @@ class UploadFolder:
         with self._lock:
             return self._new_file(name, what, file, opened)
 
-    def new_held(self, name: str, what: str, file: str, size: int) -> pathlib.PurePosixPath:
-        """Claims the file `name` (checked as new_file's) for a member held in memory: its
-        folder is made, the file itself only after the answer (write_held)."""
+    def hold(self, name: str, file: str, member: "HeldMember",
+             blocks: Callable[[], Iterable[bytes]]) -> bool:
+        """Sends the archive member `member`, to be the file `name` (checked as new_file's;
+        `file` names it in refusals), to the holder instead of the disk when it is a dump by its
+        name alone and small enough; `blocks()` gives its bytes, counted against the limits.
+        Its folder is made, the file itself only after the answer (write_held). Returns whether
+        it was held; if not, the caller writes it."""
+        from fr_analyze import _core
+
+        if (self.holder is None or member.size > HELD_MAX_MEMBER_BYTES
+                or not _core.is_dump_by_name(name)):
+            return False
         with self._lock:
-            relative = self._claim(name, what, file)
-            self.sizes[relative] = size
-            return relative
+            relative = self._claim(name, "archive member", file)
+            self.sizes[relative] = member.size
+        member.path = relative.as_posix()
+        self.held.append(member)
+        self.holder.send(member.path, member.size, member.mtime_ns, blocks())
+        return True
 
     def _new_file(self, name: str, what: str, file: Optional[str],
                   opened: bool) -> tuple[pathlib.PurePosixPath, UploadFile]:
@@ -639,8 +651,6 @@ def _unpack_tar(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: 
 def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
               check_ratio: Callable[[str], None], writer: _MemberWriter,
               archive: str) -> None:
-    from fr_analyze import _core
-
     stream = _ForwardStream(_open_tar_stream(raw, name))
     # One pass, members in order: nothing seeks back or lists the whole archive first.
     with tarfile.open(fileobj=stream, mode="r:") as tar:
@@ -663,12 +673,8 @@ def _read_tar(folder: UploadFolder, raw: BinaryIO, name: str, prefix: str,
                     check_ratio(member.name)
                     yield block
 
-            if (folder.holder is not None and member.size <= HELD_MAX_MEMBER_BYTES
-                    and _core.is_dump_by_name(path)):
-                relative = folder.new_held(path, "archive member", where, member.size)
-                folder.held.append(HeldMember(archive, member.name, relative.as_posix(),
-                                              member.size, mtime_ns))
-                folder.holder.send(relative.as_posix(), member.size, mtime_ns, blocks())
+            if folder.hold(path, where, HeldMember(archive, member.name, "", member.size,
+                                                   mtime_ns), blocks):
                 continue
             _, target = folder.new_file(path, "archive member", where, opened=False)
             target.mtime_ns = mtime_ns
@@ -778,8 +784,6 @@ def _unpack_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: 
 
 def _read_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: str,
               check_ratio: Callable[[str], None], writer: _MemberWriter) -> None:
-    from fr_analyze import _core
-
     archive_relative = archive.relative_to(folder.root).as_posix()
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
@@ -801,15 +805,13 @@ def _read_zip(folder: UploadFolder, archive: pathlib.Path, name: str, prefix: st
                 raise UploadError(400, f"archive {name!r} member {info.filename!r} is {what}; "
                                   "only plain files are accepted", where)
             mtime_ns = _zip_mtime_ns(info)
-            if (folder.holder is not None and info.file_size <= HELD_MAX_MEMBER_BYTES
-                    and _core.is_dump_by_name(path)):
-                relative = folder.new_held(path, "archive member", where, info.file_size)
-                folder.held.append(HeldMember(archive_relative, info.filename,
-                                              relative.as_posix(), info.file_size, mtime_ns))
+            def blocks():
                 with zf.open(info) as source:
-                    folder.holder.send(relative.as_posix(), info.file_size, mtime_ns,
-                                       _counted_blocks(folder, source, where, info.filename,
-                                                       check_ratio))
+                    yield from _counted_blocks(folder, source, where, info.filename,
+                                               check_ratio)
+
+            if folder.hold(path, where, HeldMember(archive_relative, info.filename, "",
+                                                   info.file_size, mtime_ns), blocks):
                 continue
             _, target = folder.new_file(path, "archive member", where, opened=False)
             target.mtime_ns = mtime_ns
