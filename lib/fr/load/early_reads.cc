@@ -278,11 +278,20 @@ struct EarlyReadsState {
       try {
         bytes.resize(size);
       } catch (const std::bad_alloc&) {
-        std::lock_guard lock(mutex);
-        held_pending_bytes -= size;
-        status = absl::ResourceExhaustedError(
-            fmt::format("ran out of memory holding '{}' ({} bytes)", path, size));
-        break;
+        // That file's error alone, as running out of memory reading a file on disk is.
+        {
+          std::lock_guard lock(mutex);
+          held_pending_bytes -= size;
+        }
+        FileResult no_memory;
+        no_memory.dump = OutOfMemory(path);
+        if (!SkipBytes(fd, size) ||
+            !AddHeld({.relative_path = path, .size = size, .head = ""}, std::move(no_memory))) {
+          status = absl::DataLossError(
+              fmt::format("the held files' pipe ended inside '{}' ({} bytes)", path, size));
+          break;
+        }
+        continue;
       }
       if (!ReadExactly(fd, bytes.data(), bytes.size(), nullptr)) {
         std::lock_guard lock(mutex);
